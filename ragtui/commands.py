@@ -1,0 +1,110 @@
+"""The headless commands: ``eval``, ``export`` and ``check`` (Rich is used here, never in the core)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from ragtui.core.check import check_workspace
+from ragtui.core.embeddings import Progress
+from ragtui.core.export import export_trec
+from ragtui.core.report import eval_report, format_table
+from ragtui.core.workspace import Settings, Workspace
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def rich_progress() -> tuple[Progress, object]:
+    """A progress callback drawing a Rich bar on stderr (chunks per second and time left), and the bar."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress as RichProgress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = RichProgress(
+        TextColumn("embedding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = None
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("embedding", total=total, rate="")
+        elapsed = max(time.monotonic() - started, 1e-6)
+        bar.update(task, completed=done, rate=f"{done / elapsed:.1f} texts/s")
+        if done >= total:
+            bar.stop()
+
+    return progress, bar
+
+
+def open_workspace(settings: Settings) -> Workspace:
+    """Load everything, showing a progress bar while texts are embedded."""
+    progress, _ = rich_progress()
+    ws = Workspace.open(settings, progress)
+    for warning in ws.warnings:
+        _stderr(f"ragtui: warning: {warning}")
+    return ws
+
+
+def run_eval(settings: Settings, as_json: bool) -> int:
+    """``ragtui eval``: the metric table (or the JSON object) of every chosen retriever."""
+    ws = open_workspace(settings)
+    if as_json:
+        sys.stdout.write(orjson.dumps(eval_report(ws), option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    ev = ws.evaluation
+    assert ev is not None
+    skipped = ev.skipped
+    note = f"{len(ev.evaluated)} questions"
+    if skipped:
+        shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
+        note += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
+    print(f"{note}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}")
+    print(format_table(ws))
+    return 0
+
+
+def run_export(settings: Settings, folder: Path) -> int:
+    """``ragtui export DIR``: TREC qrels and runs."""
+    ws = open_workspace(settings)
+    for path in export_trec(ws, folder):
+        print(path)
+    return 0
+
+
+def run_check(settings: Settings) -> int:
+    """``ragtui check``: print every problem; exit 1 if there is any."""
+    ws = Workspace.load(settings)
+    for warning in ws.warnings:
+        _stderr(f"ragtui: warning: {warning}")
+    problems = check_workspace(ws)
+    for problem in problems:
+        print(problem)
+    ev = ws.evaluation
+    assert ev is not None
+    relevant_counts = [sum(1 for g in ws.effective_grades(q.id).values() if g >= ws.settings.threshold) for q in ws.questions]
+    print(
+        f"{len(ws.corpus.documents)} documents, {len(ws.chunks)} chunks, {len(ws.questions)} questions "
+        f"({sum(1 for n in relevant_counts if n == 1)} with one relevant chunk, "
+        f"{sum(1 for n in relevant_counts if n > 1)} with several, {sum(1 for n in relevant_counts if n == 0)} with none); "
+        f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    )
+    return 1 if problems else 0

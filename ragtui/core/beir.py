@@ -1,0 +1,71 @@
+"""BEIR datasets: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv`` (the starting grades)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragtui.core.corpus import Corpus, decode_utf8, load_beir_corpus, read_jsonl
+from ragtui.core.errors import InputError
+from ragtui.core.golden import Question
+
+
+def load_beir_queries(path: Path) -> list[Question]:
+    """Read BEIR ``queries.jsonl`` (``_id``, ``text``) as questions without evidence strings."""
+    questions: list[Question] = []
+    seen: dict[str, int] = {}
+    for line, obj in read_jsonl(path):
+        qid = obj.get("_id")
+        text = obj.get("text")
+        if not isinstance(qid, (str, int)) or str(qid) == "":
+            raise InputError(path, "missing or invalid '_id'", line)
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(path, "'text' must be a non-empty string", line)
+        qid = str(qid)
+        if qid in seen:
+            raise InputError(path, f"duplicate query id {qid!r} (first on line {seen[qid]})", line)
+        seen[qid] = line
+        questions.append(Question(id=qid, text=text, line=line))
+    if not questions:
+        raise InputError(path, "no queries")
+    return questions
+
+
+def load_beir_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """Read BEIR qrels TSV (``query-id  corpus-id  score``, header optional) into qid -> doc -> grade."""
+    if not path.is_file():
+        raise InputError(path, "file not found")
+    qrels: dict[str, dict[str, int]] = {}
+    text = decode_utf8(path, path.read_bytes())
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        cols = line.split("\t") if "\t" in line else line.split()
+        if number == 1 and cols[-1].strip().lower() == "score":
+            continue
+        if len(cols) != 3:
+            raise InputError(path, f"expected 3 columns (query-id, corpus-id, score), got {len(cols)}", number)
+        qid, doc, score = (c.strip() for c in cols)
+        try:
+            grade = int(score)
+        except ValueError:
+            raise InputError(path, f"score {score!r} is not a whole number", number) from None
+        qrels.setdefault(qid, {})[doc] = grade
+    return qrels
+
+
+def load_beir(folder: str | Path, split: str = "test") -> tuple[Corpus, list[Question], dict[str, dict[str, int]]]:
+    """The corpus, queries and qrels of a BEIR folder; queries without qrels are kept (and skipped later)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError(root, "BEIR folder not found")
+    corpus = load_beir_corpus(root)
+    questions = load_beir_queries(root / "queries.jsonl")
+    qrels = load_beir_qrels(root / "qrels" / f"{split}.tsv")
+    known = {q.id for q in questions}
+    questions = [q for q in questions if q.id in qrels] or questions
+    unknown = sorted(set(qrels) - known)
+    if unknown:
+        corpus.warnings.append(
+            f"{root / 'qrels' / f'{split}.tsv'}: {len(unknown)} qrels query ids not in queries.jsonl (ignored)"
+        )
+    return corpus, questions, qrels

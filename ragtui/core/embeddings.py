@@ -1,0 +1,192 @@
+"""Embeddings: a content-addressed on-disk cache, and a lazily loaded sentence-transformers model.
+
+The cache for one model is a folder holding ``vectors.npy`` (float32, one row per text, loaded with
+``allow_pickle=False``) and ``manifest.json`` (orjson: model, dimension, the SHA-1 of every row's
+text and the SHA-256 of the ``.npy`` file). A cache whose shapes or hashes do not match is rebuilt,
+never trusted. When every text is cached, sentence-transformers (and torch) are never imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from ragtui.core.errors import InputError
+from ragtui.core.paths import cache_dir
+from ragtui.core.tokenizer import resolve_model
+
+#: Called as ``progress(done, total)`` while texts are encoded.
+Progress = Callable[[int, int], None]
+
+ENCODE_BATCH = 32
+
+
+def text_key(text: str) -> str:
+    """The cache key of a text: its SHA-1."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _slug(model: str) -> str:
+    """A folder name for a model name or path, readable and collision-safe."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name or model)[:60]
+    return f"{readable}-{hashlib.sha1(model.encode()).hexdigest()[:10]}"
+
+
+class Embedder:
+    """A sentence-transformers model, imported and loaded on first use only."""
+
+    def __init__(self, model: str | None = None) -> None:
+        self.name = model or "all-MiniLM-L6-v2"
+        self.path = resolve_model(model)
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            # The library's own progress bars would scribble over the CLI's and the app's.
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            os.environ.setdefault("TQDM_DISABLE", "1")
+            try:
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(self.path, device="cpu")
+            except Exception as exc:  # any failure to find or read the model is bad input
+                raise InputError(self.name, f"cannot load embedding model: {exc}") from None
+        return self._model
+
+    @property
+    def max_seq_length(self) -> int:
+        """The longest input, in tokens, that the model reads (the rest is cut off)."""
+        return int(self._load().max_seq_length)
+
+    def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """Unit-length float32 embeddings of ``texts``, one row each."""
+        model = self._load()
+        rows = []
+        for start in range(0, len(texts), ENCODE_BATCH):
+            batch = list(texts[start : start + ENCODE_BATCH])
+            rows.append(
+                model.encode(
+                    batch,
+                    batch_size=ENCODE_BATCH,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                ).astype(np.float32, copy=False)
+            )
+            if progress:
+                progress(min(start + ENCODE_BATCH, len(texts)), len(texts))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.vstack(rows)
+
+
+class EmbeddingCache:
+    """The embeddings of one model on disk, looked up by text hash."""
+
+    def __init__(self, model: str | None = None, root: Path | None = None) -> None:
+        self.model = model or "all-MiniLM-L6-v2"
+        self.folder = (root or cache_dir()) / "embeddings" / _slug(self.model)
+        self.vectors: np.ndarray | None = None
+        self.rows: dict[str, int] = {}
+        #: Why a cache on disk was not used (tampered, truncated), for the user to see.
+        self.warnings: list[str] = []
+        self._load()
+
+    @property
+    def _npy(self) -> Path:
+        return self.folder / "vectors.npy"
+
+    @property
+    def _manifest(self) -> Path:
+        return self.folder / "manifest.json"
+
+    def _load(self) -> None:
+        if not self._manifest.exists() or not self._npy.exists():
+            return
+        try:
+            manifest = orjson.loads(self._manifest.read_bytes())
+            raw = self._npy.read_bytes()
+            if hashlib.sha256(raw).hexdigest() != manifest["npy_sha256"]:
+                raise ValueError("vectors.npy does not match its recorded hash")
+            vectors = np.load(self._npy, allow_pickle=False)
+            hashes = manifest["hashes"]
+            if vectors.dtype != np.float32 or vectors.ndim != 2:
+                raise ValueError("vectors.npy is not a float32 matrix")
+            if vectors.shape != (len(hashes), int(manifest["dim"])):
+                raise ValueError(f"shape {vectors.shape} does not match the manifest")
+            if manifest.get("model") != self.model:
+                raise ValueError("manifest names another model")
+        except (ValueError, KeyError, TypeError, OSError, orjson.JSONDecodeError) as exc:
+            self.warnings.append(f"{self.folder}: embedding cache ignored and rebuilt ({exc})")
+            return
+        self.vectors = vectors
+        self.rows = {h: i for i, h in enumerate(hashes)}
+
+    def missing(self, texts: Sequence[str]) -> list[str]:
+        """The distinct texts that have no cached embedding, in first-seen order."""
+        seen: set[str] = set()
+        out = []
+        for text in texts:
+            key = text_key(text)
+            if key not in self.rows and key not in seen:
+                seen.add(key)
+                out.append(text)
+        return out
+
+    def get(self, texts: Sequence[str]) -> np.ndarray:
+        """Cached embeddings of ``texts`` (all must be cached), one row each."""
+        assert self.vectors is not None
+        index = [self.rows[text_key(t)] for t in texts]
+        return self.vectors[index]
+
+    def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Add new rows and write the cache atomically (each file written to a temp name, fsynced, renamed)."""
+        if not texts:
+            return
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if self.vectors is None or len(self.rows) == 0:
+            merged = vectors
+            hashes = [text_key(t) for t in texts]
+        else:
+            if self.vectors.shape[1] != vectors.shape[1]:
+                raise ValueError("new embeddings have another dimension than the cache")
+            merged = np.vstack([self.vectors, vectors])
+            hashes = list(self.rows) + [text_key(t) for t in texts]
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp_npy = self.folder / f"vectors.{os.getpid()}.tmp.npy"
+        with open(tmp_npy, "wb") as fh:
+            np.save(fh, merged, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        digest = hashlib.sha256(tmp_npy.read_bytes()).hexdigest()
+        manifest = {"model": self.model, "dim": int(merged.shape[1]), "hashes": hashes, "npy_sha256": digest}
+        tmp_manifest = self.folder / f"manifest.{os.getpid()}.tmp.json"
+        with open(tmp_manifest, "wb") as fh:
+            fh.write(orjson.dumps(manifest))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_npy, self._npy)
+        os.replace(tmp_manifest, self._manifest)
+        self.vectors = merged
+        self.rows = {h: i for i, h in enumerate(hashes)}
+
+    def embed(
+        self, texts: Sequence[str], embedder: Embedder | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
+        """Embeddings of ``texts``, encoding (and caching) only the ones not cached yet."""
+        todo = self.missing(texts)
+        if todo:
+            embedder = embedder or Embedder(self.model)
+            self.add(todo, embedder.encode(todo, progress))
+        if not texts:
+            return np.zeros((0, self.vectors.shape[1] if self.vectors is not None else 0), np.float32)
+        return self.get(texts)

@@ -1,0 +1,51 @@
+"""TREC export: qrels of the effective grades and one run per retriever, readable by trec_eval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+from ragtui.core.workspace import Workspace
+
+#: Characters left as they are in TREC ids; white space and '%' are percent-encoded.
+_SAFE = "/#:@!$&'()*+,;=-._~[]"
+
+
+def trec_id(identifier: str) -> str:
+    """An id safe for whitespace-separated TREC files (reversible with ``urllib.parse.unquote``)."""
+    return quote(identifier, safe=_SAFE)
+
+
+def qrels_lines(ws: Workspace) -> list[str]:
+    """``qid 0 docid grade`` for every judged (question, chunk) pair: evidence rule or qrels, then hand grades."""
+    lines = []
+    for q in ws.questions:
+        grades = ws.effective_grades(q.id)
+        for cid in sorted(grades, key=lambda c: ws.chunk_order.get(c, -1)):
+            lines.append(f"{trec_id(q.id)} 0 {trec_id(cid)} {grades[cid]}")
+    return lines
+
+
+def run_lines(ws: Workspace, name: str) -> list[str]:
+    """``qid Q0 docid rank score tag`` for one retriever; scores are the ranks turned into strictly decreasing numbers."""
+    lines = []
+    depth = ws.settings.depth
+    for q in ws.questions:
+        for rank, (cid, _) in enumerate(ws.ranking(name, q.id), start=1):
+            lines.append(f"{trec_id(q.id)} Q0 {trec_id(cid)} {rank} {depth - rank + 1} ragtui-{name}")
+    return lines
+
+
+def export_trec(ws: Workspace, folder: str | Path) -> list[Path]:
+    """Write ``qrels.trec`` and ``<retriever>.trec`` into ``folder``; returns the files written."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    files = {"qrels.trec": qrels_lines(ws)}
+    for name in ws.retrievers:
+        files[f"{name}.trec"] = run_lines(ws, name)
+    for filename, lines in files.items():
+        path = out / filename
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        written.append(path)
+    return written

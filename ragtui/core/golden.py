@@ -1,0 +1,137 @@
+"""The golden set: questions with evidence strings, the evidence rule, and highlight spans."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragtui.core.corpus import read_jsonl
+from ragtui.core.errors import InputError
+
+#: The grade the evidence rule gives a chunk that contains an evidence string ("answers fully").
+EVIDENCE_GRADE = 2
+
+_WORD = re.compile(r"\w+")
+
+#: Words too common to mark in the chunk view; BM25 still scores them.
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i if in is it its of on or "
+    "our so than that the their then there these they this to was we what when where which "
+    "who whom why will with you your".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One golden question: id, text, evidence strings (any one makes a chunk relevant) and slices."""
+
+    id: str
+    text: str
+    evidence: tuple[str, ...] = ()
+    slices: tuple[str, ...] = ()
+    line: int = 0
+
+
+def normalize_ws(text: str) -> str:
+    """Collapse every run of white space to one space and strip the ends."""
+    return " ".join(text.split())
+
+
+def query_terms(text: str) -> list[str]:
+    """Lower-case word tokens, the same tokens BM25 scores."""
+    return _WORD.findall(text.lower())
+
+
+def _str_list(value: object, path: Path, line: int, field: str, allow_empty: bool) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(path, f"'{field}' must be a string or a list of strings", line)
+    if not allow_empty and (not value or any(not v.strip() for v in value)):
+        raise InputError(path, f"'{field}' must not be empty", line)
+    return tuple(value)
+
+
+def parse_question(obj: dict, path: Path, line: int, require_evidence: bool = True) -> Question:
+    """Validate one ``questions.jsonl`` object."""
+    qid = obj.get("id")
+    if qid is None:
+        raise InputError(path, "missing field 'id'", line)
+    if not isinstance(qid, str) or not qid.strip():
+        raise InputError(path, "'id' must be a non-empty string", line)
+    text = obj.get("question")
+    if text is None:
+        raise InputError(path, "missing field 'question'", line)
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(path, "'question' must be a non-empty string", line)
+    if "evidence" not in obj:
+        if require_evidence:
+            raise InputError(path, "missing field 'evidence'", line)
+        evidence: tuple[str, ...] = ()
+    else:
+        evidence = _str_list(obj["evidence"], path, line, "evidence", allow_empty=False)
+    slices = _str_list(obj.get("slices", []), path, line, "slices", allow_empty=True)
+    return Question(id=qid, text=text, evidence=evidence, slices=slices, line=line)
+
+
+def load_questions(path: str | Path, require_evidence: bool = True) -> list[Question]:
+    """Read ``questions.jsonl``; malformed lines and duplicate ids raise InputError naming the line."""
+    path = Path(path)
+    questions: list[Question] = []
+    first_line: dict[str, int] = {}
+    for line, obj in read_jsonl(path):
+        question = parse_question(obj, path, line, require_evidence)
+        if question.id in first_line:
+            raise InputError(
+                path, f"duplicate question id {question.id!r} (first on line {first_line[question.id]})", line
+            )
+        first_line[question.id] = line
+        questions.append(question)
+    if not questions:
+        raise InputError(path, "the golden set holds no questions")
+    return questions
+
+
+class EvidenceIndex:
+    """Finds the chunks containing a question's evidence, comparing white-space-collapsed text."""
+
+    def __init__(self, chunk_ids: Sequence[str], chunk_texts: Sequence[str]) -> None:
+        self.chunk_ids = list(chunk_ids)
+        self._normalized = [normalize_ws(t) for t in chunk_texts]
+
+    def matching_chunks(self, evidence: Iterable[str]) -> list[str]:
+        """Ids of the chunks that contain any of the evidence strings, in chunk order."""
+        needles = [normalize_ws(e) for e in evidence if normalize_ws(e)]
+        if not needles:
+            return []
+        return [
+            cid
+            for cid, text in zip(self.chunk_ids, self._normalized)
+            if any(n in text for n in needles)
+        ]
+
+
+def evidence_pattern(evidence: str) -> re.Pattern[str]:
+    """A regex matching ``evidence`` with any run of white space where it has one."""
+    words = evidence.split()
+    return re.compile(r"\s+".join(re.escape(w) for w in words))
+
+
+def evidence_spans(text: str, evidence: Iterable[str]) -> list[tuple[int, int]]:
+    """Character spans in ``text`` where an evidence string occurs (white space collapsed)."""
+    spans: list[tuple[int, int]] = []
+    for item in evidence:
+        if not item.split():
+            continue
+        spans.extend(m.span() for m in evidence_pattern(item).finditer(text))
+    return sorted(spans)
+
+
+def term_spans(text: str, question: str) -> list[tuple[int, int]]:
+    """Character spans of the question's (non-stop) words in ``text``, matched whole and case-blind."""
+    terms = {t for t in query_terms(question) if t not in _STOPWORDS}
+    if not terms:
+        return []
+    return [m.span() for m in _WORD.finditer(text) if m.group().lower() in terms]

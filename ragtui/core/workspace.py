@@ -1,0 +1,340 @@
+"""The workspace: everything loaded for one data set and setting, shared by the CLI and the app.
+
+Loading is split so that a UI can show something at once: ``Workspace.load`` reads the corpus,
+chunks it, reads the golden set and labels and builds BM25 (fast); ``prepare_vectors`` embeds the
+chunks and questions (from the cache when possible, else with the model: slow) and adds the
+vector and hybrid retrievers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ragtui.core.beir import load_beir
+from ragtui.core.chunking import DEFAULT_CHUNK_SIZE, Chunk, chunk_documents
+from ragtui.core.corpus import Corpus, load_folder
+from ragtui.core.embeddings import EmbeddingCache, Embedder, Progress
+from ragtui.core.errors import InputError
+from ragtui.core.evaluation import Evaluation
+from ragtui.core.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
+from ragtui.core.labels import Label, LabelJournal
+from ragtui.core.metrics import QuestionMetrics
+from ragtui.core.paths import bundled_corpus, bundled_golden
+from ragtui.core.retrievers import (
+    RETRIEVER_NAMES,
+    BM25Retriever,
+    HybridRetriever,
+    Ranking,
+    VectorRetriever,
+)
+from ragtui.core.tokenizer import DEFAULT_MODEL, token_counter
+
+#: Where an effective grade came from.
+SOURCE_EVIDENCE = "evidence"
+SOURCE_QRELS = "qrels"
+SOURCE_HAND = "hand"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What to load and how: the options every command shares (see DESIGN.md)."""
+
+    corpus: Path | None = None
+    golden: Path | None = None
+    beir: Path | None = None
+    chunk_size: int | None = DEFAULT_CHUNK_SIZE
+    overlap: int = 0
+    model: str = DEFAULT_MODEL
+    k: int = 3
+    depth: int = 10
+    retrievers: tuple[str, ...] = RETRIEVER_NAMES
+    threshold: int = 1
+    bm25_backend: str = "rank-bm25"
+    annotator: str | None = None
+    cache_dir: Path | None = None
+
+    def resolved(self) -> Settings:
+        """Defaults filled in: the bundled data, and whole documents as chunks for BEIR without a size."""
+        corpus = self.corpus
+        golden = self.golden
+        if self.beir is None:
+            corpus = corpus or bundled_corpus()
+            golden = golden or bundled_golden()
+        else:
+            golden = golden or self.beir
+        return replace(self, corpus=corpus, golden=golden)
+
+
+@dataclass(frozen=True, slots=True)
+class StaleLabel:
+    """A hand label that no longer applies, with the reason; kept in the journal, never applied."""
+
+    label: Label
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GradeChange:
+    """What one label change did: the label written and each retriever's (old, new) values."""
+
+    question: str
+    chunk: str
+    label: Label
+    changes: dict[str, tuple[QuestionMetrics, QuestionMetrics]]
+
+
+@dataclass
+class Workspace:
+    """The loaded data set and its evaluation."""
+
+    settings: Settings
+    corpus: Corpus
+    chunks: list[Chunk]
+    questions: list[Question]
+    labels: LabelJournal
+    base_grades: dict[str, dict[str, int]]
+    base_source: str
+    bm25: BM25Retriever | None
+    rankings: dict[str, dict[str, Ranking]] = field(default_factory=dict)
+    evaluation: Evaluation | None = None
+    vector: VectorRetriever | None = None
+    hybrid: HybridRetriever | None = None
+    chunk_by_id: dict[str, Chunk] = field(default_factory=dict)
+    chunk_order: dict[str, int] = field(default_factory=dict)
+    question_by_id: dict[str, Question] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    question_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    # ---- loading -------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, settings: Settings) -> Workspace:
+        """Read, chunk and index everything that needs no embedding model; BM25 is ready after this."""
+        settings = settings.resolved()
+        for name in settings.retrievers:
+            if name not in RETRIEVER_NAMES:
+                raise InputError(None, f"unknown retriever {name!r}; choose from {', '.join(RETRIEVER_NAMES)}")
+        if settings.k < 1 or settings.depth < 1:
+            raise InputError(None, "--k and --depth must be at least 1")
+        if settings.chunk_size is not None and not 0 <= settings.overlap < settings.chunk_size:
+            raise InputError(None, "--overlap must be at least 0 and smaller than --chunk-size")
+        counter = token_counter(settings.model)
+        if settings.beir is not None:
+            corpus, questions, qrels = load_beir(settings.beir)
+            base_source = SOURCE_QRELS
+        else:
+            assert settings.corpus is not None and settings.golden is not None
+            corpus = load_folder(settings.corpus)
+            questions = load_questions(Path(settings.golden) / "questions.jsonl")
+            qrels = {}
+            base_source = SOURCE_EVIDENCE
+        chunks = chunk_documents(corpus.documents, counter, settings.chunk_size, settings.overlap)
+        if not chunks:
+            raise InputError(corpus.source, "the corpus gave no chunks (every document is empty)")
+        assert settings.golden is not None
+        labels = LabelJournal(Path(settings.golden) / "labels.jsonl", settings.annotator)
+        ws = cls(
+            settings=settings,
+            corpus=corpus,
+            chunks=chunks,
+            questions=questions,
+            labels=labels,
+            base_grades={},
+            base_source=base_source,
+            bm25=None,
+        )
+        ws.chunk_by_id = {c.id: c for c in chunks}
+        ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
+        ws.question_by_id = {q.id: q for q in questions}
+        ws.base_grades = ws._base_grades(qrels)
+        ws.warnings = list(corpus.warnings) + list(labels.warnings)
+        if "bm25" in settings.retrievers or "hybrid" in settings.retrievers:
+            ws.bm25 = BM25Retriever(chunks, backend=settings.bm25_backend)
+            ws.rankings["bm25"] = {q.id: ws.bm25.search(q.text, settings.depth) for q in questions}
+        shown = {n: r for n, r in ws.rankings.items() if n in settings.retrievers}
+        ws.evaluation = Evaluation(
+            [q.id for q in questions], ws.effective_grades, shown, settings.k, settings.threshold
+        )
+        return ws
+
+    def _base_grades(self, qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        """The grades before hand labels: the evidence rule, or the BEIR qrels (a chunked document's chunks share its grade)."""
+        if self.base_source == SOURCE_EVIDENCE:
+            index = EvidenceIndex([c.id for c in self.chunks], [c.text for c in self.chunks])
+            return {
+                q.id: {cid: EVIDENCE_GRADE for cid in index.matching_chunks(q.evidence)}
+                for q in self.questions
+            }
+        by_doc: dict[str, list[str]] = {}
+        for c in self.chunks:
+            by_doc.setdefault(c.doc, []).append(c.id)
+        grades: dict[str, dict[str, int]] = {}
+        for q in self.questions:
+            graded: dict[str, int] = {}
+            for doc, grade in qrels.get(q.id, {}).items():
+                for cid in by_doc.get(doc, ()):
+                    graded[cid] = grade
+            grades[q.id] = graded
+        return grades
+
+    @property
+    def vectors_needed(self) -> bool:
+        """Whether the settings ask for the vector or hybrid retriever."""
+        return any(n in self.settings.retrievers for n in ("vector", "hybrid"))
+
+    def embedding_cache(self) -> EmbeddingCache:
+        """The embedding cache of the chosen model."""
+        return EmbeddingCache(self.settings.model, self.settings.cache_dir)
+
+    def texts_to_embed(self) -> list[str]:
+        """Every chunk text and question text, in that order."""
+        return [c.text for c in self.chunks] + [q.text for q in self.questions]
+
+    def prepare_vectors(self, progress: Progress | None = None, embedder: Embedder | None = None) -> None:
+        """Embed chunks and questions (cached ones are read, not encoded) and add vector and hybrid."""
+        if not self.vectors_needed:
+            return
+        cache = self.embedding_cache()
+        self.warnings.extend(cache.warnings)
+        texts = self.texts_to_embed()
+        matrix = cache.embed(texts, embedder or Embedder(self.settings.model), progress)
+        n = len(self.chunks)
+        chunk_matrix, question_matrix = matrix[:n], matrix[n:]
+        self.question_vectors = {q.id: question_matrix[i] for i, q in enumerate(self.questions)}
+        by_text = {q.text: question_matrix[i] for i, q in enumerate(self.questions)}
+
+        def embed_query(text: str) -> np.ndarray:
+            if text in by_text:
+                return by_text[text]
+            return cache.embed([text], embedder or Embedder(self.settings.model))[0]
+
+        self.vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
+        depth = self.settings.depth
+        vector_rankings = {
+            q.id: self.vector.search_vector(self.question_vectors[q.id], depth) for q in self.questions
+        }
+        self.rankings["vector"] = vector_rankings
+        assert self.evaluation is not None
+        if "vector" in self.settings.retrievers:
+            self.evaluation.set_rankings("vector", vector_rankings)
+        if "hybrid" in self.settings.retrievers and self.bm25 is not None:
+            self.hybrid = HybridRetriever(self.bm25, self.vector, self.chunk_order)
+            self.rankings["hybrid"] = {
+                q.id: self.hybrid.fuse(self.rankings["bm25"][q.id], vector_rankings[q.id], depth)
+                for q in self.questions
+            }
+            self.evaluation.set_rankings("hybrid", self.rankings["hybrid"])
+
+    @classmethod
+    def open(cls, settings: Settings, progress: Progress | None = None) -> Workspace:
+        """Load everything, embeddings included (the headless commands)."""
+        ws = cls.load(settings)
+        ws.prepare_vectors(progress)
+        return ws
+
+    # ---- grades --------------------------------------------------------------------------------
+
+    @property
+    def retrievers(self) -> list[str]:
+        """The chosen retrievers that have rankings, in the standard order."""
+        return [n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings]
+
+    def label_status(self, label: Label) -> str | None:
+        """Why a hand label does not apply (unknown question, missing or edited chunk), or None if it applies."""
+        if label.question not in self.question_by_id:
+            return "unknown question"
+        chunk = self.chunk_by_id.get(label.chunk)
+        if chunk is None:
+            return "chunk not in the chunked corpus"
+        if label.chunk_sha1 and label.chunk_sha1 != chunk.sha1:
+            return "chunk text changed since it was labelled"
+        return None
+
+    def hand_grades(self, qid: str) -> dict[str, int]:
+        """The hand grades of a question that apply (stale labels left out)."""
+        return {
+            cid: label.grade
+            for cid, label in self.labels.by_question.get(qid, {}).items()
+            if label.grade is not None and self.label_status(label) is None
+        }
+
+    def effective_grades(self, qid: str) -> dict[str, int]:
+        """The grades metrics use: the evidence rule (or qrels), overridden by hand grades."""
+        grades = dict(self.base_grades.get(qid, {}))
+        grades.update(self.hand_grades(qid))
+        return grades
+
+    def grade_source(self, qid: str, cid: str) -> tuple[int | None, str | None]:
+        """A chunk's effective grade for a question and where it came from (hand, evidence, qrels), or (None, None)."""
+        hand = self.hand_grades(qid)
+        if cid in hand:
+            return hand[cid], SOURCE_HAND
+        base = self.base_grades.get(qid, {})
+        if cid in base:
+            return base[cid], self.base_source
+        return None, None
+
+    def stale_labels(self) -> list[StaleLabel]:
+        """Current hand labels that do not apply, with reasons."""
+        out = []
+        for label in self.labels.current.values():
+            reason = self.label_status(label)
+            if reason:
+                out.append(StaleLabel(label, reason))
+        return out
+
+    def set_grade(self, qid: str, cid: str, grade: int | None) -> GradeChange:
+        """Save a hand grade (None removes it) to the journal, fsynced, then update the numbers."""
+        chunk = self.chunk_by_id[cid]
+        if qid not in self.question_by_id:
+            raise KeyError(qid)
+        label = self.labels.set_grade(qid, cid, grade, chunk.sha1)
+        return GradeChange(qid, cid, label, self._regrade(qid))
+
+    def undo(self) -> GradeChange | None:
+        """Undo the last label change (itself a journal line); None when there is nothing to undo."""
+        label = self.labels.undo()
+        if label is None:
+            return None
+        return GradeChange(label.question, label.chunk, label, self._regrade(label.question))
+
+    def _regrade(self, qid: str) -> dict[str, tuple[QuestionMetrics, QuestionMetrics]]:
+        assert self.evaluation is not None
+        if qid not in self.question_by_id:
+            return {}
+        return self.evaluation.update_question(qid)
+
+    def refresh_labels(self) -> set[str]:
+        """Apply labels another process wrote; returns the questions whose numbers changed."""
+        before = dict(self.labels.current)
+        self.labels.refresh()
+        touched = {
+            q for (q, c), lab in self.labels.current.items() if before.get((q, c)) != lab
+        } | {q for (q, c) in before if (q, c) not in self.labels.current}
+        for qid in touched:
+            self._regrade(qid)
+        return {q for q in touched if q in self.question_by_id}
+
+    def set_k(self, k: int) -> None:
+        """Change k and recompute every value."""
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        self.settings = replace(self.settings, k=k)
+        shown = {n: self.rankings[n] for n in self.retrievers}
+        self.evaluation = Evaluation(
+            [q.id for q in self.questions], self.effective_grades, shown, k, self.settings.threshold
+        )
+
+    def ranking(self, name: str, qid: str) -> Ranking:
+        """A retriever's ranking for a golden question."""
+        return self.rankings.get(name, {}).get(qid, [])
+
+    def questions_in(self, ids: Iterable[str]) -> list[Question]:
+        """The questions with these ids, in golden-set order."""
+        wanted = set(ids)
+        return [q for q in self.questions if q.id in wanted]
+

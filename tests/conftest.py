@@ -1,0 +1,52 @@
+"""Shared fixtures: the small fixed corpus copied to a temporary folder, and one embedding cache per run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
+MINI = DATA / "mini"
+SHARED = ROOT.parent / "shared"
+CRANFIELD = SHARED / "data" / "cranfield"
+
+#: The small corpus is chunked at this size so that it gives several chunks per document.
+MINI_CHUNK_SIZE = 48
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An embedding cache shared by the whole test run (the real model fills it once)."""
+    explicit = os.environ.get("RAGTUI_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    return tmp_path_factory.mktemp("embedding-cache")
+
+
+@pytest.fixture
+def mini(tmp_path: Path) -> Path:
+    """A writable copy of the small corpus and golden set: ``<tmp>/corpus`` and ``<tmp>/golden``."""
+    shutil.copytree(MINI / "corpus", tmp_path / "corpus")
+    shutil.copytree(MINI / "golden", tmp_path / "golden")
+    return tmp_path
+
+
+@pytest.fixture
+def mini_settings(mini: Path, cache_dir: Path):
+    """Settings for the small corpus copy, with the shared test cache."""
+    from ragtui.core.workspace import Settings
+
+    return Settings(
+        corpus=mini / "corpus",
+        golden=mini / "golden",
+        chunk_size=MINI_CHUNK_SIZE,
+        cache_dir=cache_dir,
+        annotator="tester",
+    )

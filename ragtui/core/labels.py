@@ -20,6 +20,10 @@ MIN_GRADE = 0
 MAX_GRADE = 9
 
 
+class ReadOnlyError(OSError):
+    """The journal cannot be written: the edit is refused, not dropped."""
+
+
 @dataclass(frozen=True, slots=True)
 class Label:
     """One journal line: the grade a person gave a chunk for a question (None removes it)."""
@@ -101,10 +105,16 @@ class LabelJournal:
 
     @property
     def read_only(self) -> bool:
-        """True when the journal (or its folder, for a new journal) cannot be written."""
-        if self.path.exists():
-            return not os.access(self.path, os.W_OK)
-        return not os.access(self.path.parent, os.W_OK)
+        """True when the journal (or its folder, for a new journal) cannot be written or has no write bits.
+
+        The mode bits count too, so a file made read-only on purpose is respected even by root.
+        """
+        target = self.path if self.path.exists() else self.path.parent
+        try:
+            mode = target.stat().st_mode
+        except OSError:
+            return True
+        return not os.access(target, os.W_OK) or not mode & 0o222
 
     def load(self) -> None:
         """Read the whole journal from the start."""
@@ -206,8 +216,10 @@ class LabelJournal:
         """Restore the pair changed last to its previous grade (written as a new line); None if nothing to undo."""
         if not self._undo:
             return None
-        question, chunk, grade, sha1 = self._undo.pop()
-        return self._append(question, chunk, grade, sha1)
+        question, chunk, grade, sha1 = self._undo[-1]
+        label = self._append(question, chunk, grade, sha1)
+        self._undo.pop()
+        return label
 
     @property
     def can_undo(self) -> bool:
@@ -215,6 +227,8 @@ class LabelJournal:
         return bool(self._undo)
 
     def _append(self, question: str, chunk: str, grade: int | None, chunk_sha1: str) -> Label:
+        if self.read_only:
+            raise ReadOnlyError(f"{self.path}: the label journal is read-only; the change was not made")
         if grade is not None and not MIN_GRADE <= grade <= MAX_GRADE:
             raise ValueError(f"grade {grade} out of range {MIN_GRADE}..{MAX_GRADE}")
         label = Label(question, chunk, grade, chunk_sha1, now_iso(), self.annotator)

@@ -1,0 +1,94 @@
+"""Retrievers: BM25 against rank-bm25 itself, the real embedding model, RRF by hand, tie-breaks."""
+
+from __future__ import annotations
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from ragtui.core.chunking import Chunk
+from ragtui.core.embeddings import EmbeddingCache, Embedder
+from ragtui.core.retrievers import BM25Retriever, HybridRetriever, VectorRetriever, bm25_tokens, rrf_fuse
+
+TEXTS = [
+    "The pumping station lifts polder water into the canal.",
+    "Dike inspectors walk the embankment every spring.",
+    "Water levels are measured against NAP at each gauge.",
+    "The pumping station PS-07 has a capacity of 42 cubic metres per minute.",
+    "Permits for jetties cost 120 euros.",
+]
+
+
+def _chunks(texts=TEXTS) -> list[Chunk]:
+    return [Chunk(f"d.md#{i}", "d.md", i, 0, len(t), t, (), len(t.split())) for i, t in enumerate(texts)]
+
+
+def test_bm25_scores_are_rank_bm25s_and_non_matching_chunks_are_left_out():
+    bm25 = BM25Retriever(_chunks())
+    ranking = bm25.search("pumping station capacity", 10)
+    reference = BM25Okapi([bm25_tokens(t) for t in TEXTS]).get_scores(bm25_tokens("pumping station capacity"))
+    assert [cid for cid, _ in ranking] == ["d.md#3", "d.md#0"]
+    assert [s for _, s in ranking] == [reference[3], reference[0]]
+    assert bm25.search("zebra", 10) == []
+
+
+def test_bm25_ties_break_by_chunk_order():
+    bm25 = BM25Retriever(_chunks(["alpha beta", "gamma", "alpha beta", "alpha beta"]))
+    assert [cid for cid, _ in bm25.search("alpha", 2)] == ["d.md#0", "d.md#2"]
+
+
+def test_bm25s_backend_ranks_the_same_chunks():
+    chunks = _chunks()
+    plain = BM25Retriever(chunks).search("pumping station water", 10)
+    fast = BM25Retriever(chunks, backend="bm25s").search("pumping station water", 10)
+    assert {c for c, _ in plain} == {c for c, _ in fast}
+    assert fast[0][0] == plain[0][0]
+
+
+def test_vector_ties_and_depth_are_exact():
+    chunks = _chunks(["a", "b", "c", "d"])
+    matrix = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8]], dtype=np.float32)
+    vector = VectorRetriever(chunks, matrix, lambda q: np.array([1.0, 0.0], dtype=np.float32))
+    assert [cid for cid, _ in vector.search("q", 2)] == ["d.md#0", "d.md#2"]
+    assert [cid for cid, _ in vector.search("q", 10)] == ["d.md#0", "d.md#2", "d.md#3", "d.md#1"]
+
+
+def test_rrf_by_hand():
+    order = {f"c{i}": i for i in range(5)}
+    fused = rrf_fuse([[("c1", 9.0), ("c2", 8.0)], [("c2", 0.9), ("c3", 0.8), ("c1", 0.7)]], order, 10)
+    # c2: 1/62 + 1/61; c1: 1/61 + 1/63; c3: 1/62.
+    assert [c for c, _ in fused] == ["c2", "c1", "c3"]
+    assert abs(fused[0][1] - (1 / 62 + 1 / 61)) < 1e-15
+    assert abs(fused[1][1] - (1 / 61 + 1 / 63)) < 1e-15
+    # Equal fused scores fall back to chunk order.
+    tied = rrf_fuse([[("c4", 1.0)], [("c0", 1.0)]], order, 10)
+    assert [c for c, _ in tied] == ["c0", "c4"]
+
+
+def test_real_model_embeds_and_ranks_by_meaning(cache_dir):
+    chunks = _chunks()
+    cache = EmbeddingCache("all-MiniLM-L6-v2", cache_dir)
+    matrix = cache.embed([c.text for c in chunks], Embedder())
+    assert matrix.shape == (5, 384) and matrix.dtype == np.float32
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+    query = cache.embed(["Who checks the levees?"], Embedder())[0]
+    vector = VectorRetriever(chunks, matrix, lambda q: query)
+    # No word in common with the dike chunk, yet the model finds it first.
+    assert vector.search("Who checks the levees?", 1)[0][0] == "d.md#1"
+    # The cache now answers without encoding.
+    again = EmbeddingCache("all-MiniLM-L6-v2", cache_dir)
+    assert again.missing([c.text for c in chunks]) == []
+    assert np.array_equal(again.get([c.text for c in chunks]), matrix)
+
+
+def test_hybrid_fuses_the_top_depth_of_each():
+    chunks = _chunks()
+    order = {c.id: i for i, c in enumerate(chunks)}
+    bm25 = BM25Retriever(chunks)
+    matrix = np.eye(5, dtype=np.float32)
+    vector = VectorRetriever(chunks, matrix, lambda q: np.array([0, 0, 0, 0, 1], dtype=np.float32))
+    hybrid = HybridRetriever(bm25, vector, order)
+    ranking = hybrid.search("pumping station", 2)
+    b = bm25.search("pumping station", 2)
+    v = vector.search("pumping station", 2)
+    assert ranking == rrf_fuse([b, v], order, 2)
+    assert len(ranking) == 2

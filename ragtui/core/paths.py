@@ -34,3 +34,17 @@ def cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "ragtui"
+
+
+def safe_filename(name: str, suffix: str = "") -> str:
+    """A file name made from data (a run or retriever name): no folders, no dot-files, only safe characters.
+
+    Anything but letters, digits, ``-``, ``_`` and ``.`` becomes ``_``, leading dots are dropped, so
+    a name such as ``../../etc/passwd`` cannot leave the folder it is written to.
+    """
+    import re
+
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")[:120]
+    if not cleaned or set(cleaned) <= {"_", "."}:
+        raise ValueError(f"{name!r} cannot be made into a file name")
+    return cleaned + suffix

@@ -1,0 +1,1 @@
+"""The interactive Textual app of ragtui: question list, ranked lists, chunk view, metrics, labels."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from rank_bm25 import BM25Okapi
 
 from ragtui.core.chunking import Chunk
@@ -92,3 +93,17 @@ def test_hybrid_fuses_the_top_depth_of_each():
     v = vector.search("pumping station", 2)
     assert ranking == rrf_fuse([b, v], order, 2)
     assert len(ranking) == 2
+
+
+def test_batched_vector_search_equals_one_by_one():
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(50, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    queries = rng.normal(size=(7, 8)).astype(np.float32)
+    chunks = _chunks([f"t{i}" for i in range(50)])
+    vector = VectorRetriever(chunks, matrix, lambda q: q)
+    batched = vector.search_vectors(queries, 5, batch=3)
+    single = [vector.search_vector(q, 5) for q in queries]
+    assert [[c for c, _ in r] for r in batched] == [[c for c, _ in r] for r in single]
+    for r, t in zip(batched, single):
+        assert [s for _, s in r] == pytest.approx([s for _, s in t], abs=1e-6)

@@ -70,10 +70,12 @@ class BM25Retriever:
         self.k1, self.b = k1, b
         tokenized = [bm25_tokens(bm25_text(c)) for c in chunks]
         self._postings: dict[str, list[int]] = {}
-        for i, toks in enumerate(tokenized):
-            for tok in set(toks):
-                self._postings.setdefault(tok, []).append(i)
         if backend == "rank-bm25":
+            # Okapi's floored IDF can be zero or negative, so a score says nothing about a match:
+            # keep postings to know which chunks share a term with the question.
+            for i, toks in enumerate(tokenized):
+                for tok in set(toks):
+                    self._postings.setdefault(tok, []).append(i)
             from rank_bm25 import BM25Okapi
 
             # Pre-tokenized: rank-bm25's own tokenizer= opens a process pool it never closes.
@@ -112,10 +114,15 @@ class BM25Retriever:
     def search(self, question: str, depth: int) -> Ranking:
         """The best ``depth`` chunks that share a term with the question."""
         terms = bm25_tokens(question)
-        candidates = self.candidates(terms)
-        if len(candidates) == 0:
-            return []
-        scores = self.scores(terms)
+        if self.backend == "bm25s":
+            scores = self.scores(terms)
+            # Lucene's IDF is always positive, so a chunk scores above 0 exactly when it matches.
+            candidates = np.flatnonzero(scores > 0)
+        else:
+            candidates = self.candidates(terms)
+            if len(candidates) == 0:
+                return []
+            scores = self.scores(terms)
         return [(self.ids[i], float(scores[i])) for i in _top(scores, candidates, depth)]
 
 
@@ -140,6 +147,17 @@ class VectorRetriever:
         """The ``depth`` chunks nearest an embedded question."""
         scores = self.matrix @ np.asarray(query, dtype=np.float32)
         return [(self.ids[i], float(scores[i])) for i in _top(scores, self._all, depth)]
+
+    def search_vectors(self, queries: np.ndarray, depth: int, batch: int = 256) -> list[Ranking]:
+        """``search_vector`` for many embedded questions, one matrix product per batch."""
+        out: list[Ranking] = []
+        queries = np.asarray(queries, dtype=np.float32)
+        for start in range(0, len(queries), batch):
+            block = self.matrix @ queries[start : start + batch].T
+            for j in range(block.shape[1]):
+                scores = np.ascontiguousarray(block[:, j])
+                out.append([(self.ids[i], float(scores[i])) for i in _top(scores, self._all, depth)])
+        return out
 
 
 def rrf_fuse(rankings: Sequence[Ranking], order: dict[str, int], depth: int, k: int = RRF_K) -> Ranking:

@@ -1,0 +1,1 @@
+"""Benchmarks that print figures; run ``python -m bench.run``."""

@@ -1,10 +1,11 @@
-"""The headless commands: ``eval``, ``export`` and ``check`` (Rich is used here, never in the core)."""
+"""The headless commands: ``eval``, ``export``, ``check`` and ``labels compact`` (Rich is used here, never in the core)."""
 
 from __future__ import annotations
 
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -13,6 +14,9 @@ from ragtui.core.embeddings import Progress
 from ragtui.core.export import export_trec
 from ragtui.core.report import eval_report, format_table
 from ragtui.core.workspace import Settings, Workspace
+
+if TYPE_CHECKING:
+    from ragtui.analysis_commands import EvalOptions
 
 
 def _stderr(text: str) -> None:
@@ -64,12 +68,23 @@ def open_workspace(settings: Settings) -> Workspace:
     return ws
 
 
-def run_eval(settings: Settings, as_json: bool) -> int:
-    """``ragtui eval``: the metric table (or the JSON object) of every chosen retriever."""
+def run_eval(settings: Settings, as_json: bool, judged: bool = False, options: EvalOptions | None = None) -> int:
+    """``ragtui eval``: the metric table (or the JSON object) of every chosen retriever; ``judged`` adds Judged@k.
+
+    ``options`` adds slices, curves, ir_measures columns, a comparison, an attribution or a saved run.
+    """
+    from ragtui import analysis_commands as analysis
+
+    options = options or analysis.EvalOptions()
+    measures = analysis.parse_options_measures(options)
     ws = open_workspace(settings)
+    analysis.save_if_asked(ws, options)
     if as_json:
-        sys.stdout.write(orjson.dumps(eval_report(ws), option=orjson.OPT_INDENT_2).decode() + "\n")
+        report = eval_report(ws)
+        analysis.add_json_extras(ws, report, options)
+        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
+    extras = analysis.text_extras(ws, options)
     ev = ws.evaluation
     assert ev is not None
     skipped = ev.skipped
@@ -78,7 +93,17 @@ def run_eval(settings: Settings, as_json: bool) -> int:
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
         note += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
     print(f"{note}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}")
-    print(format_table(ws))
+    print(analysis.format_measure_table(ws, measures) if measures else format_table(ws, judged=judged))
+    if judged and not measures:
+        from ragtui.core.judging import THIN_JUDGED
+
+        print(
+            f"judged@{ws.settings.k}: share of the top {ws.settings.k} with a hand grade or an evidence match; "
+            f"thin = below {THIN_JUDGED}: the metrics rest on unjudged chunks"
+        )
+    for section in extras:
+        print()
+        print(section)
     return 0
 
 
@@ -98,6 +123,9 @@ def run_check(settings: Settings) -> int:
     problems = check_workspace(ws)
     for problem in problems:
         print(problem)
+    from ragtui.commands_labelling import print_diagnostics
+
+    print_diagnostics(ws)
     ev = ws.evaluation
     assert ev is not None
     relevant_counts = [sum(1 for g in ws.effective_grades(q.id).values() if g >= ws.settings.threshold) for q in ws.questions]
@@ -108,3 +136,21 @@ def run_check(settings: Settings) -> int:
         f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
     )
     return 1 if problems else 0
+
+
+def run_labels_compact(settings: Settings) -> int:
+    """``ragtui labels compact``: rewrite the journal to one line per labelled pair, keeping a backup."""
+    from ragtui.core.labels import LabelJournal
+
+    golden = settings.resolved().golden
+    assert golden is not None
+    journal = LabelJournal(Path(golden) / "labels.jsonl", settings.annotator)
+    for warning in journal.warnings:
+        _stderr(f"ragtui: warning: {warning}")
+    lines_before = len(journal.history)
+    backup = journal.compact()
+    print(
+        f"{journal.path}: {lines_before} line{'s' if lines_before != 1 else ''} -> {len(journal.history)} "
+        f"(one per labelled pair; stale labels kept); backup: {backup}"
+    )
+    return 0

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from ragtui.core.corpus import Corpus, decode_utf8, load_beir_corpus, read_jsonl
+from ragtui.core.corpus import Corpus, beir_id, decode_utf8, load_beir_corpus, read_jsonl
 from ragtui.core.errors import InputError
 from ragtui.core.golden import Question
+
+#: A whole number as qrels files write it (ASCII digits; no ``1_0``, no other scripts' digits).
+_WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
 def load_beir_queries(path: Path) -> list[Question]:
@@ -14,13 +18,10 @@ def load_beir_queries(path: Path) -> list[Question]:
     questions: list[Question] = []
     seen: dict[str, int] = {}
     for line, obj in read_jsonl(path):
-        qid = obj.get("_id")
+        qid = beir_id(obj.get("_id"), path, line)
         text = obj.get("text")
-        if not isinstance(qid, (str, int)) or str(qid) == "":
-            raise InputError(path, "missing or invalid '_id'", line)
         if not isinstance(text, str) or not text.strip():
             raise InputError(path, "'text' must be a non-empty string", line)
-        qid = str(qid)
         if qid in seen:
             raise InputError(path, f"duplicate query id {qid!r} (first on line {seen[qid]})", line)
         seen[qid] = line
@@ -45,10 +46,11 @@ def load_beir_qrels(path: Path) -> dict[str, dict[str, int]]:
         if len(cols) != 3:
             raise InputError(path, f"expected 3 columns (query-id, corpus-id, score), got {len(cols)}", number)
         qid, doc, score = (c.strip() for c in cols)
-        try:
-            grade = int(score)
-        except ValueError:
-            raise InputError(path, f"score {score!r} is not a whole number", number) from None
+        if not qid or not doc:
+            raise InputError(path, "empty query-id or corpus-id", number)
+        if not _WHOLE.fullmatch(score):
+            raise InputError(path, f"score {score!r} is not a whole number", number)
+        grade = int(score)
         qrels.setdefault(qid, {})[doc] = grade
     return qrels
 

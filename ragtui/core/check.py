@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragtui.core.diagnostics import ChunkDiagnostics, diagnose
 from ragtui.core.golden import EvidenceIndex, normalize_ws
 from ragtui.core.workspace import Workspace
 
@@ -65,3 +66,39 @@ def check_workspace(ws: Workspace) -> list[Problem]:
             Problem(str(ws.labels.path), lab.line, lab.question, f"stale label for {lab.chunk} (grade {lab.grade}): {stale.reason}")
         )
     return problems
+
+
+def check_notes(ws: Workspace, diagnostics: ChunkDiagnostics | None = None) -> list[Problem]:
+    """Information that is never a reason for exit 1: evidence in several chunks (allowed), chunks
+    longer than the embedding model reads (their tail is invisible to the vector retriever), and
+    evidence lying in such a tail; each line starts with ``note:``."""
+    diag = diagnostics or diagnose(ws)
+    questions_file = str(Path(ws.settings.golden or "") / "questions.jsonl")
+    notes: list[Problem] = []
+    for multi in diag.multi_match:
+        short = multi.evidence if len(multi.evidence) <= 60 else multi.evidence[:57] + "..."
+        notes.append(
+            Problem(questions_file, multi.line, multi.question, f"note: evidence {short!r} is in {len(multi.chunks)} chunks, all relevant: {', '.join(multi.chunks)}")
+        )
+    if diag.limit is None:
+        notes.append(Problem(ws.settings.model, 0, "", "note: the model's maximum sequence length is unknown; chunk truncation not checked"))
+        return notes
+    limit = diag.limit
+    for hidden in diag.hidden_evidence:
+        short = hidden.evidence if len(hidden.evidence) <= 60 else hidden.evidence[:57] + "..."
+        how = "wholly" if hidden.wholly_hidden else "partly"
+        notes.append(
+            Problem(questions_file, hidden.line, hidden.question, f"note: evidence {short!r} lies {how} in the tail of {hidden.chunk} that the embedding model cuts off")
+        )
+    for cut in diag.truncated:
+        notes.append(
+            Problem(
+                cut.chunk,
+                0,
+                "",
+                f"note: {cut.token_count} tokens, over the {limit.content_tokens} the embedding model reads: "
+                + ("the last one is" if cut.hidden_tokens == 1 else f"the last {cut.hidden_tokens} are")
+                + " invisible to the vector retriever",
+            )
+        )
+    return notes

@@ -34,6 +34,11 @@ class Corpus:
     warnings: list[str] = field(default_factory=list)
 
 
+def _mb(size: int) -> str:
+    """A size in MB, to three decimals at most: ``20``, ``0.001``."""
+    return f"{size / 1048576:.3f}".rstrip("0").rstrip(".")
+
+
 def _line_of_offset(raw: bytes, offset: int) -> int:
     """The 1-based line number holding byte ``offset``."""
     return raw.count(b"\n", 0, offset) + 1
@@ -66,15 +71,18 @@ def load_folder(folder: str | Path, max_file_bytes: int = MAX_FILE_BYTES) -> Cor
             part.startswith(".") for part in path.relative_to(root).parts
         ):
             continue
-        size = path.stat().st_size
-        if size > max_file_bytes:
-            raise InputError(
-                path,
-                f"file is {size / 1048576:.1f} MB, over the {max_file_bytes / 1048576:.0f} MB limit "
-                "for one document (split it, or raise --max-file-mb)",
-            )
-        raw = path.read_bytes()
-        if b"\x00" in raw[:8192]:
+        try:
+            size = path.stat().st_size
+            if size > max_file_bytes:
+                raise InputError(
+                    path,
+                    f"file is {size / 1048576:.1f} MB, over the {_mb(max_file_bytes)} MB limit "
+                    "for one document (split it, or raise --max-file-mb)",
+                )
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise InputError(path, f"cannot read the file ({exc.strerror})") from None
+        if b"\x00" in raw:
             warnings.append(f"{path}: binary file (NUL bytes), skipped")
             continue
         text = decode_utf8(path, raw)
@@ -107,6 +115,13 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
     return rows
 
 
+def beir_id(value: object, path: Path, line: int) -> str:
+    """A BEIR ``_id``: a non-blank string or a whole number (not a boolean), as a string."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise InputError(path, "missing or invalid '_id' (a non-empty string or a whole number)", line)
+    return str(value)
+
+
 def load_beir_corpus(folder: str | Path) -> Corpus:
     """Read a BEIR ``corpus.jsonl``: one document per line, ``_id``, optional ``title``, ``text``."""
     root = Path(folder)
@@ -116,17 +131,15 @@ def load_beir_corpus(folder: str | Path) -> Corpus:
     documents: list[Document] = []
     seen: set[str] = set()
     for number, obj in read_jsonl(path):
-        doc_id = obj.get("_id")
-        if not isinstance(doc_id, (str, int)) or str(doc_id) == "":
-            raise InputError(path, "missing or invalid '_id'", number)
-        doc_id = str(doc_id)
+        doc_id = beir_id(obj.get("_id"), path, number)
         if doc_id in seen:
             raise InputError(path, f"duplicate document id {doc_id!r}", number)
         seen.add(doc_id)
-        title = obj.get("title") or ""
-        body = obj.get("text") or ""
-        if not isinstance(title, str) or not isinstance(body, str):
+        title = obj.get("title")
+        body = obj.get("text")
+        if not isinstance(title, (str, type(None))) or not isinstance(body, (str, type(None))):
             raise InputError(path, "'title' and 'text' must be strings", number)
+        title, body = title or "", body or ""
         text = f"{title}\n\n{body}" if title and body else (title or body)
         documents.append(Document(path=doc_id, text=text, title=title))
     if not documents:

@@ -9,6 +9,7 @@ never trusted. When every text is cached, sentence-transformers (and torch) are 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -25,6 +26,8 @@ from ragtui.core.tokenizer import resolve_model
 Progress = Callable[[int, int], None]
 
 ENCODE_BATCH = 32
+
+_SHA1 = re.compile(r"[0-9a-f]{40}")
 
 
 def text_key(text: str) -> str:
@@ -114,19 +117,36 @@ class EmbeddingCache:
             return
         try:
             manifest = orjson.loads(self._manifest.read_bytes())
+            if not isinstance(manifest, dict):
+                raise TypeError("manifest.json is not a JSON object")
+            # Hash and parse the same bytes: the file cannot change between the check and the load.
             raw = self._npy.read_bytes()
             if hashlib.sha256(raw).hexdigest() != manifest["npy_sha256"]:
                 raise ValueError("vectors.npy does not match its recorded hash")
-            vectors = np.load(self._npy, allow_pickle=False)
-            hashes = manifest["hashes"]
-            if vectors.dtype != np.float32 or vectors.ndim != 2:
-                raise ValueError("vectors.npy is not a float32 matrix")
-            if vectors.shape != (len(hashes), int(manifest["dim"])):
-                raise ValueError(f"shape {vectors.shape} does not match the manifest")
             if manifest.get("model") != self.model:
                 raise ValueError("manifest names another model")
-        except (ValueError, KeyError, TypeError, OSError, orjson.JSONDecodeError) as exc:
-            self.warnings.append(f"{self.folder}: embedding cache ignored and rebuilt ({exc})")
+            hashes = manifest["hashes"]
+            if not isinstance(hashes, list) or not all(
+                isinstance(h, str) and _SHA1.fullmatch(h) for h in hashes
+            ):
+                raise ValueError("manifest 'hashes' is not a list of SHA-1 digests")
+            if len(set(hashes)) != len(hashes):
+                raise ValueError("manifest 'hashes' has duplicates")
+            dim = manifest["dim"]
+            if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+                raise ValueError("manifest 'dim' is not a positive whole number")
+            # allow_pickle=False: an object array (a pickle) is refused, never unpickled.
+            vectors = np.load(io.BytesIO(raw), allow_pickle=False)
+            if not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32 or vectors.ndim != 2:
+                raise ValueError("vectors.npy is not a float32 matrix")
+            if vectors.shape != (len(hashes), dim):
+                raise ValueError(f"shape {vectors.shape} does not match the manifest")
+            if not np.isfinite(vectors).all():
+                raise ValueError("vectors.npy holds NaN or infinite values")
+        except (ValueError, KeyError, TypeError, OSError, EOFError) as exc:
+            # orjson.JSONDecodeError and numpy's format errors are ValueErrors.
+            reason = " ".join(str(exc).split())
+            self.warnings.append(f"{self.folder}: embedding cache ignored and rebuilt ({reason})")
             return
         self.vectors = vectors
         self.rows = {h: i for i, h in enumerate(hashes)}

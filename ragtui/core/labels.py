@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import getpass
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -60,7 +62,7 @@ def default_annotator() -> str:
 
 def now_iso() -> str:
     """The current time in ISO 8601, UTC, to the millisecond."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def parse_label(obj: dict, path: Path, line: int) -> Label:
@@ -100,78 +102,156 @@ class LabelJournal:
         self._undo: list[tuple[str, str, int | None, str]] = []
         self._read_offset = 0
         self._lines_seen = 0
-        self._identity: tuple[int, int] | None = None
+        # The journal file last read, kept open: while we hold it its inode number cannot be reused,
+        # so "the path still names the file we read" is a reliable test (a bare (dev, inode) pair is
+        # not: after two compactions a new file can get the old file's inode number).
+        self._file: BinaryIO | None = None
+        # The last line read had no newline yet; the newline a writer adds later is not a new line.
+        self._pending_newline = False
         self.load()
 
     @property
     def read_only(self) -> bool:
-        """True when the journal (or its folder, for a new journal) cannot be written or has no write bits.
+        """True when the journal or its folder cannot be written or has no write bits (see ``read_only_reason``)."""
+        return self.read_only_reason is not None
 
-        The mode bits count too, so a file made read-only on purpose is respected even by root.
+    @property
+    def read_only_reason(self) -> str | None:
+        """Why edits are refused (the journal or its folder is read-only), or None when they are allowed.
+
+        The mode bits count too, so a file or folder made read-only on purpose is respected even by
+        root, for whom ``os.access`` always says yes.
         """
-        target = self.path if self.path.exists() else self.path.parent
-        try:
-            mode = target.stat().st_mode
-        except OSError:
-            return True
-        return not os.access(target, os.W_OK) or not mode & 0o222
+        folder = self.path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent  # a journal in a folder not made yet: the first one that exists
+        for target, what in ((self.path, "the label journal"), (folder, "the label journal's folder")):
+            if target is self.path and not target.exists():
+                continue
+            try:
+                mode = target.stat().st_mode
+            except OSError as exc:
+                return f"{target}: {what} cannot be read ({exc.strerror})"
+            if not os.access(target, os.W_OK) or not mode & 0o222:
+                return f"{target}: {what} is read-only"
+        return None
 
     def load(self) -> None:
         """Read the whole journal from the start."""
+        self._close_file()
+        self._reset()
+        self._read_new()
+
+    def close(self) -> None:
+        """Let go of the journal file kept open for reading (reading again reopens it)."""
+        self._close_file()
+
+    def __del__(self) -> None:
+        self._close_file()
+
+    def _close_file(self) -> None:
+        file, self._file = getattr(self, "_file", None), None
+        if file is not None:
+            file.close()
+
+    def _replaced(self) -> bool:
+        """Whether the path no longer names the file we read (replaced by a compaction, or removed)."""
+        if self._file is None:
+            return True
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        held = os.fstat(self._file.fileno())
+        return (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino)
+
+    def _read_new(self) -> list[Label]:
+        """Read lines appended since the last read; a torn last line is left for later with a warning.
+
+        If the file was replaced (compacted by another process) or cut shorter since the last read,
+        it is read again from the start.
+        """
+        if self._replaced():
+            try:
+                file = open(self.path, "rb", buffering=0)  # noqa: SIM115 (kept open: see _file)
+            except FileNotFoundError:
+                if self._file is not None:
+                    self._close_file()
+                    self._reset()
+                return []
+            if self._file is not None:
+                self._close_file()
+                self._reset()
+            self._file = file
+        assert self._file is not None
+        fd = self._file.fileno()
+        size = os.fstat(fd).st_size
+        if size < self._read_offset:
+            self._reset()
+        data = _pread_all(fd, size - self._read_offset, self._read_offset)
+        if self._pending_newline and data:
+            if data.startswith(b"\n"):
+                data = data[1:]
+                self._read_offset += 1
+            self._pending_newline = False
+        if not data:
+            return []
+        complete_end = data.rfind(b"\n") + 1
+        tail = data[complete_end:]
+        first_line = self._lines_seen + 1
+        # Parse everything first, apply after: a bad line raises with nothing applied, so a later
+        # read (once the line is fixed) does not apply the lines before it twice.
+        added = [
+            label
+            for i, raw in enumerate(data[:complete_end].split(b"\n")[:-1])
+            if (label := self._parse_line(raw, first_line + i)) is not None
+        ]
+        lines_read = data.count(b"\n", 0, complete_end)
+        torn_line = self._lines_seen + lines_read + 1
+        whole_tail = bool(tail.strip()) and _is_json_object(tail)
+        if whole_tail:
+            # A whole last line without its newline (an editor did it): valid, kept.
+            label = self._parse_line(tail, torn_line)
+            if label is not None:
+                added.append(label)
+        for label in added:
+            self._apply(label)
+        self._read_offset += complete_end
+        self._lines_seen += lines_read
+        if whole_tail:
+            self._read_offset += len(tail)
+            self._lines_seen += 1
+            self._pending_newline = True
+        elif tail.strip():
+            warning = (
+                f"{self.path}:{torn_line}: torn last line (partial write) ignored; "
+                "it is repaired on the next write"
+            )
+            if warning not in self.warnings:
+                self.warnings.append(warning)
+        return added
+
+    def _reset(self) -> None:
+        """Forget what was read, keeping the undo stack (the file is read again from the start)."""
         self.current.clear()
         self.by_question.clear()
         self.history.clear()
         self.warnings.clear()
         self._read_offset = 0
         self._lines_seen = 0
-        self._identity = None
-        self._read_new()
+        self._pending_newline = False
 
-    def _read_new(self) -> list[Label]:
-        """Read lines appended since the last read; a torn last line is left for later with a warning."""
-        if not self.path.exists():
-            return []
-        with open(self.path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            self._identity = (st.st_dev, st.st_ino)
-            fh.seek(self._read_offset)
-            data = fh.read()
-        if not data:
-            return []
-        complete_end = data.rfind(b"\n") + 1
-        tail = data[complete_end:]
-        first_line = self._lines_seen + 1
-        added: list[Label] = []
-        for i, raw in enumerate(data[:complete_end].split(b"\n")[:-1]):
-            added.extend(self._parse_line(raw, first_line + i))
-        self._read_offset += complete_end
-        self._lines_seen += data.count(b"\n", 0, complete_end)
-        if tail.strip():
-            torn_line = self._lines_seen + 1
-            if _is_json_object(tail):
-                # A whole last line without its newline (an editor did it): valid, kept.
-                added.extend(self._parse_line(tail, torn_line))
-                self._read_offset += len(tail)
-                self._lines_seen += 1
-            else:
-                self.warnings.append(
-                    f"{self.path}:{torn_line}: torn last line (partial write) ignored; "
-                    "it is repaired on the next write"
-                )
-        return added
-
-    def _parse_line(self, raw: bytes, number: int) -> list[Label]:
+    def _parse_line(self, raw: bytes, number: int) -> Label | None:
+        """One journal line as a label (None for a blank line), or InputError naming the line."""
         if not raw.strip():
-            return []
+            return None
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise InputError(self.path, f"malformed JSON ({exc.args[0].split(':')[0]})", number) from None
         if not isinstance(obj, dict):
             raise InputError(self.path, "expected a JSON object", number)
-        label = parse_label(obj, self.path, number)
-        self._apply(label)
-        return [label]
+        return parse_label(obj, self.path, number)
 
     def _apply(self, label: Label) -> None:
         self.history.append(label)
@@ -184,17 +264,20 @@ class LabelJournal:
             self.by_question.setdefault(label.question, {})[label.chunk] = label
 
     def refresh(self) -> list[Label]:
-        """Pick up lines another process appended (or the whole file if it was replaced); returns them."""
-        if not self.path.exists():
-            if self.history:
-                self.load()
-            return []
-        st = self.path.stat()
-        if self._identity != (st.st_dev, st.st_ino) or st.st_size < self._read_offset:
-            before = set(self.current.items())
-            self.load()
-            return [lab for key, lab in self.current.items() if (key, lab) not in before]
-        if st.st_size == self._read_offset:
+        """Pick up lines another process appended (or the whole file if it was replaced); returns them.
+
+        Cheap when nothing changed (two ``stat`` calls), so an app may call it on a timer or on focus;
+        for the questions whose numbers changed, use ``Workspace.refresh_labels``.
+        """
+        if self._replaced():
+            if self._file is None:
+                return self._read_new()  # nothing read yet (no file before): every line is new
+            before = dict(self.current)
+            self._read_new()
+            # Read again from the start: report the pairs whose grade changed or that are new.
+            return [lab for key, lab in self.current.items() if _same_grade(before.get(key), lab) is not True]
+        assert self._file is not None
+        if os.fstat(self._file.fileno()).st_size == self._read_offset:
             return []
         return self._read_new()
 
@@ -227,34 +310,64 @@ class LabelJournal:
         return bool(self._undo)
 
     def _append(self, question: str, chunk: str, grade: int | None, chunk_sha1: str) -> Label:
-        if self.read_only:
-            raise ReadOnlyError(f"{self.path}: the label journal is read-only; the change was not made")
-        if grade is not None and not MIN_GRADE <= grade <= MAX_GRADE:
-            raise ValueError(f"grade {grade} out of range {MIN_GRADE}..{MAX_GRADE}")
+        reason = self.read_only_reason
+        if reason is not None:
+            raise ReadOnlyError(f"{reason}; the change was not made")
         label = Label(question, chunk, grade, chunk_sha1, now_iso(), self.annotator)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = label.to_json()
+        # Never write a line that the loader would refuse: it would make the whole journal unreadable.
+        try:
+            parse_label(orjson.loads(line), self.path, 0)
+        except InputError as exc:
+            raise ValueError(exc.problem) from None
+        created = not self.path.exists()
+        if created:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         with _open_locked(self.path) as fd:
-            _repair_tail(fd)
+            _repair_tail(fd, self.path)
             os.lseek(fd, 0, os.SEEK_END)
-            os.write(fd, label.to_json() + b"\n")
+            _write_all(fd, line + b"\n")
             os.fsync(fd)
+        if created:
+            _fsync_dir(self.path.parent)  # the new file's name must survive a crash too
         # Pick up whatever others appended before our line, then our own.
         self.refresh()
         return label
 
     def compact(self, backup_suffix: str = ".bak") -> Path:
-        """Rewrite the journal to its current state atomically (temp file, fsync, rename), keeping a backup."""
+        """Rewrite the journal to its current state atomically (temp file, fsync, rename), keeping a backup.
+
+        Runs under the journal's lock, so no append is lost: a writer that opened the old file waits,
+        then sees it was replaced and writes to the new one. Stale labels are kept (only lines that a
+        later line for the same pair overrides, and removals, are dropped). Returns the backup's path.
+        """
+        if not self.path.is_file():
+            raise InputError(self.path, "file not found")
+        reason = self.read_only_reason
+        if reason is not None:
+            raise ReadOnlyError(f"{reason}; the journal was not compacted")
         backup = self.path.with_name(self.path.name + backup_suffix)
-        with _open_locked(self.path):
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with _open_locked(self.path) as fd:
             self.load()
-            _write_synced(backup, self.path.read_bytes())
+            mode = os.fstat(fd).st_mode & 0o7777
+            _replace_synced(backup, _read_fd(fd), mode)
             lines = [lab.to_json() + b"\n" for lab in sorted(self.current.values(), key=lambda x: x.line)]
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            _write_synced(tmp, b"".join(lines))
-            os.replace(tmp, self.path)
+            try:
+                _write_synced(tmp, b"".join(lines), mode)
+                os.replace(tmp, self.path)
+            finally:
+                tmp.unlink(missing_ok=True)
             _fsync_dir(self.path.parent)
         self.load()
         return backup
+
+
+def _same_grade(before: Label | None, after: Label) -> bool | None:
+    """Whether a pair's label kept its grade and chunk hash (None when the pair is new)."""
+    if before is None:
+        return None
+    return (before.grade, before.chunk_sha1) == (after.grade, after.chunk_sha1)
 
 
 def _is_json_object(raw: bytes) -> bool:
@@ -266,15 +379,28 @@ def _is_json_object(raw: bytes) -> bool:
 
 @contextlib.contextmanager
 def _open_locked(path: Path) -> Iterator[int]:
-    """Open ``path`` and hold an exclusive lock on it, retrying if it was replaced (compacted) meanwhile."""
+    """Open ``path`` and hold an exclusive lock on it, retrying if it was replaced (compacted) meanwhile.
+
+    A writer that opened the file just before a compaction renamed a new one over it would otherwise
+    append to the old, unlinked inode: after taking the lock, the open file must still be ``path``.
+    """
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise ReadOnlyError(f"{path}: cannot write the label journal ({exc.strerror}); the change was not made") from None
+            raise
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             st = os.fstat(fd)
-            now = os.stat(path)
-        except FileNotFoundError:
-            now = None
+            try:
+                now = os.stat(path)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(fd)
+            raise
         if now is not None and (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
             break
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -286,31 +412,100 @@ def _open_locked(path: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def _repair_tail(fd: int) -> None:
-    """Cut a torn last line (a killed writer's partial line); end a whole unterminated line with a newline."""
+def _pread_all(fd: int, length: int, offset: int) -> bytes:
+    """``length`` bytes from ``offset`` (fewer if the file is shorter)."""
+    chunks = []
+    while length > 0:
+        chunk = os.pread(fd, min(length, 1 << 20), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_fd(fd: int) -> bytes:
+    """The whole content of an open file."""
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (a short write would leave a torn line)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _last_newline_end(fd: int, size: int) -> int:
+    """The offset just past the file's last newline (0 if there is none), reading backwards."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        os.lseek(fd, start, os.SEEK_SET)
+        block = os.read(fd, end - start)
+        at = block.rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        end = start
+    return 0
+
+
+def _repair_tail(fd: int, path: Path) -> None:
+    """Cut a torn last line (a killed writer's partial line); end a whole unterminated line with a newline.
+
+    The cut bytes are appended to ``<journal>.torn`` first, so even a hand-edited last line that lost
+    its end is never silently thrown away.
+    """
     size = os.fstat(fd).st_size
     if not size:
         return
-    start = max(0, size - 65536)
-    os.lseek(fd, start, os.SEEK_SET)
-    tail = os.read(fd, size - start)
-    if tail.endswith(b"\n"):
+    os.lseek(fd, size - 1, os.SEEK_SET)
+    if os.read(fd, 1) == b"\n":
         return
-    cut = tail.rfind(b"\n") + 1
-    if cut == 0 and start > 0:
-        return  # a single line longer than 64 KiB: leave it to the reader's error
-    if _is_json_object(tail[cut:]):
+    cut = _last_newline_end(fd, size)
+    os.lseek(fd, cut, os.SEEK_SET)
+    tail = os.read(fd, size - cut)
+    if _is_json_object(tail):
         os.lseek(fd, 0, os.SEEK_END)
-        os.write(fd, b"\n")
-    else:
-        os.ftruncate(fd, start + cut)
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as out:
-        out.write(data)
+        _write_all(fd, b"\n")
+        return
+    torn = path.with_name(path.name + ".torn")
+    with open(torn, "ab") as out:
+        out.write(tail + b"\n")
         out.flush()
         os.fsync(out.fileno())
+    os.ftruncate(fd, cut)
+
+
+def _write_synced(path: Path, data: bytes, mode: int = 0o644) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.fchmod(fd, mode)
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _replace_synced(path: Path, data: bytes, mode: int) -> None:
+    """Write ``path`` atomically: a temporary file, fsynced, renamed over it."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        _write_synced(tmp, data, mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragtui.core.attribution import pool_ceilings
+from ragtui.core.judging import judged_summaries
+from ragtui.core.slices import slices_json
 from ragtui.core.workspace import Workspace
 
 
@@ -12,6 +15,7 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
     ev = ws.evaluation
     assert ev is not None
     retrievers: dict[str, Any] = {}
+    judged = judged_summaries(ws)
     for name in ws.retrievers:
         summary = ev.summary(name)
         per_question = {}
@@ -26,8 +30,17 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
                 "rr": m.rr,
                 "ndcg": m.ndcg,
                 "ranked": [cid for cid, _ in ws.ranking(name, qid)],
+                "judged": judged[name].per_question[qid],
             }
-        retrievers[name] = {**summary.as_dict(), "per_question": per_question}
+        retrievers[name] = {
+            **summary.as_dict(),
+            "per_question": per_question,
+            "judged": judged[name].mean,
+            "thinly_judged": judged[name].thin,
+        }
+    if "hybrid" in retrievers and "bm25" in ws.rankings and "vector" in ws.rankings:
+        # The best recall@k any fusion of the two top-depth lists could reach, beside hybrid's recall.
+        retrievers["hybrid"]["pool_ceiling"] = pool_ceilings(ws).pool_ceiling
     return {
         "k": ws.settings.k,
         "depth": ws.settings.depth,
@@ -35,6 +48,7 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
         "skipped": ev.skipped,
         "chunks": len(ws.chunks),
         "retrievers": retrievers,
+        "slices": slices_json(ws),
     }
 
 
@@ -51,11 +65,17 @@ def table_rows(ws: Workspace) -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
-def format_table(ws: Workspace) -> str:
-    """The plain-text metric table that ``ragtui eval`` prints."""
+def format_table(ws: Workspace, judged: bool = False) -> str:
+    """The plain-text metric table that ``ragtui eval`` prints; ``judged`` adds a Judged@k column ("thin" below 0.5)."""
     k = ws.settings.k
-    header = ("retriever", f"recall@{k}", f"precision@{k} (ceiling)", "MRR", f"nDCG@{k}")
-    rows = [header, *table_rows(ws)]
+    header: tuple[str, ...] = ("retriever", f"recall@{k}", f"precision@{k} (ceiling)", "MRR", f"nDCG@{k}")
+    rows: list[tuple[str, ...]] = [header, *table_rows(ws)]
+    if judged:
+        summaries = judged_summaries(ws)
+        rows = [header + (f"judged@{k}",)] + [
+            row + (f"{summaries[row[0]].mean:.3f}" + (" thin" if summaries[row[0]].thin else ""),) for row in rows[1:]
+        ]
+        header = rows[0]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows

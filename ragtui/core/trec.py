@@ -4,17 +4,22 @@ A run line is ``qid Q0 docid rank score tag``; trec_eval ignores the rank column
 query's documents by score, descending, breaking ties by docid, descending (``comp_sim_docno`` in
 trec_eval's form_res_rels.c).  A qrels line is ``qid iter docid grade``.  Blank lines are skipped,
 and so are run lines starting with ``#`` (as trec_eval does).  A malformed line raises
-:class:`ValueError` whose message contains ``line N: problem``; so does a docid repeated within a
-query, which trec_eval refuses too.
+:class:`TrecFormatError` (both a :class:`ValueError` and an :class:`~ragtui.core.errors.InputError`,
+so the CLI prints it as one line and exits 2) whose message reads ``file: line N: problem``; so does
+a docid repeated within a query, which trec_eval refuses too, and a file that is not UTF-8.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ragtui.core.errors import InputError
+
 __all__ = [
+    "TrecFormatError",
     "parse_trec_qrels",
     "parse_trec_run",
     "rank_by_score",
@@ -25,10 +30,43 @@ __all__ = [
 _RUN_COLUMNS = 6
 _QRELS_COLUMNS = 4
 
+# Numbers as C's atoi/atof read them in trec_eval: ASCII only (Python's int() and float() would also
+# take "1_0", other scripts' digits, "infinity").
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf)", re.IGNORECASE)
 
-def _error(source: str, line_no: int, problem: str) -> ValueError:
-    """A ValueError reading ``source: line N: problem``."""
-    return ValueError(f"{source}: line {line_no}: {problem}")
+
+class TrecFormatError(InputError, ValueError):
+    """A bad TREC file: the file, the 1-based line and the problem, on one line."""
+
+    @property
+    def message(self) -> str:
+        """The one-line message: ``file: line N: problem``."""
+        flat = " ".join(self.problem.split())
+        if self.line is None:
+            return f"{self.path}: {flat}"
+        return f"{self.path}: line {self.line}: {flat}"
+
+
+def _error(source: str, line_no: int, problem: str) -> TrecFormatError:
+    """An error reading ``source: line N: problem``."""
+    return TrecFormatError(source, problem, line_no)
+
+
+def _read_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file, or a TrecFormatError naming the file (and the line)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise TrecFormatError(path, "file not found") from None
+    except OSError as exc:
+        raise TrecFormatError(path, f"cannot read the file ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise _error(str(path), line, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def rank_by_score(scores: Mapping[str, float]) -> list[str]:
@@ -54,14 +92,11 @@ def parse_trec_run(lines: Iterable[str], source: str = "<run>") -> dict[str, lis
                 f"expected {_RUN_COLUMNS} columns (qid Q0 docid rank score tag), got {len(fields)}",
             )
         qid, _iter, docid, rank, score_text, _tag = fields
-        try:
-            int(rank)
-        except ValueError:
-            raise _error(source, line_no, f"rank {rank!r} is not an integer") from None
-        try:
-            score = float(score_text)
-        except ValueError:
-            raise _error(source, line_no, f"score {score_text!r} is not a number") from None
+        if not _INTEGER.fullmatch(rank):
+            raise _error(source, line_no, f"rank {rank!r} is not an integer")
+        if not _NUMBER.fullmatch(score_text):
+            raise _error(source, line_no, f"score {score_text!r} is not a number")
+        score = float(score_text)
         if not math.isfinite(score):
             raise _error(source, line_no, f"score {score_text!r} is not a finite number")
         query = scores.setdefault(qid, {})
@@ -86,10 +121,9 @@ def parse_trec_qrels(lines: Iterable[str], source: str = "<qrels>") -> dict[str,
                 f"expected {_QRELS_COLUMNS} columns (qid iter docid grade), got {len(fields)}",
             )
         qid, _iter, docid, grade_text = fields
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise _error(source, line_no, f"grade {grade_text!r} is not an integer") from None
+        if not _INTEGER.fullmatch(grade_text):
+            raise _error(source, line_no, f"grade {grade_text!r} is not an integer")
+        grade = int(grade_text)
         query = qrels.setdefault(qid, {})
         if docid in query:
             raise _error(source, line_no, f"docid {docid!r} is judged twice for query {qid!r}")
@@ -100,12 +134,10 @@ def parse_trec_qrels(lines: Iterable[str], source: str = "<qrels>") -> dict[str,
 def read_trec_run(path: str | Path) -> dict[str, list[str]]:
     """Read a run file into qid -> docids ranked by trec_eval's rule (score desc, docid desc)."""
     path = Path(path)
-    with path.open(encoding="utf-8") as handle:
-        return parse_trec_run(handle, source=str(path))
+    return parse_trec_run(_read_lines(path), source=str(path))
 
 
 def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """Read a qrels file into qid -> {docid: grade}."""
     path = Path(path)
-    with path.open(encoding="utf-8") as handle:
-        return parse_trec_qrels(handle, source=str(path))
+    return parse_trec_qrels(_read_lines(path), source=str(path))

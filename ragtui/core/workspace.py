@@ -11,15 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragtui.core.beir import load_beir
 from ragtui.core.chunking import DEFAULT_CHUNK_SIZE, Chunk, chunk_documents
-from ragtui.core.corpus import Corpus, load_folder
+from ragtui.core.corpus import MAX_FILE_BYTES, Corpus, load_folder
 from ragtui.core.embeddings import EmbeddingCache, Embedder, Progress
 from ragtui.core.errors import InputError
 from ragtui.core.evaluation import Evaluation
+from ragtui.core.external import ExternalRun, load_external_run
 from ragtui.core.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
 from ragtui.core.labels import Label, LabelJournal
 from ragtui.core.metrics import QuestionMetrics
@@ -32,6 +34,9 @@ from ragtui.core.retrievers import (
     VectorRetriever,
 )
 from ragtui.core.tokenizer import DEFAULT_MODEL, token_counter
+
+if TYPE_CHECKING:
+    from ragtui.core.authoring import AddedQuestion
 
 #: Where an effective grade came from.
 SOURCE_EVIDENCE = "evidence"
@@ -56,6 +61,10 @@ class Settings:
     bm25_backend: str = "rank-bm25"
     annotator: str | None = None
     cache_dir: Path | None = None
+    #: External retrievers: (name, TREC run file), shown after the built-in ones (``--run NAME=path``).
+    runs: tuple[tuple[str, Path], ...] = ()
+    #: Largest corpus document read, in MB (a bigger file is refused with a clear message).
+    max_file_mb: float = MAX_FILE_BYTES / 1048576
 
     def resolved(self) -> Settings:
         """Defaults filled in: the bundled data, and whole documents as chunks for BEIR without a size."""
@@ -108,6 +117,7 @@ class Workspace:
     question_by_id: dict[str, Question] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     question_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    external: dict[str, ExternalRun] = field(default_factory=dict)
 
     # ---- loading -------------------------------------------------------------------------------
 
@@ -120,6 +130,10 @@ class Workspace:
                 raise InputError(None, f"unknown retriever {name!r}; choose from {', '.join(RETRIEVER_NAMES)}")
         if settings.k < 1 or settings.depth < 1:
             raise InputError(None, "--k and --depth must be at least 1")
+        run_names = [name for name, _ in settings.runs]
+        for name in run_names:
+            if name in RETRIEVER_NAMES or run_names.count(name) > 1:
+                raise InputError(None, f"--run: the name {name!r} is taken; give each run its own name")
         if settings.chunk_size is not None and not 0 <= settings.overlap < settings.chunk_size:
             raise InputError(None, "--overlap must be at least 0 and smaller than --chunk-size")
         counter = token_counter(settings.model)
@@ -128,7 +142,7 @@ class Workspace:
             base_source = SOURCE_QRELS
         else:
             assert settings.corpus is not None and settings.golden is not None
-            corpus = load_folder(settings.corpus)
+            corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
             questions = load_questions(Path(settings.golden) / "questions.jsonl")
             qrels = {}
             base_source = SOURCE_EVIDENCE
@@ -155,7 +169,12 @@ class Workspace:
         if "bm25" in settings.retrievers or "hybrid" in settings.retrievers:
             ws.bm25 = BM25Retriever(chunks, backend=settings.bm25_backend)
             ws.rankings["bm25"] = {q.id: ws.bm25.search(q.text, settings.depth) for q in questions}
-        shown = {n: r for n, r in ws.rankings.items() if n in settings.retrievers}
+        for name, path in settings.runs:
+            external = load_external_run(name, path, ws.chunk_by_id, [q.id for q in questions], settings.depth)
+            ws.external[name] = external
+            ws.rankings[name] = external.rankings
+            ws.warnings.extend(external.warnings)
+        shown = {n: ws.rankings[n] for n in ws.retrievers}
         ws.evaluation = Evaluation(
             [q.id for q in questions], ws.effective_grades, shown, settings.k, settings.threshold
         )
@@ -214,9 +233,9 @@ class Workspace:
 
         self.vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
         depth = self.settings.depth
-        vector_rankings = {
-            q.id: self.vector.search_vector(self.question_vectors[q.id], depth) for q in self.questions
-        }
+        vector_rankings = dict(
+            zip((q.id for q in self.questions), self.vector.search_vectors(question_matrix, depth))
+        )
         self.rankings["vector"] = vector_rankings
         assert self.evaluation is not None
         if "vector" in self.settings.retrievers:
@@ -240,8 +259,9 @@ class Workspace:
 
     @property
     def retrievers(self) -> list[str]:
-        """The chosen retrievers that have rankings, in the standard order."""
-        return [n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings]
+        """The chosen retrievers that have rankings, in the standard order, then the external runs in the order given."""
+        builtin = [n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings]
+        return builtin + [n for n, _ in self.settings.runs if n in self.rankings]
 
     def label_status(self, label: Label) -> str | None:
         """Why a hand label does not apply (unknown question, missing or edited chunk), or None if it applies."""
@@ -310,11 +330,13 @@ class Workspace:
 
     def refresh_labels(self) -> set[str]:
         """Apply labels another process wrote; returns the questions whose numbers changed."""
-        before = dict(self.labels.current)
+        # Compared by grade and chunk hash: a compaction renumbers lines without changing any number.
+        before = {key: (lab.grade, lab.chunk_sha1) for key, lab in self.labels.current.items()}
         self.labels.refresh()
-        touched = {
-            q for (q, c), lab in self.labels.current.items() if before.get((q, c)) != lab
-        } | {q for (q, c) in before if (q, c) not in self.labels.current}
+        after = {key: (lab.grade, lab.chunk_sha1) for key, lab in self.labels.current.items()}
+        touched = {q for (q, c), value in after.items() if before.get((q, c)) != value} | {
+            q for (q, c) in before if (q, c) not in after
+        }
         for qid in touched:
             self._regrade(qid)
         return {q for q in touched if q in self.question_by_id}
@@ -337,4 +359,20 @@ class Workspace:
         """The questions with these ids, in golden-set order."""
         wanted = set(ids)
         return [q for q in self.questions if q.id in wanted]
+
+    # ---- growing the golden set (ragtui.core.authoring) ---------------------------------------------
+
+    def search_adhoc(self, text: str, depth: int | None = None) -> dict[str, Ranking]:
+        """Every ready chosen retriever's ranking for any typed text, without adding it to the golden set."""
+        from ragtui.core.authoring import search_adhoc
+
+        return search_adhoc(self, text, depth)
+
+    def add_question(
+        self, text: str, evidence: str | list[str], slices: Iterable[str] = (), qid: str | None = None
+    ) -> AddedQuestion:
+        """Append a validated question to questions.jsonl (atomically) and evaluate it at once with every ready retriever."""
+        from ragtui.core.authoring import add_question
+
+        return add_question(self, text, evidence, list(slices), qid)
 

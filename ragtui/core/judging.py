@@ -1,0 +1,265 @@
+"""The judging queue (pooling, as TREC builds its pools) and Judged@k per retriever.
+
+The pool of a question is the union of every retriever's top ``pool_depth`` (``k`` by default).
+For the queue a pooled chunk counts as judged only when it has a hand grade that applies to the
+current chunking (stale labels do not count): the point of the queue is that a person looks at
+every pooled chunk, and the evidence rule is exactly what a person should confirm or overrule.
+Judged@k, on the other hand, is about how much of a top-k the metrics rest on, so there a chunk
+counts as judged when it has a hand grade or a base grade (evidence match, or BEIR qrels).
+
+Nothing here prints; a UI builds a :class:`JudgingQueue` once per workspace and calls its methods
+after every grade change (they read the workspace's labels live).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ragtui.core.metrics import judged_at_k
+
+if TYPE_CHECKING:
+    from ragtui.core.workspace import Workspace
+
+#: A mean Judged@k below this marks a retriever's metrics as resting on a thinly judged top-k.
+THIN_JUDGED = 0.5
+
+#: How the pool of a question is ordered: by rank, or shuffled with a seed (so position does not bias the judge).
+PoolOrder = Literal["rank", "random"]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolEntry:
+    """One pooled (question, chunk) pair and where each retriever ranked it (1-based, within the pool depth)."""
+
+    question: str
+    chunk: str
+    best_rank: int
+    ranks: tuple[tuple[str, int], ...]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The (question id, chunk id) pair."""
+        return (self.question, self.chunk)
+
+    @property
+    def retrievers(self) -> tuple[str, ...]:
+        """The retrievers that put this chunk in their top ``pool_depth``, in retriever order."""
+        return tuple(name for name, _ in self.ranks)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedCount:
+    """How many pooled chunks have a hand grade, out of how many."""
+
+    judged: int
+    pooled: int
+
+    @property
+    def unjudged(self) -> int:
+        """Pooled chunks still without a hand grade."""
+        return self.pooled - self.judged
+
+    @property
+    def fraction(self) -> float:
+        """judged / pooled, 1.0 for an empty pool (nothing left to do)."""
+        return self.judged / self.pooled if self.pooled else 1.0
+
+    def __str__(self) -> str:
+        return f"{self.judged}/{self.pooled}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    """Judged / pooled over all questions and for each question (golden-set order)."""
+
+    overall: JudgedCount
+    per_question: dict[str, JudgedCount]
+
+
+def pool_question(
+    qid: str,
+    rankings: Mapping[str, Mapping[str, list[tuple[str, float]]]],
+    retrievers: Iterable[str],
+    pool_depth: int,
+    chunk_order: Mapping[str, int],
+) -> list[PoolEntry]:
+    """The union of the retrievers' top ``pool_depth`` for one question, best rank first.
+
+    Order: best rank over the retrievers, then the first retriever (in ``retrievers`` order) that
+    reached that rank, then chunk order.
+    """
+    names = list(retrievers)
+    ranks: dict[str, list[tuple[str, int]]] = {}
+    for name in names:
+        seen: set[str] = set()
+        rank = 0
+        for cid, _ in rankings.get(name, {}).get(qid, ()):
+            if cid in seen:  # a duplicate takes no rank, as in the metrics
+                continue
+            seen.add(cid)
+            rank += 1
+            if rank > pool_depth:
+                break
+            ranks.setdefault(cid, []).append((name, rank))
+    position = {name: i for i, name in enumerate(names)}
+    entries = [
+        PoolEntry(qid, cid, min(r for _, r in by), tuple(by)) for cid, by in ranks.items()
+    ]
+
+    unknown = len(chunk_order)
+
+    def order(entry: PoolEntry) -> tuple[int, int, int]:
+        first = min(position[n] for n, r in entry.ranks if r == entry.best_rank)
+        return (entry.best_rank, first, chunk_order.get(entry.chunk, unknown))
+
+    return sorted(entries, key=order)
+
+
+class JudgingQueue:
+    """The pooled top-k of every question, with judged status read live from the workspace."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        pool_depth: int | None = None,
+        order: PoolOrder = "rank",
+        seed: int = 0,
+        retrievers: Iterable[str] | None = None,
+    ) -> None:
+        if order not in ("rank", "random"):
+            raise ValueError(f"order must be 'rank' or 'random', got {order!r}")
+        self.ws = ws
+        self.pool_depth = pool_depth if pool_depth is not None else ws.settings.k
+        if self.pool_depth < 1:
+            raise ValueError("the pool depth must be at least 1")
+        self.order: PoolOrder = order
+        self.seed = seed
+        self._requested = list(retrievers) if retrievers is not None else None
+        #: The retrievers pooled: the requested ones (default: the workspace's shown ones) that have rankings.
+        self.retrievers: list[str] = []
+        #: Question id -> its pool, in queue order (rank order, or the seeded shuffle).
+        self.pools: dict[str, list[PoolEntry]] = {}
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Pool again from the workspace's rankings (after vectors became ready or a question was added)."""
+        ws = self.ws
+        names = self._requested if self._requested is not None else ws.retrievers
+        self.retrievers = [n for n in names if n in ws.rankings]
+        self.pools = {}
+        for q in ws.questions:
+            pool = pool_question(q.id, ws.rankings, self.retrievers, self.pool_depth, ws.chunk_order)
+            if self.order == "random":
+                # Seeded per question, so one question's order does not depend on the others.
+                random.Random(f"{self.seed}:{q.id}").shuffle(pool)
+            self.pools[q.id] = pool
+
+    # ---- judged status -------------------------------------------------------------------------
+
+    def is_judged(self, qid: str, cid: str) -> bool:
+        """Whether the pair has a hand grade that applies (stale labels and the evidence rule do not count)."""
+        label = self.ws.labels.by_question.get(qid, {}).get(cid)
+        return label is not None and label.grade is not None and self.ws.label_status(label) is None
+
+    def entries(self, qid: str) -> list[PoolEntry]:
+        """A question's pool as a judge sees it: unjudged first, each part in queue order."""
+        pool = self.pools.get(qid, [])
+        return [e for e in pool if not self.is_judged(qid, e.chunk)] + [
+            e for e in pool if self.is_judged(qid, e.chunk)
+        ]
+
+    def count(self, qid: str) -> JudgedCount:
+        """Judged / pooled for one question."""
+        pool = self.pools.get(qid, [])
+        return JudgedCount(sum(1 for e in pool if self.is_judged(qid, e.chunk)), len(pool))
+
+    def progress(self) -> QueueProgress:
+        """Judged / pooled overall and per question."""
+        per_question = {qid: self.count(qid) for qid in self.pools}
+        overall = JudgedCount(
+            sum(c.judged for c in per_question.values()), sum(c.pooled for c in per_question.values())
+        )
+        return QueueProgress(overall, per_question)
+
+    # ---- moving through the queue --------------------------------------------------------------
+
+    def _flat(self) -> list[PoolEntry]:
+        return [e for q in self.ws.questions for e in self.pools.get(q.id, ())]
+
+    def next_unjudged(self, after: tuple[str, str] | None = None, wrap: bool = True) -> PoolEntry | None:
+        """The first unjudged pooled pair after ``after`` (question id, chunk id), across questions in golden-set order.
+
+        Without ``after`` the search starts at the first question. If ``after`` names a question
+        but a chunk outside its pool, the search starts at that question's first entry. With
+        ``wrap`` the search continues from the start, so skipped pairs come round again; None
+        means every pooled pair is judged (or, without ``wrap``, none is left after ``after``).
+        """
+        flat = self._flat()
+        start = 0
+        if after is not None:
+            qid, cid = after
+            keys = [e.key for e in flat]
+            if (qid, cid) in keys:
+                start = keys.index((qid, cid)) + 1
+            else:
+                firsts = [i for i, e in enumerate(flat) if e.question == qid]
+                if firsts:
+                    start = firsts[0]
+                else:
+                    order = [q.id for q in self.ws.questions]
+                    if qid in order:  # an empty pool: continue with the next question
+                        later = set(order[order.index(qid) + 1 :])
+                        start = next((i for i, e in enumerate(flat) if e.question in later), len(flat))
+        candidates = flat[start:] + (flat[:start] if wrap else [])
+        for entry in candidates:
+            if not self.is_judged(entry.question, entry.chunk):
+                return entry
+        return None
+
+
+# ---- Judged@k ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedSummary:
+    """One retriever's Judged@k: the mean over the evaluated questions, each question's value, and the flag."""
+
+    retriever: str
+    k: int
+    mean: float
+    per_question: dict[str, float]
+    thin: bool
+
+
+def judged_ids(ws: Workspace, qid: str) -> set[str]:
+    """The chunks of a question that carry a grade the metrics use: a hand grade or a base grade (evidence or qrels)."""
+    return set(ws.effective_grades(qid))
+
+
+def judged_summaries(
+    ws: Workspace, k: int | None = None, threshold: float = THIN_JUDGED
+) -> dict[str, JudgedSummary]:
+    """Judged@k of every shown retriever (``ragtui.core.metrics.judged_at_k``), averaged like the metrics.
+
+    The mean is over the questions the metric means use (at least one relevant chunk), so the flag
+    speaks about the same numbers; ``per_question`` holds every golden question. ``thin`` is
+    ``mean < threshold``.
+    """
+    k = k if k is not None else ws.settings.k
+    assert ws.evaluation is not None
+    evaluated = ws.evaluation.evaluated
+    judged = {q.id: judged_ids(ws, q.id) for q in ws.questions}
+    out: dict[str, JudgedSummary] = {}
+    for name in ws.retrievers:
+        per_question = {
+            q.id: judged_at_k([cid for cid, _ in ws.ranking(name, q.id)], judged[q.id], k)
+            for q in ws.questions
+        }
+        averaged = [per_question[q.id] for q in ws.questions if q.id in evaluated]
+        mean = math.fsum(averaged) / len(averaged) if averaged else 0.0
+        out[name] = JudgedSummary(name, k, mean, per_question, mean < threshold)
+    return out

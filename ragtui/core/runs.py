@@ -1,0 +1,441 @@
+"""Saved runs and diffs: keep every retriever's per-question ranks and values with a manifest, and compare two.
+
+``ragtui eval --save NAME`` writes ``<golden>/runs/<NAME>.json`` (the name made safe with
+:func:`ragtui.core.paths.safe_filename`).  The file holds, besides the manifest (the settings and
+versions that produced it), each question's text, slices and effective grades, and for every
+retriever its means and, per evaluated question, the first relevant rank, the values and the ranked
+chunk ids.  Because ranked lists and grades are kept, a diff or a comparison can recompute any
+measure at any cut-off up to the run's depth; each run is judged by its own grades (chunk ids differ
+between chunk sizes, so one run's grades cannot judge the other's chunks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ragtui import __version__
+from ragtui.core.errors import InputError
+from ragtui.core.measures import Measure, System, system_from_workspace
+from ragtui.core.paths import safe_filename
+from ragtui.core.retrievers import RRF_K
+from ragtui.core.workspace import Workspace
+
+__all__ = [
+    "FORMAT",
+    "QuestionChange",
+    "RunDiff",
+    "SavedRun",
+    "diff_runs",
+    "list_runs",
+    "load_run",
+    "manifest",
+    "pick_retriever",
+    "resolve_run",
+    "resolve_saved",
+    "resolve_system",
+    "runs_folder",
+    "save_run",
+    "saved_run_from_workspace",
+]
+
+#: The ``format`` field of a saved run, and its version.
+FORMAT = "ragtui-run"
+FORMAT_VERSION = 1
+#: The retriever a saved run is read as when none is named.
+DEFAULT_RETRIEVER = "hybrid"
+#: nDCG and RR changes smaller than this are no change.
+TOLERANCE = 1e-12
+
+
+def _sha256_file(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def manifest(ws: Workspace) -> dict[str, Any]:
+    """What produced the workspace's numbers: data, chunking, tokenizer and model, BM25, RRF, k, depth, versions, hashes."""
+    from ragtui.core.tokenizer import token_counter
+
+    s = ws.settings
+    golden = Path(s.golden) if s.golden is not None else None
+    chunk_hash = hashlib.sha256()
+    for chunk in ws.chunks:
+        chunk_hash.update(f"{chunk.id}\t{chunk.sha1}\n".encode())
+    return {
+        "ragtui_version": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "corpus": str(s.corpus) if s.corpus is not None else None,
+        "golden": str(golden) if golden is not None else None,
+        "beir": str(s.beir) if s.beir is not None else None,
+        "chunk_size": s.chunk_size,
+        "overlap": s.overlap,
+        "chunks": len(ws.chunks),
+        "chunks_sha256": chunk_hash.hexdigest(),
+        "model": s.model,
+        "tokenizer": token_counter(s.model).name,
+        "bm25": ws.bm25.variant if ws.bm25 is not None else None,
+        "bm25_backend": s.bm25_backend,
+        "rrf_k": ws.hybrid.k if ws.hybrid is not None else RRF_K,
+        "k": s.k,
+        "depth": s.depth,
+        "threshold": s.threshold,
+        "retrievers": list(ws.retrievers),
+        "external_runs": {
+            name: {"path": str(run.path), "sha256": run.sha256} for name, run in ws.external.items()
+        },
+        "labels_sha256": _sha256_file(ws.labels.path),
+        "questions_sha256": _sha256_file(golden / "questions.jsonl") if golden is not None and s.beir is None else None,
+    }
+
+
+@dataclass
+class SavedRun:
+    """A saved run: manifest, questions with their grades, and each retriever's ranked lists and values."""
+
+    name: str
+    manifest: dict[str, Any]
+    question_ids: list[str]
+    questions: dict[str, dict[str, Any]]
+    grades: dict[str, dict[str, int]]
+    rankings: dict[str, dict[str, list[str]]]
+    summaries: dict[str, dict[str, float]] = field(default_factory=dict)
+    values: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def retrievers(self) -> list[str]:
+        """The retrievers the run holds, in the order saved."""
+        return list(self.rankings)
+
+    @property
+    def k(self) -> int:
+        """The cut-off the run was saved with."""
+        return int(self.manifest.get("k", 3))
+
+    @property
+    def threshold(self) -> int:
+        """The grade threshold the run was saved with."""
+        return int(self.manifest.get("threshold", 1))
+
+    def system(self, retriever: str) -> System:
+        """One retriever of the run as a system judged by the run's own grades, labelled ``name:retriever``."""
+        if retriever not in self.rankings:
+            raise InputError(
+                self.path, f"saved run {self.name!r} has no retriever {retriever!r}; it has {', '.join(self.retrievers)}"
+            )
+        return System(f"{self.name}:{retriever}", self.rankings[retriever], self.grades, self.question_ids, self.threshold)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object written to disk."""
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "name": self.name,
+            "manifest": self.manifest,
+            "questions": {
+                q: {**self.questions.get(q, {}), "grades": self.grades.get(q, {})} for q in self.question_ids
+            },
+            "retrievers": {
+                r: {
+                    **self.summaries.get(r, {}),
+                    "per_question": {
+                        q: {**self.values.get(r, {}).get(q, {}), "ranked": ranked}
+                        for q, ranked in self.rankings[r].items()
+                    },
+                }
+                for r in self.rankings
+            },
+        }
+
+
+def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
+    """The workspace's current numbers as a saved run (not yet written)."""
+    ev = ws.evaluation
+    assert ev is not None
+    questions = {
+        q.id: {"text": q.text, "slices": list(q.slices), "evaluated": q.id in ev.evaluated} for q in ws.questions
+    }
+    grades = {q: dict(ev.gains(q)) for q in ev.question_ids}
+    rankings: dict[str, dict[str, list[str]]] = {}
+    summaries: dict[str, dict[str, float]] = {}
+    values: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in ws.retrievers:
+        summary = ev.summary(r)
+        summaries[r] = {**summary.as_dict(), "questions": summary.questions}
+        rankings[r] = {q: [cid for cid, _ in ws.ranking(r, q)] for q in ev.question_ids}
+        values[r] = {}
+        for q in ev.question_ids:
+            if q not in ev.evaluated:
+                continue
+            m = ev.per_question[r][q]
+            values[r][q] = {
+                "first_relevant_rank": m.first_relevant_rank,
+                "recall": m.recall,
+                "precision": m.precision,
+                "precision_ceiling": m.precision_ceiling,
+                "rr": m.rr,
+                "ndcg": m.ndcg,
+            }
+    return SavedRun(name, manifest(ws), list(ev.question_ids), questions, grades, rankings, summaries, values)
+
+
+def runs_folder(ws_or_golden: Workspace | Path | str | None, runs_dir: Path | str | None = None) -> Path:
+    """Where saved runs live: ``runs_dir`` if given, else ``<golden>/runs``."""
+    if runs_dir is not None:
+        return Path(runs_dir)
+    golden: Path | str | None
+    if isinstance(ws_or_golden, Workspace):
+        golden = ws_or_golden.settings.resolved().golden
+    else:
+        golden = ws_or_golden
+    if golden is None:
+        raise InputError(None, "no golden folder to keep saved runs in; give --runs-dir")
+    return Path(golden) / "runs"
+
+
+def save_run(ws: Workspace, name: str, runs_dir: Path | str | None = None) -> Path:
+    """Write the workspace's numbers as saved run ``name`` (replacing one of that name); returns the file."""
+    try:
+        filename = safe_filename(name, ".json")
+    except ValueError:
+        raise InputError(None, f"--save: {name!r} cannot be a run name") from None
+    folder = runs_folder(ws, runs_dir)
+    path = folder / filename
+    data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{filename}.{os.getpid()}.tmp")
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    except OSError as exc:
+        raise InputError(folder, f"cannot write the saved run: {exc.strerror or exc}") from None
+    return path
+
+
+def list_runs(folder: Path) -> list[str]:
+    """The names of the saved runs in a folder, sorted."""
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))
+
+
+def resolve_run(spec: str, folder: Path) -> Path:
+    """The file of a saved run given by name (looked up in ``folder``) or by path; InputError when there is none."""
+    as_path = Path(spec)
+    if as_path.is_file():
+        return as_path
+    try:
+        candidate = folder / safe_filename(spec, ".json")
+    except ValueError:
+        candidate = None
+    if candidate is not None and candidate.is_file():
+        return candidate
+    known = list_runs(folder)
+    hint = f"saved runs in {folder}: {', '.join(known)}" if known else f"no saved runs in {folder} (ragtui eval --save NAME)"
+    raise InputError(spec, f"no such saved run or file; {hint}")
+
+
+def load_run(path: Path | str) -> SavedRun:
+    """Read a saved run file; InputError when it is not one."""
+    path = Path(path)
+    try:
+        obj = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise InputError(path, f"cannot read the saved run: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise InputError(path, f"malformed JSON: {exc}") from None
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise InputError(path, "not a ragtui saved run (no \"format\": \"ragtui-run\")")
+    if obj.get("format_version", 0) > FORMAT_VERSION:
+        raise InputError(path, f"saved by a newer ragtui (format version {obj.get('format_version')})")
+    try:
+        questions_obj = obj["questions"]
+        question_ids = list(questions_obj)
+        grades = {q: {str(c): int(g) for c, g in v.get("grades", {}).items()} for q, v in questions_obj.items()}
+        questions = {q: {k: v for k, v in info.items() if k != "grades"} for q, info in questions_obj.items()}
+        rankings: dict[str, dict[str, list[str]]] = {}
+        summaries: dict[str, dict[str, float]] = {}
+        values: dict[str, dict[str, dict[str, Any]]] = {}
+        for r, body in obj["retrievers"].items():
+            per_question = body.get("per_question", {})
+            rankings[r] = {q: [str(c) for c in v.get("ranked", [])] for q, v in per_question.items()}
+            values[r] = {q: {k: x for k, x in v.items() if k != "ranked"} for q, v in per_question.items()}
+            summaries[r] = {k: v for k, v in body.items() if k != "per_question"}
+    except (KeyError, AttributeError, TypeError, ValueError) as exc:
+        raise InputError(path, f"saved run is incomplete or malformed ({type(exc).__name__}: {exc})") from None
+    return SavedRun(
+        name=str(obj.get("name") or path.stem),
+        manifest=dict(obj.get("manifest") or {}),
+        question_ids=question_ids,
+        questions=questions,
+        grades=grades,
+        rankings=rankings,
+        summaries=summaries,
+        values=values,
+        path=path,
+    )
+
+
+def pick_retriever(run: SavedRun, retriever: str | None) -> str:
+    """The retriever to read a saved run as: the one named, else hybrid, else the run's only retriever."""
+    if retriever is not None:
+        return retriever
+    if DEFAULT_RETRIEVER in run.rankings or len(run.rankings) != 1:
+        return DEFAULT_RETRIEVER
+    return next(iter(run.rankings))
+
+
+def resolve_saved(spec: str, folder: Path) -> tuple[SavedRun, str | None]:
+    """A saved run given as a name, a path or ``RUN:RETRIEVER``, and the retriever the spec names (None if none)."""
+    try:
+        return load_run(resolve_run(spec, folder)), None
+    except InputError as first:
+        head, sep, tail = spec.rpartition(":")
+        if not sep or not head or not tail:
+            raise first from None
+        try:
+            path = resolve_run(head, folder)
+        except InputError:
+            raise first from None
+        return load_run(path), tail
+
+
+def resolve_system(spec: str, ws: Workspace | None, folder: Path, retriever: str | None = None) -> System:
+    """A compare side: a retriever of the workspace, a saved run (name or path, read as ``retriever``), or ``RUN:RETRIEVER``."""
+    if ws is not None and spec in ws.retrievers:
+        return system_from_workspace(ws, spec)
+    try:
+        run, named = resolve_saved(spec, folder)
+    except InputError as exc:
+        if ws is None:
+            raise
+        raise InputError(
+            None, f"{spec!r} is neither a retriever ({', '.join(ws.retrievers)}) nor a saved run: {exc.problem}"
+        ) from None
+    return run.system(named or pick_retriever(run, retriever))
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionChange:
+    """One question in both runs: first relevant rank and nDCG@k in A and in B."""
+
+    question: str
+    text: str
+    rank_a: int | None
+    rank_b: int | None
+    ndcg_a: float
+    ndcg_b: float
+
+    @property
+    def ndcg_change(self) -> float:
+        """nDCG@k in B minus nDCG@k in A."""
+        return self.ndcg_b - self.ndcg_a
+
+    @property
+    def rr_change(self) -> float:
+        """Reciprocal rank in B minus in A (a rank of None counts as RR 0)."""
+        return (1.0 / self.rank_b if self.rank_b else 0.0) - (1.0 / self.rank_a if self.rank_a else 0.0)
+
+    @property
+    def direction(self) -> str:
+        """``better``, ``worse`` or ``same``: by nDCG@k, then by the first relevant rank."""
+        for change in (self.ndcg_change, self.rr_change):
+            if change > TOLERANCE:
+                return "better"
+            if change < -TOLERANCE:
+                return "worse"
+        return "same"
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """Run B against run A for one retriever: every common question's change, worst first, and the means."""
+
+    a: str
+    b: str
+    k: int
+    changes: list[QuestionChange]
+    only_a: list[str]
+    only_b: list[str]
+    means_a: dict[str, float]
+    means_b: dict[str, float]
+    settings_changed: list[tuple[str, Any, Any]]
+
+    @property
+    def better(self) -> list[QuestionChange]:
+        """Questions that got better, best first."""
+        return [c for c in reversed(self.changes) if c.direction == "better"]
+
+    @property
+    def worse(self) -> list[QuestionChange]:
+        """Questions that got worse, worst first."""
+        return [c for c in self.changes if c.direction == "worse"]
+
+    @property
+    def changed(self) -> list[QuestionChange]:
+        """Questions that got better or worse, worst first."""
+        return [c for c in self.changes if c.direction != "same"]
+
+    @property
+    def mean_change(self) -> dict[str, float]:
+        """Mean of B minus mean of A, per measure."""
+        return {m: self.means_b[m] - self.means_a[m] for m in self.means_a}
+
+
+#: Manifest fields that do not describe a setting (a diff does not list them as changes).
+_NOT_SETTINGS = {"created", "external_runs"}
+
+
+def settings_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(field, value in A, value in B) for every manifest field that differs, dates left out."""
+    keys = [k for k in a if k not in _NOT_SETTINGS] + [k for k in b if k not in a and k not in _NOT_SETTINGS]
+    return [(k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
+
+
+def diff_runs(
+    a: System,
+    b: System,
+    k: int,
+    *,
+    texts: Mapping[str, str] | None = None,
+    manifests: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+) -> RunDiff:
+    """Every question both systems evaluate, sorted worst first (nDCG@k change, then RR change, then golden order)."""
+    from ragtui.core.measures import relevant_set
+    from ragtui.core.metrics import first_relevant_rank
+
+    evaluated_b = set(b.evaluated())
+    common = [q for q in a.evaluated() if q in evaluated_b]
+    only_a = [q for q in a.evaluated() if q not in evaluated_b]
+    only_b = [q for q in b.evaluated() if q not in set(common)]
+    ndcg = Measure("nDCG", k)
+    ndcg_a, ndcg_b = a.values(ndcg, common), b.values(ndcg, common)
+    changes = []
+    for i, q in enumerate(common):
+        changes.append(
+            QuestionChange(
+                question=q,
+                text=(texts or {}).get(q, ""),
+                rank_a=first_relevant_rank(a.ranked(q), relevant_set(a.gains(q), a.threshold)),
+                rank_b=first_relevant_rank(b.ranked(q), relevant_set(b.gains(q), b.threshold)),
+                ndcg_a=float(ndcg_a[i]),
+                ndcg_b=float(ndcg_b[i]),
+            )
+        )
+    position = {q: i for i, q in enumerate(common)}
+    changes.sort(key=lambda c: (c.ndcg_change, c.rr_change, position[c.question]))
+    measures: Sequence[Measure] = (Measure("R", k), Measure("RR"), ndcg)
+    means_a = {m.name: float(a.values(m, common).mean()) if common else 0.0 for m in measures}
+    means_b = {m.name: float(b.values(m, common).mean()) if common else 0.0 for m in measures}
+    changed = settings_changes(*manifests) if manifests is not None else []
+    return RunDiff(a.label, b.label, k, changes, only_a, only_b, means_a, means_b, changed)

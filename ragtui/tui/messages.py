@@ -19,6 +19,8 @@ class WorkspaceLoaded(Message):
     """The loaded workspace (BM25 rankings and evaluation ready; vectors not yet)."""
     generation: int
     """The load this result belongs to; results of older loads are dropped."""
+    vectors: VectorsReady | None = None
+    """The vector and hybrid rankings too, when the embedding cache had every text (no wait)."""
 
 
 @dataclass

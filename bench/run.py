@@ -1,0 +1,96 @@
+"""Run every benchmark and print one table: each figure beside its target and its same-run baseline.
+
+    python -m bench.run            # everything (about 2 minutes on 2 cores, warm cache)
+    python -m bench.run --quick    # smaller scale run (20,000 chunks, 200 questions)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench.common import Report, run_child
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--skip-app", action="store_true", help="leave out the app figures (no terminal needed)")
+    args = parser.parse_args()
+    report = Report()
+
+    print("headless eval ...", file=sys.stderr)
+    head = run_child("bench.headless")
+    report.add(
+        "ragtui eval, bundled set, warm cache",
+        f"{head['bundled_warm_s']:.2f} s",
+        "< 1.5 s, no torch",
+        f"cold (empty cache): {head['bundled_cold_s']:.1f} s",
+        head["bundled_warm_s"] < 1.5 and not head["bundled_warm_heavy_imports"],
+        f"heavy imports: {head['bundled_warm_heavy_imports'] or 'none'}",
+    )
+    if "cranfield_warm_s" in head:
+        report.add(
+            "ragtui eval, Cranfield (1,400 docs, 225 q), 3 retrievers, warm",
+            f"{head['cranfield_warm_s']:.2f} s",
+            "< 5 s",
+            "",
+            head["cranfield_warm_s"] < 5,
+            f"heavy imports: {head['cranfield_warm_heavy_imports'] or 'none'}",
+        )
+
+    print("label edit latency ...", file=sys.stderr)
+    edits = run_child("bench.label_edit")
+    for n, fig in edits.items():
+        report.add(
+            f"grade change, core re-computation, {int(n):,} questions",
+            f"{fig['incremental_ms_median']:.3f} ms (p95 {fig['incremental_ms_p95']:.3f})",
+            "< 5 ms",
+            f"full re-computation {fig['full_recompute_ms_median']:.1f} ms "
+            f"({fig['full_recompute_ms_median'] / fig['incremental_ms_median']:.0f}x)",
+            fig["incremental_ms_p95"] < 5,
+        )
+        report.add(
+            f"grade change incl. journal fsync, {int(n):,} questions",
+            f"{fig['set_grade_ms_median']:.2f} ms (p95 {fig['set_grade_ms_p95']:.2f})",
+            "",
+        )
+
+    print("scale ...", file=sys.stderr)
+    scale_args = ["--chunks", "20000", "--questions", "200", "--rank-bm25-sample", "10"] if args.quick else []
+    sc = run_child("bench.scale", *scale_args)
+    size = f"{int(sc['chunks']):,} chunks x {int(sc['questions']):,} q"
+    report.add(
+        f"BM25 queries per second, {size}",
+        f"bm25s {sc['bm25s_qps']:.0f} q/s",
+        "",
+        f"rank-bm25 {sc['rank_bm25_qps']:.1f} q/s ({sc['bm25s_qps'] / sc['rank_bm25_qps']:.0f}x slower)",
+    )
+    report.add(
+        f"vector search (exact numpy), {size}",
+        f"{sc['vector_ms_per_question']:.2f} ms/q batched",
+        "keeps up with BM25",
+        f"one at a time {sc['vector_unbatched_ms_per_question']:.2f} ms/q",
+    )
+    report.add(
+        f"index + evaluate 3 retrievers, {size}",
+        f"{sc['total_bm25s_s']:.1f} s with bm25s",
+        "< 60 s",
+        f"rank-bm25 estimate {sc['rank_bm25_total_estimate_s']:.0f} s",
+        sc["total_bm25s_s"] < 60,
+        "random unit vectors, no model",
+    )
+    report.add(f"peak memory, {size}", f"{sc['peak_rss_mb']:.0f} MB", "reported")
+
+    if not args.skip_app:
+        print("app ...", file=sys.stderr)
+        from bench.app import add_app_figures
+
+        add_app_figures(report)
+
+    print(report.table())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The app's screens: the main screen, help, full chunk view and small dialogs."""

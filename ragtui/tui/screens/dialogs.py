@@ -1,0 +1,107 @@
+"""Small screens: a load error, the problems ``ragtui check`` finds, and a one-line prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input, Label, Static
+
+
+class LoadErrorScreen(Screen[None]):
+    """Loading the corpus or golden set failed: the message, and how to leave."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "q,escape", "app.quit", "Quit", show=False, tooltip="Quit ragtui.", id="error.quit"
+        ),
+    ]
+
+    def __init__(self, message: str) -> None:
+        """A screen showing ``message``."""
+        super().__init__(id="load-error")
+        #: The one-line error message.
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        """The message in a frame, and the footer."""
+        with Vertical(id="error-box") as box:
+            box.border_title = "ragtui cannot start"
+            yield Static(Text(self.message), id="error-message")
+            yield Static(
+                Text("Fix the file named above, then run ragtui again. Press q to quit."),
+                id="error-hint",
+            )
+        yield Footer()
+
+
+class ProblemsScreen(ModalScreen[None]):
+    """The problems ``ragtui check`` reports, one a line."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape,q", "dismiss", "Close", tooltip="Back to the main screen.", id="problems.close"
+        ),
+    ]
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        """A list of problem lines (empty: the golden set is fine)."""
+        super().__init__(id="problems")
+        #: The problem lines.
+        self.problems = list(problems)
+
+    def compose(self) -> ComposeResult:
+        """The problems in a scrolling frame."""
+        with VerticalScroll(id="problems-box") as box:
+            count = len(self.problems)
+            box.border_title = f"check: {count} problem{'s' if count != 1 else ''}"
+            if not self.problems:
+                yield Static(
+                    Text("No problems: every evidence string is in a chunk and no label is stale.")
+                )
+            for line in self.problems:
+                yield Static(Text(line), classes="problem")
+        yield Footer()
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """Asks for one line of text (a folder); enter accepts, escape cancels."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape",
+            "cancel",
+            "Cancel",
+            tooltip="Close without doing anything.",
+            id="prompt.cancel",
+        ),
+    ]
+
+    def __init__(self, title: str, value: str) -> None:
+        """A prompt titled ``title`` with ``value`` filled in."""
+        super().__init__(id="prompt")
+        #: What is asked.
+        self.title_text = title
+        #: The value filled in.
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        """The question and an input."""
+        with Vertical(id="prompt-box") as box:
+            box.border_title = self.title_text
+            yield Input(self.value, id="prompt-input")
+            yield Label("enter: accept · escape: cancel", id="prompt-hint")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Accept the value."""
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        """Close without a value."""
+        self.dismiss(None)

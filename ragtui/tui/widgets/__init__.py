@@ -1,0 +1,1 @@
+"""The app's widgets: question list, result lists, chunk view, metric panel."""

@@ -1,0 +1,130 @@
+"""The chunk view: a chunk's full text with the evidence and the question's terms highlighted."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from ragtui.core.golden import evidence_spans, term_spans
+from ragtui.core.workspace import Workspace
+
+
+def chunk_header(ws: Workspace, qid: str | None, cid: str) -> Text:
+    """Where a chunk comes from (document, heading path, span, tokens) and its grade for the question."""
+    chunk = ws.chunk_by_id[cid]
+    place = " › ".join((chunk.doc, *chunk.heading_path))
+    header = Text(f"{place} · chars {chunk.start}–{chunk.end} · {chunk.token_count} tokens")
+    if qid is not None:
+        grade, source = ws.grade_source(qid, cid)
+        header.append("\n")
+        if grade is None:
+            header.append(f"not graded for {qid}")
+        else:
+            header.append(f"grade {grade} ({source}) for {qid}")
+    return header
+
+
+def highlighted_text(
+    text: str, evidence: tuple[str, ...], question: str, evidence_style: Style, term_style: Style
+) -> Text:
+    """The text as data (never markup), question terms then evidence spans styled on top."""
+    body = Text(text)
+    for start, end in term_spans(text, question):
+        body.stylize(term_style, start, end)
+    for start, end in evidence_spans(text, evidence):
+        body.stylize(evidence_style, start, end)
+    return body
+
+
+class ChunkView(VerticalScroll, can_focus=False):
+    """The highlighted chunk of the active result list, scrollable, with a line saying where it is from."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"chunk-view--evidence", "chunk-view--term"}
+    """Styles of an evidence string and of a question term."""
+
+    def compose(self) -> ComposeResult:
+        """The header line and the text."""
+        yield Static("", id="chunk-header")
+        yield Static("", id="chunk-text")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """An empty view."""
+        super().__init__(id=id)
+        #: False while a scroll to the evidence waits for the layout (tests wait for True).
+        self.scroll_settled = True
+        self._shown: tuple[str | None, str | None] = (None, None)
+        self._scroll_token = 0
+        self._scroll_target: tuple[int, str, int] | None = None
+
+    def show(self, ws: Workspace | None, qid: str | None, cid: str | None) -> None:
+        """Show a chunk for a question (scrolled to its first evidence string), or a hint when none."""
+        header = self.query_one("#chunk-header", Static)
+        body = self.query_one("#chunk-text", Static)
+        same = self._shown == (qid, cid)
+        self._shown = (qid, cid)
+        if ws is None or cid is None or cid not in ws.chunk_by_id:
+            self.border_title = "chunk"
+            header.update(Text("no chunk highlighted"))
+            body.update(Text(""))
+            return
+        chunk = ws.chunk_by_id[cid]
+        question = ws.question_by_id.get(qid) if qid else None
+        self.border_title = f"chunk {cid}"
+        header.update(chunk_header(ws, qid, cid))
+        body.update(
+            highlighted_text(
+                chunk.text,
+                question.evidence if question else (),
+                question.text if question else "",
+                self.get_component_rich_style("chunk-view--evidence"),
+                self.get_component_rich_style("chunk-view--term"),
+            )
+        )
+        if same:
+            return  # a grade or k changed: keep the reader's scroll position
+        spans = evidence_spans(chunk.text, question.evidence) if question else []
+        self._scroll_token += 1
+        self.scroll_home(animate=False)
+        self.scroll_settled = not spans
+        if spans:
+            self.call_after_refresh(
+                self._scroll_to_offset, self._scroll_token, chunk.text, spans[0][0]
+            )
+
+    def _scroll_to_offset(self, token: int, text: str, offset: int, attempts: int = 10) -> None:
+        """Scroll so that the line holding character ``offset`` of the text is in view.
+
+        The line is counted by wrapping the header and the text at the view's width, not read from
+        the children's regions, which lag one layout behind a content change."""
+        if token != self._scroll_token:
+            return  # another chunk is shown now
+        width = self.scrollable_content_region.width
+        height = self.scrollable_content_region.height
+        if width <= 0 or height <= 0:
+            if attempts > 0:  # not laid out yet (the first screen): try after the next refresh
+                self.call_after_refresh(self._scroll_to_offset, token, text, offset, attempts - 1)
+            else:
+                self.scroll_settled = True
+            return
+        header = self.query_one("#chunk-header", Static)
+        header_content = header.content
+        header_lines = (
+            len(header_content.wrap(self.app.console, width))
+            if isinstance(header_content, Text)
+            else 1
+        )
+        before = len(Text(text[:offset]).wrap(self.app.console, width))
+        line = header_lines + header.styles.margin.bottom + before - 1
+        self._scroll_target = (token, text, offset)
+        self.scroll_to(y=max(0, line - 1) if line >= height else 0, animate=False)
+        self.scroll_settled = True
+
+    def on_resize(self) -> None:
+        """Keep the evidence in view when the view changes size (layout switch, terminal resize)."""
+        if self._scroll_target is not None and self._scroll_target[0] == self._scroll_token:
+            self.call_after_refresh(self._scroll_to_offset, *self._scroll_target)

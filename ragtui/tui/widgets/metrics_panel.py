@@ -1,0 +1,118 @@
+"""The metric panel: recall, precision with its ceiling, MRR and nDCG per retriever, for the whole set,
+the filtered questions and the current question."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ragtui.core.evaluation import Summary
+from ragtui.core.metrics import QuestionMetrics
+from ragtui.core.workspace import Workspace
+from ragtui.tui.widgets.text import fmt
+
+#: Width of the retriever name column and of the scope column ("all", "filter", a question id).
+NAME_WIDTH = 7
+SCOPE_WIDTH = 6
+#: Width of a value column (a space and "0.389").
+VALUE_WIDTH = 6
+
+
+def _values(summary: Summary | QuestionMetrics) -> list[str]:
+    """recall, precision, ceiling, MRR (or RR) and nDCG, formatted."""
+    rr = summary.mrr if isinstance(summary, Summary) else summary.rr
+    return [
+        fmt(v)
+        for v in (summary.recall, summary.precision, summary.precision_ceiling, rr, summary.ndcg)
+    ]
+
+
+def metrics_text(
+    ws: Workspace,
+    qid: str | None,
+    filtered: Sequence[str] | None,
+    status: Mapping[str, str],
+    retrievers: Sequence[str],
+    notes: Sequence[str] = (),
+    legend: bool = False,
+) -> Text:
+    """The panel's lines: a header, then per retriever the whole set, the filter (if any) and the question."""
+    evaluation = ws.evaluation
+    assert evaluation is not None
+    k = evaluation.k
+    widths = [VALUE_WIDTH] * 4 + [max(VALUE_WIDTH, len(f"nDCG@{k}") + 1)]
+    out = Text()
+    heads = [f"R@{k}", f"P@{k}", "ceil", "MRR", f"nDCG@{k}"]
+    out.append(
+        " " * (NAME_WIDTH + SCOPE_WIDTH) + "".join(h.rjust(w) for h, w in zip(heads, widths)),
+        "bold",
+    )
+    scope_id = (qid or "")[:SCOPE_WIDTH]
+    for name in retrievers:
+        state = status.get(name, "ready")
+        if name not in evaluation.per_question:
+            note = "unavailable" if state == "failed" else "embedding…"
+            out.append("\n" + name.ljust(NAME_WIDTH) + note, "dim")
+            continue
+        rows: list[tuple[str, list[str] | str]] = [("all", _values(evaluation.summary(name)))]
+        if filtered is not None:
+            part = evaluation.summary(name, filtered)
+            rows.append(("filter", _values(part) if part.questions else "no evaluated question"))
+        if qid is not None:
+            # A skipped question (no relevant chunk) still shows its values: all 0.
+            rows.append((scope_id, _values(evaluation.per_question[name][qid])))
+        for i, (scope, values) in enumerate(rows):
+            label = name if i == 0 else ""
+            out.append("\n" + label.ljust(NAME_WIDTH), "bold")
+            out.append(scope.ljust(SCOPE_WIDTH))
+            if isinstance(values, str):
+                out.append(values, "dim")
+            else:
+                out.append("".join(v.rjust(w) for v, w in zip(values, widths)))
+    for note in notes:
+        out.append("\n" + note, "italic")
+    if legend:
+        out.append(
+            f"\n\nR recall, P precision at k={k}; ceil: the best P@{k} reachable, "
+            f"min({k}, relevant)/{k}; MRR over the whole run (depth {ws.settings.depth}). "
+            "Press ? for what each metric means.",
+            "dim",
+        )
+    return out
+
+
+def metrics_title(ws: Workspace) -> str:
+    """The panel title: k and how many questions are evaluated and skipped (the filter's size is in
+    the question list's title)."""
+    evaluation = ws.evaluation
+    assert evaluation is not None
+    title = f"metrics k={evaluation.k} · {len(evaluation.evaluated)} questions"
+    if evaluation.skipped:
+        title += f", {len(evaluation.skipped)} skipped"
+    return title
+
+
+class MetricsPanel(Static):
+    """The metric table of every retriever; its text is the source of truth tests read."""
+
+    def show(
+        self,
+        ws: Workspace,
+        qid: str | None,
+        filtered: Sequence[str] | None,
+        status: Mapping[str, str],
+        retrievers: Sequence[str],
+        notes: Sequence[str] = (),
+        legend: bool = False,
+    ) -> None:
+        """Redraw the panel from the workspace's evaluation (``legend`` adds what the columns mean)."""
+        self.border_title = metrics_title(ws)
+        self.update(metrics_text(ws, qid, filtered, status, retrievers, notes, legend))
+
+    @property
+    def plain(self) -> str:
+        """The panel's text without styles."""
+        content = self.content
+        return content.plain if isinstance(content, Text) else str(content)

@@ -1,0 +1,57 @@
+"""Small text helpers shared by the widgets: numbers, snippets, grade labels (corpus text stays data)."""
+
+from __future__ import annotations
+
+from rich.console import JustifyMethod
+from rich.style import Style
+from rich.text import Text
+
+#: Shown for a retriever whose rankings are not ready yet (embedding still running).
+PENDING_MARK = "…"
+#: Shown where a question has no relevant chunk in a retriever's run.
+MISS_MARK = "·"
+#: Shown for a question with no relevant chunk at all (skipped in every mean).
+SKIPPED_MARK = "∅"
+#: Shown for a retriever that is unavailable (the model failed to load).
+UNAVAILABLE_MARK = "×"
+#: Marks a relevant chunk (grade >= threshold) in the result lists.
+RELEVANT_MARK = "●"
+#: Marks a chunk judged not relevant (a grade below the threshold).
+JUDGED_MARK = "○"
+
+#: Short column headings of the retrievers in the question list.
+SHORT_NAMES = {"bm25": "bm", "vector": "vec", "hybrid": "hyb"}
+
+
+def fmt(value: float) -> str:
+    """A metric value with three decimals, as ``ragtui eval`` prints it."""
+    return f"{value:.3f}"
+
+
+def fmt_score(name: str, score: float) -> str:
+    """A retriever score: RRF scores are small, so hybrid gets four decimals."""
+    return f"{score:.4f}" if name == "hybrid" else f"{score:.3f}"
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """The text on one line (white space collapsed), cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def cell(text: str, style: str | Style = "", *, justify: JustifyMethod = "left") -> Text:
+    """A one-line table cell that never reads its text as markup and ends in an ellipsis when cut."""
+    return Text(text, style=style, no_wrap=True, overflow="ellipsis", justify=justify)
+
+
+def foreground(style: Style) -> Style:
+    """A style's colour and attributes without its background, so a table's cursor row keeps its own."""
+    return Style(
+        color=style.color,
+        bold=style.bold,
+        dim=style.dim,
+        italic=style.italic,
+        underline=style.underline,
+        strike=style.strike,
+        reverse=style.reverse,
+    )

@@ -96,6 +96,17 @@ class GradeChange:
     changes: dict[str, tuple[QuestionMetrics, QuestionMetrics]]
 
 
+@dataclass(frozen=True)
+class VectorResult:
+    """What ``compute_vectors`` found: the vector and hybrid retrievers and their rankings."""
+
+    vector: VectorRetriever
+    hybrid: HybridRetriever | None
+    question_vectors: dict[str, np.ndarray]
+    rankings: dict[str, dict[str, Ranking]]
+    warnings: list[str]
+
+
 @dataclass
 class Workspace:
     """The loaded data set and its evaluation."""
@@ -213,40 +224,74 @@ class Workspace:
         """Every chunk text and question text, in that order."""
         return [c.text for c in self.chunks] + [q.text for q in self.questions]
 
-    def prepare_vectors(self, progress: Progress | None = None, embedder: Embedder | None = None) -> None:
-        """Embed chunks and questions (cached ones are read, not encoded) and add vector and hybrid."""
+    def compute_vectors(
+        self, progress: Progress | None = None, embedder: Embedder | None = None
+    ) -> VectorResult | None:
+        """Embed chunks and questions (cached ones are read, not encoded) and rank with vector and hybrid.
+
+        Reads the workspace and never changes it, so it may run in a worker thread while the UI
+        reads and grades; ``apply_vectors`` then adds the result (on the UI thread).
+        """
         if not self.vectors_needed:
-            return
+            return None
+        questions = list(self.questions)
+        bm25_rankings = dict(self.rankings.get("bm25", {}))
         cache = self.embedding_cache()
-        self.warnings.extend(cache.warnings)
-        texts = self.texts_to_embed()
-        matrix = cache.embed(texts, embedder or Embedder(self.settings.model), progress)
+        warnings = list(cache.warnings)
+        model = embedder or Embedder(self.settings.model)
+        matrix = cache.embed([c.text for c in self.chunks] + [q.text for q in questions], model, progress)
         n = len(self.chunks)
         chunk_matrix, question_matrix = matrix[:n], matrix[n:]
-        self.question_vectors = {q.id: question_matrix[i] for i, q in enumerate(self.questions)}
-        by_text = {q.text: question_matrix[i] for i, q in enumerate(self.questions)}
+        question_vectors = {q.id: question_matrix[i] for i, q in enumerate(questions)}
+        by_text = {q.text: question_matrix[i] for i, q in enumerate(questions)}
 
         def embed_query(text: str) -> np.ndarray:
             if text in by_text:
                 return by_text[text]
-            return cache.embed([text], embedder or Embedder(self.settings.model))[0]
+            return cache.embed([text], model)[0]
 
-        self.vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
+        vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
         depth = self.settings.depth
-        vector_rankings = dict(
-            zip((q.id for q in self.questions), self.vector.search_vectors(question_matrix, depth))
-        )
-        self.rankings["vector"] = vector_rankings
-        assert self.evaluation is not None
-        if "vector" in self.settings.retrievers:
-            self.evaluation.set_rankings("vector", vector_rankings)
+        rankings = {"vector": dict(zip((q.id for q in questions), vector.search_vectors(question_matrix, depth)))}
+        hybrid = None
         if "hybrid" in self.settings.retrievers and self.bm25 is not None:
-            self.hybrid = HybridRetriever(self.bm25, self.vector, self.chunk_order)
-            self.rankings["hybrid"] = {
-                q.id: self.hybrid.fuse(self.rankings["bm25"][q.id], vector_rankings[q.id], depth)
-                for q in self.questions
+            hybrid = HybridRetriever(self.bm25, vector, self.chunk_order)
+            rankings["hybrid"] = {
+                q.id: hybrid.fuse(bm25_rankings.get(q.id, []), rankings["vector"][q.id], depth) for q in questions
             }
-            self.evaluation.set_rankings("hybrid", self.rankings["hybrid"])
+        return VectorResult(vector, hybrid, question_vectors, rankings, warnings)
+
+    def apply_vectors(self, result: VectorResult) -> None:
+        """Add vector and hybrid rankings computed by ``compute_vectors`` and evaluate them."""
+        assert self.evaluation is not None
+        self.vector = result.vector
+        self.hybrid = result.hybrid
+        self.question_vectors = dict(result.question_vectors)
+        self.warnings.extend(result.warnings)
+        for name, by_question in result.rankings.items():
+            by_question = dict(by_question)
+            # Questions added while the worker ran are ranked now, on this thread.
+            for q in self.questions:
+                if q.id not in by_question:
+                    by_question[q.id] = self._rank_new(name, q.text)
+            self.rankings[name] = by_question
+            if name in self.settings.retrievers:
+                self.evaluation.set_rankings(name, by_question)
+
+    def _rank_new(self, name: str, text: str) -> Ranking:
+        """One retriever's ranking of a text that was not embedded with the golden set."""
+        depth = self.settings.depth
+        if name == "vector" and self.vector is not None:
+            return self.vector.search(text, depth)
+        if name == "hybrid" and self.hybrid is not None:
+            return self.hybrid.search(text, depth)
+        return []
+
+    def prepare_vectors(self, progress: Progress | None = None, embedder: Embedder | None = None) -> None:
+        """``compute_vectors`` then ``apply_vectors``: the headless commands' one-step form."""
+        result = self.compute_vectors(progress, embedder)
+        if result is not None:
+            self.apply_vectors(result)
 
     @classmethod
     def open(cls, settings: Settings, progress: Progress | None = None) -> Workspace:

@@ -7,7 +7,8 @@ generation number, so a late result of an older load (before a depth change) is 
 
 from __future__ import annotations
 
-import copy
+import asyncio
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -25,8 +26,8 @@ from textual.worker import Worker, get_current_worker
 
 from ragtui.core.embeddings import Embedder, Progress
 from ragtui.core.errors import InputError
-from ragtui.core.retrievers import RETRIEVER_NAMES, Ranking
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.retrievers import RETRIEVER_NAMES
+from ragtui.core.workspace import Settings, VectorResult, Workspace
 from ragtui.tui.messages import (
     EmbeddingProgress,
     LoadFailed,
@@ -38,11 +39,16 @@ from ragtui.tui.palette import RagtuiCommands
 from ragtui.tui.screens.dialogs import LoadErrorScreen, ProblemsScreen, PromptScreen
 from ragtui.tui.screens.help import HelpScreen
 from ragtui.tui.screens.main import MainScreen
+from ragtui.tui.workflows import WorkflowCommands, WorkflowMixin
 
 #: Seconds between two progress messages (a newer one replaces a queued one anyway).
 PROGRESS_INTERVAL = 0.25
 #: The retrievers that need embeddings.
 VECTOR_RETRIEVERS = ("vector", "hybrid")
+#: Seconds between two looks at the label journal for another session's labels (two ``stat`` calls).
+LABEL_POLL_INTERVAL = 1.0
+#: Signals that end the app cleanly: SIGHUP (the terminal or SSH link went away) and SIGTERM.
+EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 
 
 #: The theme for 16-colour terminals: Textual's ANSI theme with borders that show on a black background.
@@ -65,13 +71,6 @@ class _Cancelled(Exception):
     """Raised inside the embedding callback when the worker was cancelled (a newer load started)."""
 
 
-class _RankingSink:
-    """Stands in for the evaluation while vectors are prepared off the UI thread; keeps nothing."""
-
-    def set_rankings(self, name: str, by_question: Any) -> None:
-        """Ignore: the UI thread adds the rankings to the real evaluation."""
-
-
 class _ReportingEmbedder:
     """Wraps an embedder to say when encoding starts (the slow path: model load, then batches)."""
 
@@ -92,12 +91,12 @@ class _ReportingEmbedder:
         return rows
 
 
-class RagtuiApp(App[int]):
+class RagtuiApp(WorkflowMixin, App[int]):
     """See, for each golden question, what bm25, vector and hybrid retrieval found, and grade it."""
 
     CSS_PATH = "app.tcss"
     TITLE = "ragtui"
-    COMMANDS = App.COMMANDS | {RagtuiCommands}
+    COMMANDS = App.COMMANDS | {RagtuiCommands, WorkflowCommands}
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -144,15 +143,21 @@ class RagtuiApp(App[int]):
         self.vector_error = ""
         #: The load error shown on the error screen (run_app prints it on exit too).
         self.load_error: str | None = None
+        #: The last error reading another session's labels (notified once until it changes).
+        self._label_poll_error = ""
         #: When the app started (for the first-full-screen timing).
         self.started = time.monotonic()
         #: Seconds from start to every chosen retriever ready (or failed), None until then.
         self.ready_after: float | None = None
+        #: Seconds from start to the first full screen painted (every list and the metrics drawn
+        #: after ``ready_after``): the start-up benchmark and tests wait on it. None until then.
+        self.full_screen_after: float | None = None
 
     @property
     def retrievers(self) -> list[str]:
-        """The chosen retrievers, in the standard order."""
-        return [n for n in RETRIEVER_NAMES if n in self.settings.retrievers]
+        """The chosen retrievers, in the standard order, then the external runs (``--run NAME=path``)."""
+        builtin = [n for n in RETRIEVER_NAMES if n in self.settings.retrievers]
+        return builtin + [n for n, _ in self.settings.runs if n not in builtin]
 
     def get_default_screen(self) -> Screen[None]:
         """The main screen is the first screen."""
@@ -177,7 +182,51 @@ class RagtuiApp(App[int]):
         if not self.is_headless and self.console.color_system in ("standard", "windows"):
             # 16 colours (TERM=screen, many SSH sessions): the terminal's own palette stays legible.
             self.theme = ANSI_THEME.name
+        self._install_signal_handlers()
         self.start_load(self.settings, self._given_workspace)
+        self.set_interval(LABEL_POLL_INTERVAL, self.poll_labels, name="label-poll")
+
+    def _install_signal_handlers(self) -> None:
+        """SIGHUP and SIGTERM end the app through ``exit``, so the terminal is restored; every label
+        is already fsynced by ``set_grade``, so nothing is pending."""
+        if self.is_headless:
+            return  # tests: the test runner owns the process's signals
+        loop = asyncio.get_running_loop()
+        for signum in EXIT_SIGNALS:
+            try:
+                loop.add_signal_handler(signum, self._exit_on_signal, signum)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+                pass
+
+    def _exit_on_signal(self, signum: int) -> None:
+        """Quit cleanly, with the shell's exit code for that signal (128 + its number)."""
+        self.exit(return_code=128 + signum)
+
+    def poll_labels(self) -> None:
+        """Apply labels another session appended to the journal (cheap when nothing changed)."""
+        ws = self.workspace
+        if ws is None or ws.evaluation is None or not self.main_screen.composed:
+            return
+        lines_before = len(ws.labels.history)
+        try:
+            changed = ws.refresh_labels()
+        except (InputError, OSError) as exc:
+            message = exc.message if isinstance(exc, InputError) else str(exc)
+            if message != self._label_poll_error:
+                self._label_poll_error = message
+                self.notify(f"Cannot read labels from another session: {message}", severity="error",
+                            timeout=8, markup=False)
+            return
+        self._label_poll_error = ""
+        if not changed:
+            return
+        count = max(len(ws.labels.history) - lines_before, len(changed))
+        self.main_screen.labels_changed(changed)
+        self.notify(
+            f"{count} label(s) from another session: {len(changed)} question(s) changed.",
+            timeout=5,
+            markup=False,
+        )
 
     # ---- loading ------------------------------------------------------------------------------
 
@@ -236,18 +285,19 @@ class RagtuiApp(App[int]):
                 last_report[0] = now
                 self.post_message(EmbeddingProgress(generation, done, total))
 
+        loading = [True]
+
         def on_start(count: int) -> None:
             """Encoding starts (slow): show BM25 now and the progress row."""
+            if not loading[0]:
+                return  # a later query (ad-hoc search, a new question) embeds through the same wrapper
             announce()
             self.post_message(EmbeddingProgress(generation, 0, count))
 
         try:
             embedder = self.embedder if self.embedder is not None else Embedder(ws.settings.model)
-            shadow = copy.copy(ws)
-            shadow.rankings = {n: r for n, r in ws.rankings.items() if n == "bm25"}
-            shadow.warnings = []
-            shadow.evaluation = _RankingSink()  # type: ignore[assignment]
-            shadow.prepare_vectors(progress, _ReportingEmbedder(embedder, on_start))  # type: ignore[arg-type]
+            result = ws.compute_vectors(progress, _ReportingEmbedder(embedder, on_start))  # type: ignore[arg-type]
+            loading[0] = False
         except _Cancelled:
             return None
         except InputError as exc:
@@ -258,17 +308,16 @@ class RagtuiApp(App[int]):
             announce()
             self.post_message(VectorsFailed(generation, f"{type(exc).__name__}: {exc}"))
             return None
-        rankings: dict[str, dict[str, Ranking]] = {
-            n: r for n, r in shadow.rankings.items() if n in VECTOR_RETRIEVERS
-        }
+        if result is None:
+            return None
         return VectorsReady(
             generation,
-            rankings,
-            shadow.vector,
-            shadow.hybrid,
-            shadow.question_vectors,
+            result.rankings,
+            result.vector,
+            result.hybrid,
+            result.question_vectors,
             embedder,
-            list(shadow.warnings),
+            list(result.warnings),
         )
 
     def on_workspace_loaded(self, message: WorkspaceLoaded) -> None:
@@ -303,7 +352,8 @@ class RagtuiApp(App[int]):
             )
         if ws.labels.read_only:
             self.notify(
-                f"{ws.labels.path} is read-only: you can look, but grades cannot be saved.",
+                f"{ws.labels.read_only_reason or f'{ws.labels.path} is read-only'}: you can look, but grades cannot be saved.",
+                title="read-only",
                 severity="warning",
                 timeout=8,
                 markup=False,
@@ -335,15 +385,10 @@ class RagtuiApp(App[int]):
 
     def _apply_vectors(self, ws: Workspace, vectors: VectorsReady) -> None:
         """Put the vector and hybrid rankings into the workspace and its evaluation (UI thread)."""
-        assert ws.evaluation is not None
-        ws.vector = vectors.vector
-        ws.hybrid = vectors.hybrid
-        ws.question_vectors = vectors.question_vectors
-        ws.warnings.extend(vectors.warnings)
-        for name, rankings in vectors.rankings.items():
-            ws.rankings[name] = rankings
-            if name in ws.settings.retrievers:
-                ws.evaluation.set_rankings(name, rankings)
+        assert vectors.vector is not None
+        ws.apply_vectors(
+            VectorResult(vectors.vector, vectors.hybrid, vectors.question_vectors, vectors.rankings, vectors.warnings)
+        )
         if vectors.embedder is not None:
             self.embedder = vectors.embedder
 
@@ -388,6 +433,12 @@ class RagtuiApp(App[int]):
         """Record when the first full screen (every retriever ready or failed) was reached."""
         if self.ready_after is None and self.is_ready:
             self.ready_after = time.monotonic() - self.started
+            self.call_after_refresh(self._full_screen_painted)
+
+    def _full_screen_painted(self) -> None:
+        """The screen with every list and the metrics filled has been painted."""
+        if self.full_screen_after is None:
+            self.full_screen_after = time.monotonic() - self.started
 
     # ---- actions (keys and the command palette) ------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -15,9 +16,11 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Static
 
+from ragtui.core.labels import ReadOnlyError
 from ragtui.core.metrics import QuestionMetrics
 from ragtui.core.workspace import GradeChange, Workspace
 from ragtui.tui.screens.chunk import ChunkScreen
+from ragtui.tui.screens.labelling import LABELLING_BINDINGS, LabellingMixin
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.metrics_panel import MetricsPanel
 from ragtui.tui.widgets.question_list import QuestionList
@@ -30,6 +33,9 @@ if TYPE_CHECKING:
 #: Below this width or height the screen uses its compact layout (one result list at a time).
 COMPACT_WIDTH = 110
 COMPACT_HEIGHT = 30
+#: Below this size even the compact layout does not fit: a line says so (the app keeps working).
+MIN_WIDTH = 80
+MIN_HEIGHT = 24
 #: How long the line saying how a grade moved nDCG stays in the metric panel, in seconds.
 CHANGE_NOTE_SECONDS = 8.0
 #: Seconds of no typing before the filter is applied.
@@ -40,6 +46,14 @@ MAX_CHUNK_WIDTH = 24
 MAX_ID_WIDTH = 10
 #: The + and - keys share one footer entry.
 K_GROUP = Binding.Group("k", compact=True)
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration for people: ``42 s``, ``3 min 05 s``."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    return f"{seconds // 60} min {seconds % 60:02d} s"
 
 
 def parse_filter(text: str) -> tuple[list[str], list[str]]:
@@ -109,7 +123,7 @@ class TabLabel(Static):
             screen.focus_retriever(self.retriever)
 
 
-class MainScreen(Screen[None]):
+class MainScreen(LabellingMixin, Screen[None]):
     """Everything at once: pick a question, compare the rankings, read the chunk, grade it, watch the numbers."""
 
     AUTO_FOCUS = "#question-list"
@@ -168,6 +182,7 @@ class MainScreen(Screen[None]):
             id="metrics.k_down",
             group=K_GROUP,
         ),
+        *LABELLING_BINDINGS,
     ]
 
     def __init__(self, retrievers: list[str]) -> None:
@@ -192,6 +207,8 @@ class MainScreen(Screen[None]):
         #: True once the widgets exist (the app's handlers wait for it).
         self.composed = False
         self._filter_timer: Timer | None = None
+        #: When embedding progress started counting, and how many texts were done then (for the rate).
+        self._progress_start: tuple[float, int] | None = None
 
     # ---- layout ------------------------------------------------------------------------------
 
@@ -215,6 +232,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="progress-row"):
             yield Label("embedding", id="progress-label")
             yield ProgressBar(id="progress", show_eta=False)
+        yield Static("", id="too-small", markup=False)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -249,6 +267,14 @@ class MainScreen(Screen[None]):
         if compact != self.has_class("-compact"):
             self.set_class(compact, "-compact")
             self.refresh_metrics()
+            self.update_progress_line()
+        tiny = width < MIN_WIDTH or height < MIN_HEIGHT
+        self.set_class(tiny, "-tiny")
+        if tiny:
+            self.query_one("#too-small", Static).update(
+                f"terminal {width}x{height}: ragtui needs at least {MIN_WIDTH}x{MIN_HEIGHT}; "
+                "enlarge it (keys still work)"
+            )
 
     # ---- access ------------------------------------------------------------------------------
 
@@ -311,6 +337,7 @@ class MainScreen(Screen[None]):
         self._fill_questions(keep=previous, refill=True)
         self.update_notes()
         self.update_header()
+        self.judging_changed()
         if first:
             self._focus(self.question_list)
 
@@ -358,6 +385,7 @@ class MainScreen(Screen[None]):
             self._update_titles()
             self._update_chunk_view()
         self.refresh_metrics()
+        self.judging_changed()
 
     # ---- the question list -------------------------------------------------------------------
 
@@ -426,6 +454,7 @@ class MainScreen(Screen[None]):
         self._update_titles()
         self._update_chunk_view()
         self.refresh_metrics()
+        self.update_progress_line()
 
     def select_question_bar(self) -> None:
         """The current question's id, full text and slices, and whether it is skipped."""
@@ -442,7 +471,9 @@ class MainScreen(Screen[None]):
             line.append("  [" + ", ".join(question.slices) + "]", "dim")
         if ws.evaluation is not None and qid not in ws.evaluation.evaluated:
             line.append("  no relevant chunk: skipped in every mean", "italic")
-        bar.update(line)
+        old = bar.content
+        # The same text after a grade change: repaint without a new layout (about 40 ms).
+        bar.update(line, layout=not (isinstance(old, Text) and old.plain == line.plain))
 
     def _show_list(self, name: str) -> None:
         """Fill one result list with the current question's ranking (empty while not ready)."""
@@ -478,7 +509,11 @@ class MainScreen(Screen[None]):
                 value = evaluation.per_question[name][qid].ndcg
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
             self.pane(name).border_title = title
-            self.query_one(f"#tab-{name}", TabLabel).update(f" {name} {rank} ")
+            tab = self.query_one(f"#tab-{name}", TabLabel)
+            label = f" {name} {rank} "
+            if str(tab.content) != label:
+                # The tabs show only in the compact layout: elsewhere no new layout (about 40 ms).
+                tab.update(label, layout=self.has_class("-compact"))
 
     # ---- result lists and the chunk view -------------------------------------------------------
 
@@ -649,6 +684,7 @@ class MainScreen(Screen[None]):
         self._update_chunk_view()
         self.refresh_metrics()
         self.update_header()
+        self.judging_changed()
 
     def action_change_k(self, step: int) -> None:
         """Raise or lower k by one."""
@@ -669,15 +705,20 @@ class MainScreen(Screen[None]):
             return
         if ws.labels.read_only:
             self.notify(
-                f"{ws.labels.path.name} is read-only: the grade was not saved.",
+                f"{ws.labels.read_only_reason or f'{ws.labels.path} is read-only'}: the grade was not saved.",
                 severity="error",
                 timeout=5,
+                markup=False,
             )
             return
         try:
             change = ws.set_grade(qid, event.chunk, event.grade)
+        except ReadOnlyError as exc:  # made read-only since the check above
+            self.notify(f"{exc}", severity="error", timeout=8, markup=False)
+            self.update_header()
+            return
         except OSError as exc:
-            self.notify(f"Could not save the label: {exc}", severity="error", timeout=8)
+            self.notify(f"Could not save the label: {exc}", severity="error", timeout=8, markup=False)
             return
         self.apply_change(change)
 
@@ -695,11 +736,15 @@ class MainScreen(Screen[None]):
             return
         if ws.labels.read_only:
             self.notify(
-                f"{ws.labels.path.name} is read-only: cannot undo.", severity="error", timeout=5
+                f"{ws.labels.read_only_reason or f'{ws.labels.path} is read-only'}: cannot undo.", severity="error", timeout=5, markup=False
             )
             return
         try:
             change = ws.undo()
+        except ReadOnlyError as exc:
+            self.notify(f"{exc}", severity="error", timeout=8, markup=False)
+            self.update_header()
+            return
         except OSError as exc:
             self.notify(f"Could not save the undo: {exc}", severity="error", timeout=8)
             return
@@ -721,6 +766,7 @@ class MainScreen(Screen[None]):
             self._update_chunk_view()
         if qid == self.current_qid:
             self.select_question_bar()
+        self.judging_changed(qid)
         grade, source = ws.grade_source(qid, change.chunk)
         now = f"grade {grade} ({source})" if grade is not None else "not graded"
         verb = "undone:" if undo else "saved:"
@@ -763,12 +809,48 @@ class MainScreen(Screen[None]):
         bar = self.query_one("#progress", ProgressBar)
         label = self.query_one("#progress-label", Label)
         if total <= 0 or done <= 0:
+            self._progress_start = None
             label.update(f"loading the embedding model ({total} texts to embed)…")
             bar.update(total=None)
         else:
-            label.update(f"embedding {done}/{total}")
+            label.update(f"embedding {done}/{total} texts{self._progress_rate(done, total)}")
             bar.update(total=total, progress=done)
+
+    def _progress_rate(self, done: int, total: int) -> str:
+        """`` · 41 texts/s · 12 s left``, measured from the first batch done (so the model load does
+        not count); empty until two reports exist."""
+        now = time.monotonic()
+        if self._progress_start is None or done < self._progress_start[1]:
+            self._progress_start = (now, done)
+            return ""
+        started, done_then = self._progress_start
+        if now - started <= 0 or done == done_then:
+            return ""
+        rate = (done - done_then) / (now - started)
+        left = (total - done) / rate
+        return f" · {rate:.0f} texts/s · {format_seconds(left)} left"
 
     def hide_progress(self) -> None:
         """Hide the progress row."""
         self.query_one("#progress-row").display = False
+        self._progress_start = None
+
+    # ---- another session's labels ----------------------------------------------------------------
+
+    def labels_changed(self, qids: set[str]) -> None:
+        """Labels from another session changed these questions: their rows, the current lists, the
+        titles, the chunk view and every metric panel."""
+        ws = self.ws
+        if ws is None or ws.evaluation is None:
+            return
+        for qid in qids:
+            self.question_list.update_question(ws, qid, self.status)
+        if self.current_qid in qids:
+            for name in self.retrievers:
+                results = self.result_list(name)
+                if results.qid == self.current_qid:
+                    results.update_grades(ws)
+            self.select_question_bar()
+            self._update_titles()
+            self._update_chunk_view()
+        self.refresh_metrics()

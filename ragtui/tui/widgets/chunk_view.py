@@ -75,7 +75,11 @@ class ChunkView(VerticalScroll, can_focus=False):
         chunk = ws.chunk_by_id[cid]
         question = ws.question_by_id.get(qid) if qid else None
         self.border_title = f"chunk {cid}"
-        header.update(chunk_header(ws, qid, cid))
+        new_header = chunk_header(ws, qid, cid)
+        old_header = header.content
+        # Skip the costly layout (a grade changed) when the size cannot change.
+        header_same_size = isinstance(old_header, Text) and len(old_header.plain) == len(new_header.plain)
+        header.update(new_header, layout=not (same and header_same_size))
         body.update(
             highlighted_text(
                 chunk.text,
@@ -83,7 +87,8 @@ class ChunkView(VerticalScroll, can_focus=False):
                 question.text if question else "",
                 self.get_component_rich_style("chunk-view--evidence"),
                 self.get_component_rich_style("chunk-view--term"),
-            )
+            ),
+            layout=not same,
         )
         if same:
             return  # a grade or k changed: keep the reader's scroll position

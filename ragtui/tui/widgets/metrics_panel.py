@@ -71,6 +71,7 @@ def metrics_text(
                 out.append(values, "dim")
             else:
                 out.append("".join(v.rjust(w) for v, w in zip(values, widths)))
+    out.append_text(judged_text(ws, retrievers))
     for note in notes:
         out.append("\n" + note, "italic")
     if legend:
@@ -80,6 +81,33 @@ def metrics_text(
             "Press ? for what each metric means.",
             "dim",
         )
+    return out
+
+
+#: The last Judged@k summaries and what they were computed from (recomputing costs a pass over every question).
+_judged_cache: dict[str, object] = {}
+
+
+def judged_text(ws: Workspace, retrievers: Sequence[str]) -> Text:
+    """``Judged@3 bm25 0.83 · vector 0.41 thin · ...``: the share of each top k that carries a grade; thin is flagged."""
+    from ragtui.core.judging import judged_summaries
+
+    if ws.evaluation is None:
+        return Text()
+    key = (id(ws), id(ws.evaluation), ws.evaluation.k, len(ws.labels.history), tuple(ws.retrievers), len(ws.questions))
+    if _judged_cache.get("key") != key:
+        _judged_cache["key"] = key
+        _judged_cache["value"] = judged_summaries(ws)
+    summaries = _judged_cache["value"]
+    assert isinstance(summaries, dict)
+    out = Text("\n")
+    out.append(f"Judged@{ws.evaluation.k}", "bold")
+    shown = [n for n in retrievers if n in summaries]
+    for i, name in enumerate(shown):
+        summary = summaries[name]
+        out.append(f"{' · ' if i else ' '}{name} {fmt(summary.mean)}")
+        if summary.thin:
+            out.append(" thin!", "bold reverse")
     return out
 
 
@@ -108,8 +136,14 @@ class MetricsPanel(Static):
         legend: bool = False,
     ) -> None:
         """Redraw the panel from the workspace's evaluation (``legend`` adds what the columns mean)."""
-        self.border_title = metrics_title(ws)
-        self.update(metrics_text(ws, qid, filtered, status, retrievers, notes, legend))
+        title = metrics_title(ws)
+        if filtered is not None and ws.evaluation is not None:
+            evaluated = sum(1 for q in filtered if q in ws.evaluation.evaluated)
+            title += f" · filter {evaluated}"
+        self.border_title = title
+        text = metrics_text(ws, qid, filtered, status, retrievers, notes, legend)
+        # A new layout costs about 40 ms on a full screen: only when the panel's height changes.
+        self.update(text, layout=self.plain.count("\n") != text.plain.count("\n"))
 
     @property
     def plain(self) -> str:

@@ -9,9 +9,10 @@ from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import Column
+from textual.widgets.data_table import CellKey, Column, RowKey
 
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.text import (
@@ -82,6 +83,8 @@ class QuestionList(DataTable[Text]):
         self.retrievers: list[str] = []
         self._styles: dict[str, Style] = {}
         self._short_cells: dict[tuple[str, str, JustifyMethod], Text] = {}
+        #: Each question's change against a baseline run (nDCG@k now minus then), or None: no Δ column.
+        self.deltas: dict[str, float] | None = None
 
     def configure(self, retrievers: Iterable[str], id_width: int) -> None:
         """Set the columns: mark, id, one rank column per retriever, question, slices (rows are cleared)."""
@@ -92,6 +95,8 @@ class QuestionList(DataTable[Text]):
         self.add_column(Text("id"), width=id_width, key="id")
         for name in self.retrievers:
             self.add_column(Text(SHORT_NAMES.get(name, name), justify="right"), width=3, key=name)
+        if self.deltas is not None:
+            self.add_column(Text("Δ", justify="right"), width=6, key="delta")
         self.add_column(Text("question"), width=48, key="question")
         self.add_column(Text("slices"), width=24, key="slices")
 
@@ -103,6 +108,28 @@ class QuestionList(DataTable[Text]):
         if cached is None or len(cached) != len(self.columns):
             cached = self._ordered_columns = DataTable.ordered_columns.fget(self)  # type: ignore[attr-defined]
         return cached
+
+    @property
+    def _fixed_widths(self) -> bool:
+        """Whether every column has an explicit width (``configure`` sets them all)."""
+        return bool(self.columns) and not any(c.auto_width for c in self.columns.values())
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """DataTable measures every cell of every new row (about 1 s for 10,000 questions) to size
+        auto-width columns; ours all have explicit widths and one-line rows, so only the virtual size
+        changes."""
+        if not self._fixed_widths:
+            super()._update_dimensions(new_rows)
+            return
+        width = sum(c.get_render_width(self) for c in self.columns.values())
+        header = self.header_height if self.show_header else 0
+        self.virtual_size = Size(width + self._row_label_column_width, self._total_row_height + header)
+
+    def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
+        """Skip DataTable's re-measuring after ``update_cell`` (a narrower cell re-measures the whole
+        column: 10,000 cells per grade change): explicit widths never change with the content."""
+        if not self._fixed_widths:
+            super()._update_column_widths(updated_cells)
 
     def _short(self, text: str, style_name: str, justify: JustifyMethod = "right") -> Text:
         """A shared cell for a mark or a rank: the same few values repeat on every row."""
@@ -156,6 +183,17 @@ class QuestionList(DataTable[Text]):
                 return self._short(FAILURE_MARK, "miss", "left")
         return self._short(" ", "", "left")
 
+    def _delta_cell(self, qid: str) -> list[Text]:
+        """The baseline change of a question (empty list without a baseline; blank when not in both runs)."""
+        if self.deltas is None:
+            return []
+        change = self.deltas.get(qid)
+        if change is None:
+            return [self._short("", "skipped")]
+        if abs(change) < 1e-9:
+            return [self._short("=", "skipped")]
+        return [self._short(f"{change:+.2f}", "hit" if change > 0 else "miss")]
+
     def row_cells(self, ws: Workspace, qid: str, status: RetrieverStatus) -> list[Text]:
         """The cells of one question's row, in column order."""
         question = ws.question_by_id[qid]
@@ -165,6 +203,7 @@ class QuestionList(DataTable[Text]):
             self._mark_cell(ws, qid),
             cell(qid, text_style),
             *(self._rank_cell(ws, qid, name, status) for name in self.retrievers),
+            *self._delta_cell(qid),
             cell(" ".join(question.text.split()), text_style),
             cell(", ".join(question.slices), text_style),
         ]
@@ -185,10 +224,12 @@ class QuestionList(DataTable[Text]):
         self, ws: Workspace, qid: str, status: RetrieverStatus
     ) -> list[tuple[str, Text]]:
         """The (column, new cell) pairs of one row whose content differs from what is shown."""
-        keys = ["mark", "id", *self.retrievers]
+        keys = ["mark", "id", *self.retrievers, *(["delta"] if self.deltas is not None else [])]
         changed = []
         for key, value in zip(keys, self.row_cells(ws, qid, status)):
-            if self.get_cell(qid, key) != value:
+            old = self.get_cell(qid, key)
+            # Text equality ignores the base style: a rank that moves beyond k keeps its digits.
+            if old != value or old.style != value.style:
                 changed.append((key, value))
         return changed
 

@@ -165,7 +165,10 @@ class ResultList(DataTable[Text]):
             if cid not in self.rows:
                 continue
             for key, value in zip(keys, self._cells(ws, self.qid, rank, cid, score)):
-                self.update_cell(cid, key, value)
+                # Only changed cells: every update_cell makes the table re-render all its rows.
+                old = self.get_cell(cid, key)
+                if old != value or old.style != value.style:  # Text equality ignores the base style
+                    self.update_cell(cid, key, value)
 
     @property
     def highlighted_chunk(self) -> str | None:

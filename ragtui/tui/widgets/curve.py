@@ -1,0 +1,65 @@
+"""A small text plot of recall@k curves, one mark per retriever (no plotting dependency needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ragtui.tui.widgets.text import fmt
+
+#: The marks of the series, in retriever order (a letter is legible without colour).
+MARKS = "bvh123456789"
+#: Styles of the series, cycled (rich standard colours: fine at 16 colours).
+STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red")
+
+
+def series_marks(names: Sequence[str]) -> dict[str, str]:
+    """One mark per series: the first letter of bm25, vector and hybrid, digits for the others."""
+    marks: dict[str, str] = {}
+    spare = iter("123456789")
+    for name in names:
+        first = name[:1]
+        marks[name] = first if name in ("bm25", "vector", "hybrid") else next(spare, "*")
+    return marks
+
+
+def curve_text(curves: Mapping[str, Sequence[float]], height: int = 10, column: int = 4) -> Text:
+    """Recall (rows, 0..1) against k (columns, 1..depth); where series overlap the later one shows, ``*`` marks a tie."""
+    names = list(curves)
+    marks = series_marks(names)
+    depth = max((len(v) for v in curves.values()), default=0)
+    grid: list[list[tuple[str, str]]] = [[(" ", "")] * depth for _ in range(height + 1)]
+    for index, name in enumerate(names):
+        style = STYLES[index % len(STYLES)]
+        for k, value in enumerate(curves[name]):
+            row = height - round(value * height)
+            current = grid[row][k][0]
+            grid[row][k] = ("*", "bold") if current not in (" ", marks[name]) else (marks[name], style)
+    out = Text()
+    for row in range(height + 1):
+        level = (height - row) / height
+        out.append(f"{level:4.1f} ┤" if row % 2 == 0 else "     │", "dim")
+        for mark, style in grid[row]:
+            out.append(mark.center(column), style)
+        out.append("\n")
+    out.append("     └" + "─" * (column * depth) + "\n", "dim")
+    out.append("   k  " + "".join(str(k).center(column) for k in range(1, depth + 1)) + "\n", "dim")
+    out.append("\n")
+    for index, name in enumerate(names):
+        out.append(f" {marks[name]} ", STYLES[index % len(STYLES)] + " bold")
+        out.append(f"{name}\n")
+    out.append(" * two or more at the same point\n", "dim")
+    out.append("\n" + "recall@k".ljust(10) + "".join(str(k).rjust(6) for k in range(1, depth + 1)) + "\n", "bold")
+    for name in names:
+        out.append(name[:9].ljust(10) + "".join(fmt(v).rjust(6) for v in curves[name]) + "\n")
+    return out
+
+
+class CurvePlot(Static):
+    """Recall@k curves as a text plot with the values below."""
+
+    def show(self, curves: Mapping[str, Sequence[float]]) -> None:
+        """Draw the curves."""
+        self.update(curve_text(curves))

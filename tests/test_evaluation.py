@@ -98,3 +98,18 @@ def test_core_imports_no_ui_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_judged_at_k_is_kept_incrementally():
+    from ragtui.core.metrics import judged_at_k
+
+    grades = {"a": {"x": 2, "y": 0}, "b": {"y": 1}}
+    rankings = {"r": {"a": [("x", 1.0), ("z", 0.9)], "b": [("z", 1.0), ("w", 0.5)]}}
+    ev = Evaluation(["a", "b"], lambda q: dict(grades[q]), rankings, k=2)
+    assert ev.judged["r"] == {"a": 0.5, "b": 0.0}
+    assert ev.judged_mean("r") == 0.25
+    grades["b"]["z"] = 0  # a hand 0: judged, not relevant
+    ev.update_question("b")
+    assert ev.judged["r"]["b"] == judged_at_k(["z", "w"], grades["b"], 2) == 0.5
+    assert ev.judged_mean("r") == pytest.approx(0.5)
+    assert ev.judged_mean("r", ["a"]) == 0.5

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ragtui.core.metrics import QuestionMetrics, question_metrics
+from ragtui.core.metrics import QuestionMetrics, judged_at_k, question_metrics
 from ragtui.core.retrievers import Ranking
 
 #: The per-question values that are averaged, in display order.
@@ -57,7 +57,10 @@ class Evaluation:
         self.threshold = threshold
         self.rankings: dict[str, Mapping[str, Ranking]] = {}
         self.per_question: dict[str, dict[str, QuestionMetrics]] = {}
+        #: Judged@k per retriever and question: the share of the top k that carries any grade.
+        self.judged: dict[str, dict[str, float]] = {}
         self._sums: dict[str, list[float]] = {}
+        self._judged_sums: dict[str, float] = {}
         self._gains: dict[str, Mapping[str, int]] = {}
         self.evaluated: set[str] = set()
         for qid in self.question_ids:
@@ -82,6 +85,10 @@ class Evaluation:
         ranked = [cid for cid, _ in self.rankings[name].get(qid, ())]
         return question_metrics(ranked, self._gains[qid], self.k, self.threshold)
 
+    def _judged(self, name: str, qid: str) -> float:
+        ranked = [cid for cid, _ in self.rankings[name].get(qid, ())]
+        return judged_at_k(ranked, self._gains[qid], self.k)
+
     def set_rankings(self, name: str, by_question: Mapping[str, Ranking]) -> None:
         """Add (or replace) a retriever's rankings and compute its values."""
         self.rankings[name] = by_question
@@ -90,12 +97,16 @@ class Evaluation:
         self._sums[name] = [
             math.fsum(getattr(values[q], f) for q in self.evaluated) for f in MEAN_FIELDS
         ]
+        judged = {qid: self._judged(name, qid) for qid in self.question_ids}
+        self.judged[name] = judged
+        self._judged_sums[name] = math.fsum(judged[q] for q in self.evaluated)
 
     def _add(self, name: str, qid: str, sign: int) -> None:
         values = self.per_question[name][qid]
         sums = self._sums[name]
         for i, field in enumerate(MEAN_FIELDS):
             sums[i] += sign * getattr(values, field)
+        self._judged_sums[name] += sign * self.judged[name][qid]
 
     def update_question(self, qid: str) -> dict[str, tuple[QuestionMetrics, QuestionMetrics]]:
         """Re-read one question's grades and update its values and the running sums; returns (old, new) per retriever."""
@@ -115,10 +126,18 @@ class Evaluation:
             old = self.per_question[name][qid]
             new = self._compute(name, qid)
             self.per_question[name][qid] = new
+            self.judged[name][qid] = self._judged(name, qid)
             if now:
                 self._add(name, qid, +1)
             changes[name] = (old, new)
         return changes
+
+    def judged_mean(self, name: str, questions: Iterable[str] | None = None) -> float:
+        """Mean Judged@k of one retriever over the evaluated questions (or the evaluated ones among ``questions``)."""
+        if questions is None:
+            return self._judged_sums[name] / len(self.evaluated) if self.evaluated else 0.0
+        chosen = [q for q in questions if q in self.evaluated]
+        return math.fsum(self.judged[name][q] for q in chosen) / len(chosen) if chosen else 0.0
 
     def gains(self, qid: str) -> Mapping[str, int]:
         """The effective grades the values of ``qid`` were computed from."""

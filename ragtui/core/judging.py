@@ -250,16 +250,23 @@ def judged_summaries(
     ``mean < threshold``.
     """
     k = k if k is not None else ws.settings.k
-    assert ws.evaluation is not None
-    evaluated = ws.evaluation.evaluated
-    judged = {q.id: judged_ids(ws, q.id) for q in ws.questions}
+    ev = ws.evaluation
+    assert ev is not None
     out: dict[str, JudgedSummary] = {}
+    if k == ev.k:
+        # The evaluation keeps Judged@k per question and a running sum: no pass over the questions.
+        for name in ws.retrievers:
+            if name in ev.judged:
+                mean = ev.judged_mean(name)
+                out[name] = JudgedSummary(name, k, mean, ev.judged[name], mean < threshold)
+        return out
+    judged = {q.id: judged_ids(ws, q.id) for q in ws.questions}
     for name in ws.retrievers:
         per_question = {
             q.id: judged_at_k([cid for cid, _ in ws.ranking(name, q.id)], judged[q.id], k)
             for q in ws.questions
         }
-        averaged = [per_question[q.id] for q in ws.questions if q.id in evaluated]
+        averaged = [per_question[q.id] for q in ws.questions if q.id in ev.evaluated]
         mean = math.fsum(averaged) / len(averaged) if averaged else 0.0
         out[name] = JudgedSummary(name, k, mean, per_question, mean < threshold)
     return out

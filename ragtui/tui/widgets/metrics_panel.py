@@ -84,22 +84,13 @@ def metrics_text(
     return out
 
 
-#: The last Judged@k summaries and what they were computed from (recomputing costs a pass over every question).
-_judged_cache: dict[str, object] = {}
-
-
 def judged_text(ws: Workspace, retrievers: Sequence[str]) -> Text:
     """``Judged@3 bm25 0.83 · vector 0.41 thin · ...``: the share of each top k that carries a grade; thin is flagged."""
     from ragtui.core.judging import judged_summaries
 
     if ws.evaluation is None:
         return Text()
-    key = (id(ws), id(ws.evaluation), ws.evaluation.k, len(ws.labels.history), tuple(ws.retrievers), len(ws.questions))
-    if _judged_cache.get("key") != key:
-        _judged_cache["key"] = key
-        _judged_cache["value"] = judged_summaries(ws)
-    summaries = _judged_cache["value"]
-    assert isinstance(summaries, dict)
+    summaries = judged_summaries(ws)
     out = Text("\n")
     out.append(f"Judged@{ws.evaluation.k}", "bold")
     shown = [n for n in retrievers if n in summaries]

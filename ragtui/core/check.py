@@ -20,8 +20,17 @@ class Problem:
     problem: str
 
     def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else self.path
+        path = _shown_path(self.path)
+        where = f"{path}:{self.line}" if self.line else path
         return f"{where}: {self.question}: {self.problem}" if self.question else f"{where}: {self.problem}"
+
+
+def _shown_path(path: str) -> str:
+    """A path as a person reads it: relative to the working folder when it lies inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return path
 
 
 def _straddling_chunks(ws: Workspace, evidence: str) -> list[tuple[str, str]] | None:

@@ -139,7 +139,14 @@ def _child(argv: list[str]) -> None:
     parser.add_argument("--edits", type=int, default=0)
     parser.add_argument("--scrolls", type=int, default=0)
     parser.add_argument("--baseline", action="store_true")
+    parser.add_argument("--plain-update", action="store_true", help="DataTable's own update_cell (re-renders every row)")
     args = parser.parse_args(argv)
+    if args.plain_update:
+        from textual.widgets import DataTable
+
+        from ragtui.tui.widgets.table import RowCachedTable
+
+        RowCachedTable.update_cell = DataTable.update_cell  # type: ignore[method-assign]
     if args.baseline:
         from textual.widgets import DataTable
 
@@ -231,11 +238,13 @@ def add_app_figures(report: Report) -> None:
         r = run_child("bench.app", "inprocess", "--questions", str(n), "--edits", "40",
                       "--scrolls", "30" if n > 68 else "0")
         edit = [float(x) for x in r["edit_ms"]]  # type: ignore[union-attr]
+        plain = run_child("bench.app", "inprocess", "--questions", str(n), "--edits", "40", "--plain-update")
+        plain_edit = [float(x) for x in plain["edit_ms"]]  # type: ignore[union-attr]
         report.add(
             f"grade key to repainted metric panel, {n:,} q (app)",
             _ms(edit),
-            f"< {EDIT_TARGET_MS:.0f} ms",
-            "",
+            f"< {EDIT_TARGET_MS:.0f} ms (p95)",
+            f"DataTable re-rendering every row: {_ms(plain_edit)}",
             percentile(edit, 95) < EDIT_TARGET_MS,
         )
         if n > 68:

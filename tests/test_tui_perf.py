@@ -145,3 +145,40 @@ async def test_lower_k_restyles_ranks_in_place(tui_settings: Settings) -> None:
         for key, cell in after.items():
             assert cell.style != before[key].style, key
             assert cell.style == questions._style("late"), key
+
+
+@run_async
+async def test_row_cached_table_redraws_only_the_changed_row():
+    from textual.app import App, ComposeResult
+
+    from ragtui.tui.widgets.table import RowCachedTable
+
+    class TableApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield RowCachedTable()
+
+    app = TableApp()
+    async with app.run_test(size=(40, 8)) as pilot:
+        table = app.query_one(RowCachedTable)
+        table.add_columns("id", "grade")
+        for i in range(4):
+            table.add_row(f"r{i}", "-", key=f"r{i}")
+        await pilot.pause()
+
+        def line(y: int) -> str:
+            return table.render_line(y).text
+
+        before = [line(y) for y in range(1, 5)]
+        rendered = []
+        original = table._render_cell
+
+        def counting(row_index, *args, **kwargs):
+            rendered.append(row_index)
+            return original(row_index, *args, **kwargs)
+
+        table._render_cell = counting  # type: ignore[method-assign]
+        table.update_cell("r2", table.ordered_columns[1].key, "2")
+        after = [line(y) for y in range(1, 5)]
+        assert "2" in after[2] and "-" not in after[2]
+        assert after[:2] == before[:2] and after[3] == before[3]
+        assert set(rendered) == {2}, "only the changed row is rendered again"

@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellKey, Column, RowKey
 
 from ragtui.core.workspace import Workspace
+from ragtui.tui.widgets.table import RowCachedTable
 from ragtui.tui.widgets.text import (
     MISS_MARK,
     PENDING_MARK,
@@ -35,7 +36,7 @@ REFILL_THRESHOLD = 2000
 FAILURE_MARK = "✗"
 
 
-class QuestionList(DataTable[Text]):
+class QuestionList(RowCachedTable[Text]):
     """Every golden question: a failure mark, its id, the first relevant rank per retriever, text and slices."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {

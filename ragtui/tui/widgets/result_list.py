@@ -10,9 +10,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from ragtui.core.workspace import Workspace
+from ragtui.tui.widgets.table import RowCachedTable
 from ragtui.tui.widgets.text import (
     JUDGED_MARK,
     RELEVANT_MARK,
@@ -52,7 +53,7 @@ def _grade_bindings() -> list[Binding]:
     return bindings
 
 
-class ResultList(DataTable[Text]):
+class ResultList(RowCachedTable[Text]):
     """One retriever's ranking: rank, grade and source, chunk id, score, one-line snippet."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {

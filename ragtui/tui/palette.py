@@ -17,13 +17,34 @@ K_CHOICES = (1, 3, 5, 10, 20)
 DEPTH_CHOICES = (5, 10, 20, 50, 100)
 
 
-class RagtuiCommands(Provider):
-    """Change k or depth, export TREC files, run check, sort or filter the questions, reload labels."""
+class CommandListProvider(Provider):
+    """A palette provider built from a list of (title, callback, help) that ``commands`` returns."""
 
     @property
     def ragtui(self) -> RagtuiApp:
         """The app, typed."""
         return cast("RagtuiApp", self.app)
+
+    def commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        """(title, callback, help) of every command that applies now."""
+        raise NotImplementedError
+
+    async def discover(self) -> Hits:
+        """Every command, for the palette opened with nothing typed."""
+        for title, callback, help_text in self.commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        """Commands whose title matches what was typed."""
+        matcher = self.matcher(query)
+        for title, callback, help_text in self.commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class RagtuiCommands(CommandListProvider):
+    """Change k or depth, export TREC files, run check, sort or filter the questions, reload labels."""
 
     def commands(self) -> list[tuple[str, Callable[[], object], str]]:
         """(title, callback, help) of every command that applies now."""
@@ -87,16 +108,3 @@ class RagtuiCommands(Provider):
             ("help: keys and metrics", app.action_help, "every key and what each metric means"),
         ]
         return out
-
-    async def discover(self) -> Hits:
-        """Every command, for the palette opened with nothing typed."""
-        for title, callback, help_text in self.commands():
-            yield DiscoveryHit(title, callback, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        """Commands whose title matches what was typed."""
-        matcher = self.matcher(query)
-        for title, callback, help_text in self.commands():
-            score = matcher.match(title)
-            if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)

@@ -6,15 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, cast
-
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from typing import TYPE_CHECKING
 
 from ragtui.core.authoring import AddedQuestion
 from ragtui.core.errors import InputError
 from ragtui.core.measures import Measure
 from ragtui.core.runs import SavedRun, list_runs, load_run, pick_retriever, runs_folder
 from ragtui.core.workspace import Workspace
+from ragtui.tui.palette import CommandListProvider
 
 if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
@@ -136,13 +135,8 @@ class WorkflowMixin:
         self.push_screen(PromptScreen("chunking: size and overlap in tokens (e.g. 256 32)", current), apply)
 
 
-class WorkflowCommands(Provider):
+class WorkflowCommands(CommandListProvider):
     """Palette entries of the labelling and comparison views, titled "area: verb"."""
-
-    @property
-    def ragtui(self) -> RagtuiApp:
-        """The app, typed."""
-        return cast("RagtuiApp", self.app)
 
     def commands(self) -> list[tuple[str, Callable[[], object], str]]:
         """(title, callback, help) of every command that applies now."""
@@ -179,16 +173,3 @@ class WorkflowCommands(Provider):
         if app.baseline is not None:
             out.append(("baseline: clear", app.clear_baseline, f"stop comparing against {app.baseline.name}"))
         return out
-
-    async def discover(self) -> Hits:
-        """Every command, for the palette opened with nothing typed."""
-        for title, callback, help_text in self.commands():
-            yield DiscoveryHit(title, callback, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        """Commands whose title matches what was typed."""
-        matcher = self.matcher(query)
-        for title, callback, help_text in self.commands():
-            score = matcher.match(title)
-            if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)

@@ -229,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"ragtui: error: {exc.message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (``ragtui eval | head``): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         # A folder that cannot be written, a full disk: one line, no traceback.
         where = f"{exc.filename}: " if exc.filename else ""

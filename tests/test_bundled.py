@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.paths import bundled_corpus, bundled_golden
+from ragtui.core.paths import bundled_golden
 from ragtui.core.report import format_table
 from ragtui.core.workspace import Settings, Workspace
 from tests.conftest import ROOT

@@ -10,7 +10,7 @@ import pytest
 
 from ragtui.core.evaluation import Evaluation
 from ragtui.core.metrics import question_metrics
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.workspace import Workspace
 from tests.conftest import ROOT
 
 

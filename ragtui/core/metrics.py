@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "GainMode",
@@ -110,7 +110,7 @@ def _gain_function(gain: str) -> Callable[[float], float]:
     raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
 
 
-def relevant_ids(gains: Mapping[Hashable, int], threshold: int = 1) -> frozenset[Hashable]:
+def relevant_ids(gains: Mapping[Any, int], threshold: int = 1) -> frozenset[Hashable]:
     """The ids whose grade is >= threshold, the binary relevant set as trec_eval's ``-l threshold``
     makes it."""
     return frozenset(doc for doc, grade in gains.items() if grade >= threshold)
@@ -205,7 +205,7 @@ def judged_at_k(ranked: Sequence[Hashable], judged: Iterable[Hashable], k: int) 
 
 def dcg_at_k(
     ranked: Sequence[Hashable],
-    gains: Mapping[Hashable, int],
+    gains: Mapping[Any, int],
     k: int,
     gain: GainMode = "linear",
 ) -> float:
@@ -224,7 +224,7 @@ def dcg_at_k(
     return total
 
 
-def _ideal_dcg(gains: Mapping[Hashable, int], k: int, to_gain: Callable[[float], float]) -> float:
+def _ideal_dcg(gains: Mapping[Any, int], k: int, to_gain: Callable[[float], float]) -> float:
     """DCG@k of the ideal ranking: all positive grades in ``gains``, sorted descending, cut at k."""
     best = sorted((g for g in gains.values() if g > 0), reverse=True)[:k]
     discounts = _discounts(len(best))
@@ -233,7 +233,7 @@ def _ideal_dcg(gains: Mapping[Hashable, int], k: int, to_gain: Callable[[float],
 
 def ndcg_at_k(
     ranked: Sequence[Hashable],
-    gains: Mapping[Hashable, int],
+    gains: Mapping[Any, int],
     k: int,
     gain: GainMode = "linear",
 ) -> float:
@@ -263,7 +263,7 @@ class QuestionMetrics:
 
 def question_metrics(
     ranked: Sequence[Hashable],
-    gains: Mapping[Hashable, int],
+    gains: Mapping[Any, int],
     k: int,
     threshold: int = 1,
     *,

@@ -40,8 +40,8 @@ def _find_tokenizer_file(model: str) -> Path:
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover - huggingface_hub comes with sentence-transformers
-        try_to_load_from_cache = None
-    if try_to_load_from_cache is not None:
+        pass
+    else:
         found = try_to_load_from_cache(model, "tokenizer.json")
         if isinstance(found, str):
             return Path(found)

@@ -283,3 +283,32 @@ def test_signal_exits_cleanly_with_labels_saved(mini: Path, tmp_path: Path, how:
         ("m01", "ferry.md#1", 0, "sig")
     ]
     assert LabelJournal(mini / "golden" / "labels.jsonl").warnings == []
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_terminal_gone_while_drawing_still_ends_the_app(tmp_path: Path, cache_dir: Path) -> None:
+    """Kill the tmux server (the pty vanishes, as when an SSH link drops) the moment the full
+    120x40 screen is drawn: Textual's shutdown can then block on output it cannot write, so the
+    app's watchdog must end the process. Without it this hung 4 times in 6."""
+    shutil.copy(ROOT / "golden" / "questions.jsonl", tmp_path / "questions.jsonl")
+    for attempt in range(3):
+        pid_file = tmp_path / f"pid{attempt}"
+        args = [sys.executable, "-m", "ragtui", "--golden", str(tmp_path), "--annotator", "hup"]
+        command = (
+            f"cd {shlex.quote(str(ROOT))} && sh -c 'echo $$ > {shlex.quote(str(pid_file))}; "
+            f"exec env RAGTUI_CACHE_DIR={shlex.quote(str(cache_dir))} TERM=screen {shlex.join(args)}'; sleep 30"
+        )
+        pane = Pane()
+        pane.tmux("new-session", "-d", "-s", "rel", "-x", "120", "-y", "40", command)
+        try:
+            # Wide layout: the stacked lists' titles; compact (when tmux keeps 80x24): the tab strip.
+            pane.wait_for(lambda s: "hybrid · first relevant" in s or "hybrid #" in s, 90, "the full screen")
+            pid = int(pid_file.read_text())
+        finally:
+            pane.kill()
+        deadline = time.monotonic() + 7  # the watchdog's 2 s grace, with room to spare
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            raise AssertionError(f"attempt {attempt}: the app kept running after its terminal went away")

@@ -8,8 +8,10 @@ generation number, so a late result of an older load (before a depth change) is 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -49,6 +51,9 @@ VECTOR_RETRIEVERS = ("vector", "hybrid")
 LABEL_POLL_INTERVAL = 1.0
 #: Signals that end the app cleanly: SIGHUP (the terminal or SSH link went away) and SIGTERM.
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+
+#: Seconds a signalled app may take to exit cleanly before the watchdog ends the process.
+EXIT_GRACE_S = 2.0
 
 
 #: The theme for 16-colour terminals: Textual's ANSI theme with borders that show on a black background.
@@ -199,8 +204,17 @@ class RagtuiApp(WorkflowMixin, App[int]):
                 pass
 
     def _exit_on_signal(self, signum: int) -> None:
-        """Quit cleanly, with the shell's exit code for that signal (128 + its number)."""
+        """Quit cleanly, with the shell's exit code for that signal (128 + its number).
+
+        When the terminal is gone (SIGHUP from a dropped SSH link or a closed pane), Textual's
+        shutdown can block for ever on output that can no longer be written (its writer thread's
+        queue fills). Every label is already fsynced, so a watchdog ends the process if the clean
+        exit has not happened within ``EXIT_GRACE_S``.
+        """
         self.exit(return_code=128 + signum)
+        watchdog = threading.Timer(EXIT_GRACE_S, os._exit, args=(128 + signum,))
+        watchdog.daemon = True
+        watchdog.start()
 
     def poll_labels(self) -> None:
         """Apply labels another session appended to the journal (cheap when nothing changed)."""

@@ -231,6 +231,16 @@ class Pane:
         self.tmux("kill-server")
 
 
+def _app_command(args: list[str], pid_file: Path, env: dict[str, str], then: str) -> str:
+    """A shell command that records the app's pid in ``pid_file``, runs it (``exec``, so the pid is
+    the app's) with ``env`` added, then runs ``then`` (e.g. printing the exit code)."""
+    env_words = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return (
+        f"cd {shlex.quote(str(ROOT))} && sh -c 'echo $$ > {shlex.quote(str(pid_file))}; "
+        f"exec env {env_words} {shlex.join(args)}'; {then}"
+    )
+
+
 def _alive(pid: int) -> bool:
     """Whether a process exists (and is not a zombie)."""
     try:
@@ -250,10 +260,7 @@ def test_signal_exits_cleanly_with_labels_saved(mini: Path, tmp_path: Path, how:
         sys.executable, "-m", "ragtui", "--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"),
         "--chunk-size", "48", "--retrievers", "bm25", "--annotator", "sig",
     ]
-    command = (
-        f"cd {shlex.quote(str(ROOT))} && sh -c 'echo $$ > {shlex.quote(str(pid_file))}; "
-        f"exec env TERM=screen {shlex.join(args)}'; echo RAGTUI-EXIT=$?; sleep 30"
-    )
+    command = _app_command(args, pid_file, {"TERM": "screen"}, "echo RAGTUI-EXIT=$?; sleep 30")
     pane = Pane()
     pane.tmux("new-session", "-d", "-s", "rel", "-x", "100", "-y", "30", command)
     try:
@@ -294,10 +301,7 @@ def test_terminal_gone_while_drawing_still_ends_the_app(tmp_path: Path, cache_di
     for attempt in range(3):
         pid_file = tmp_path / f"pid{attempt}"
         args = [sys.executable, "-m", "ragtui", "--golden", str(tmp_path), "--annotator", "hup"]
-        command = (
-            f"cd {shlex.quote(str(ROOT))} && sh -c 'echo $$ > {shlex.quote(str(pid_file))}; "
-            f"exec env RAGTUI_CACHE_DIR={shlex.quote(str(cache_dir))} TERM=screen {shlex.join(args)}'; sleep 30"
-        )
+        command = _app_command(args, pid_file, {"RAGTUI_CACHE_DIR": str(cache_dir), "TERM": "screen"}, "sleep 30")
         pane = Pane()
         pane.tmux("new-session", "-d", "-s", "rel", "-x", "120", "-y", "40", command)
         try:

@@ -220,10 +220,6 @@ class Workspace:
         """The embedding cache of the chosen model."""
         return EmbeddingCache(self.settings.model, self.settings.cache_dir)
 
-    def texts_to_embed(self) -> list[str]:
-        """Every chunk text and question text, in that order."""
-        return [c.text for c in self.chunks] + [q.text for q in self.questions]
-
     def compute_vectors(
         self, progress: Progress | None = None, embedder: Embedder | None = None
     ) -> VectorResult | None:

@@ -46,7 +46,7 @@ HEAVY = ("torch", "sentence_transformers", "transformers")
 def _golden_copy(folder: Path, questions: int) -> Path:
     """A golden folder with no labels: the bundled questions, or ``questions`` synthetic ones."""
     from bench.label_edit import synthetic_golden
-    from ragtui.core.paths import bundled_golden
+    from ragtui.core.data.paths import bundled_golden
 
     golden = folder / "golden"
     if questions <= 68:
@@ -85,7 +85,7 @@ async def _key(app, key: str) -> None:
 async def _measure_app(golden: Path, edits: int, scrolls: int) -> dict[str, object]:
     """Start the app on ``golden``, then time grade changes and scrolling."""
     t_import = time.perf_counter()
-    from ragtui.core.workspace import Settings
+    from ragtui.core.settings import Settings
     from ragtui.tui.app import RagtuiApp
 
     import_s = time.perf_counter() - t_import

@@ -12,8 +12,8 @@ import argparse
 import json
 import os
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 
 from bench.common import CRANFIELD, ROOT, wall

@@ -20,9 +20,10 @@ from pathlib import Path
 import orjson
 
 from bench.common import percentile
-from ragtui.core.evaluation import Evaluation
-from ragtui.core.paths import bundled_golden
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.data.paths import bundled_golden
+from ragtui.core.metrics.evaluation import Evaluation
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 
 
 def synthetic_golden(folder: Path, count: int) -> Path:

@@ -14,9 +14,11 @@ import time
 import numpy as np
 
 from bench.common import peak_rss_mb
-from ragtui.core.chunking import Chunk
-from ragtui.core.evaluation import Evaluation
-from ragtui.core.retrievers import BM25Retriever, HybridRetriever, VectorRetriever
+from ragtui.core.data.chunking import Chunk
+from ragtui.core.metrics.evaluation import Evaluation
+from ragtui.core.retrieval.bm25 import BM25Retriever
+from ragtui.core.retrieval.hybrid import HybridRetriever
+from ragtui.core.retrieval.vector import VectorRetriever
 
 
 def synthetic(chunks: int, questions: int, seed: int = 0):

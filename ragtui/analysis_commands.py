@@ -12,18 +12,14 @@ from typing import Any
 
 import orjson
 
-from ragtui.core.attribution import HybridExplanation, PoolCeiling, explain_hybrid, pool_ceilings
-from ragtui.core.compare import N_PERMUTATIONS, N_RESAMPLES, Comparison, compare_systems
-from ragtui.core.curve import recall_curves
-from ragtui.core.errors import InputError
-from ragtui.core.measures import (
-    Measure,
-    default_measures,
-    measure_means,
-    measure_values,
-    parse_measures,
+from ragtui.core.analysis.attribution import (
+    HybridExplanation,
+    PoolCeiling,
+    explain_hybrid,
+    pool_ceilings,
 )
-from ragtui.core.runs import (
+from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.runs import (
     RunDiff,
     diff_runs,
     pick_retriever,
@@ -32,8 +28,23 @@ from ragtui.core.runs import (
     runs_folder,
     save_run,
 )
-from ragtui.core.slices import slice_reports
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.analysis.slices import slice_reports
+from ragtui.core.errors import InputError
+from ragtui.core.metrics.measures import (
+    Measure,
+    default_measures,
+    measure_means,
+    measure_values,
+    parse_measures,
+)
+from ragtui.core.metrics.significance import (
+    N_PERMUTATIONS,
+    N_RESAMPLES,
+    Comparison,
+    compare_systems,
+)
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragtui import __version__
-from ragtui.core.chunking import DEFAULT_CHUNK_SIZE
-from ragtui.core.corpus import MAX_FILE_BYTES
+from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
+from ragtui.core.data.corpus import MAX_FILE_BYTES
+from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.errors import InputError
-from ragtui.core.external import parse_run_spec
-from ragtui.core.retrievers import BM25_BACKENDS, RETRIEVER_NAMES
-from ragtui.core.tokenizer import DEFAULT_MODEL
-from ragtui.core.workspace import Settings
+from ragtui.core.retrieval.base import RETRIEVER_NAMES
+from ragtui.core.retrieval.bm25 import BM25_BACKENDS
+from ragtui.core.retrieval.external import parse_run_spec
+from ragtui.core.settings import Settings
 
 if TYPE_CHECKING:
     from ragtui.analysis_commands import EvalOptions

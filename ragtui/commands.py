@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from ragtui.core.check import check_workspace
-from ragtui.core.embeddings import Progress
-from ragtui.core.export import export_trec
-from ragtui.core.report import eval_report, format_table
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.analysis.check import check_workspace
+from ragtui.core.analysis.eval_report import eval_report, format_table
+from ragtui.core.analysis.export import export_trec
+from ragtui.core.retrieval.embeddings import Progress
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 
 if TYPE_CHECKING:
     from ragtui.analysis_commands import EvalOptions
@@ -29,9 +30,11 @@ def rich_progress() -> tuple[Progress, object]:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
-        Progress as RichProgress,
         TextColumn,
         TimeRemainingColumn,
+    )
+    from rich.progress import (
+        Progress as RichProgress,
     )
 
     bar = RichProgress(
@@ -95,7 +98,7 @@ def run_eval(settings: Settings, as_json: bool, judged: bool = False, options: E
     print(f"{note}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}")
     print(analysis.format_measure_table(ws, measures) if measures else format_table(ws, judged=judged))
     if judged and not measures:
-        from ragtui.core.judging import THIN_JUDGED
+        from ragtui.core.labelling.judging import THIN_JUDGED
 
         print(
             f"judged@{ws.settings.k}: share of the top {ws.settings.k} with a hand grade or an evidence match; "
@@ -140,7 +143,7 @@ def run_check(settings: Settings) -> int:
 
 def run_labels_compact(settings: Settings) -> int:
     """``ragtui labels compact``: rewrite the journal to one line per labelled pair, keeping a backup."""
-    from ragtui.core.labels import LabelJournal
+    from ragtui.core.labelling.journal import LabelJournal
 
     golden = settings.resolved().golden
     assert golden is not None

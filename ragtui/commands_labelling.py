@@ -6,12 +6,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragtui.core.agreement import AnnotatorAgreement, RuleAgreement, annotator_agreement, annotators, rule_agreement
-from ragtui.core.authoring import QUESTIONS_FILE, validate_new_question
-from ragtui.core.check import check_notes
-from ragtui.core.diagnostics import diagnose, histogram_lines
+from ragtui.core.analysis.check import check_notes
+from ragtui.core.analysis.diagnostics import diagnose, histogram_lines
 from ragtui.core.errors import InputError
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.labelling.agreement import (
+    AnnotatorAgreement,
+    RuleAgreement,
+    annotator_agreement,
+    annotators,
+    rule_agreement,
+)
+from ragtui.core.labelling.authoring import QUESTIONS_FILE, validate_new_question
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 
 
 def _stderr(text: str) -> None:

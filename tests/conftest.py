@@ -41,7 +41,7 @@ def mini(tmp_path: Path) -> Path:
 @pytest.fixture
 def mini_settings(mini: Path, cache_dir: Path):
     """Settings for the small corpus copy, with the shared test cache."""
-    from ragtui.core.workspace import Settings
+    from ragtui.core.settings import Settings
 
     return Settings(
         corpus=mini / "corpus",

@@ -9,9 +9,17 @@ from dataclasses import replace
 import pytest
 
 from ragtui.cli import build_parser, main, settings_from
-from ragtui.core.agreement import annotator_agreement, annotators, cohen_kappa, last_grades, rule_agreement, weighted_kappa
-from ragtui.core.labels import Label
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.labelling.agreement import (
+    annotator_agreement,
+    annotators,
+    cohen_kappa,
+    last_grades,
+    rule_agreement,
+    weighted_kappa,
+)
+from ragtui.core.labelling.journal import Label
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 from tests.conftest import MINI_CHUNK_SIZE
 
 

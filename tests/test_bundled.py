@@ -8,9 +8,10 @@ from collections import Counter
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.paths import bundled_golden
-from ragtui.core.report import format_table
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.analysis.eval_report import format_table
+from ragtui.core.data.paths import bundled_golden
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 from tests.conftest import ROOT
 
 

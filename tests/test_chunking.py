@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragtui.core.chunking import Chunker, chunk_documents, headings
-from ragtui.core.corpus import Document
-from ragtui.core.tokenizer import token_counter
+from ragtui.core.data.chunking import Chunker, chunk_documents, headings
+from ragtui.core.data.corpus import Document
+from ragtui.core.data.tokenizer import token_counter
 
 COUNTER = token_counter()
 

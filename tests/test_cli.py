@@ -12,7 +12,7 @@ import pytest
 import pytrec_eval
 
 from ragtui.cli import main
-from ragtui.core.trec import read_trec_qrels, read_trec_run
+from ragtui.core.data.trec import read_trec_qrels, read_trec_run
 from tests.conftest import CRANFIELD, MINI_CHUNK_SIZE, ROOT
 
 
@@ -44,7 +44,8 @@ def test_json_numbers_equal_pytrec_eval_on_the_exported_files(mini, tmp_path, ca
     assert main(["eval", "--json", *_args(mini)]) == 0
     report = json.loads(capsys.readouterr().out)
     first = report["retrievers"]["bm25"]["per_question"]["m02"]["ranked"][0]
-    from ragtui.core.workspace import Settings, Workspace
+    from ragtui.core.settings import Settings
+    from ragtui.core.workspace import Workspace
 
     ws = Workspace.load(Settings(corpus=mini / "corpus", golden=mini / "golden", chunk_size=MINI_CHUNK_SIZE, retrievers=("bm25",)))
     ws.set_grade("m02", first, 0)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.compare import (
+from ragtui.core.metrics.measures import System, default_measures
+from ragtui.core.metrics.significance import (
     bootstrap_interval,
     compare_systems,
     paired_randomization_test,
     win_tie_loss,
 )
-from ragtui.core.measures import System, default_measures
 from tests.conftest import MINI_CHUNK_SIZE
 
 

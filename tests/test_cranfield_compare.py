@@ -12,14 +12,15 @@ import pytest
 import pytrec_eval
 
 from ragtui.cli import main
-from ragtui.core.compare import compare_systems, paired_randomization_test
-from ragtui.core.curve import recall_curves
-from ragtui.core.export import export_trec
-from ragtui.core.measures import parse_measures, system_from_workspace
-from ragtui.core.runs import save_run
-from ragtui.core.slices import slices_json
-from ragtui.core.trec import read_trec_qrels, read_trec_run
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.export import export_trec
+from ragtui.core.analysis.runs import save_run
+from ragtui.core.analysis.slices import slices_json
+from ragtui.core.data.trec import read_trec_qrels, read_trec_run
+from ragtui.core.metrics.measures import parse_measures, system_from_workspace
+from ragtui.core.metrics.significance import compare_systems, paired_randomization_test
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 from tests.conftest import CRANFIELD
 
 pytestmark = pytest.mark.skipif(not CRANFIELD.is_dir(), reason="../shared/data/cranfield is not beside the project")

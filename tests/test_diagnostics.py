@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.check import check_notes, check_workspace
-from ragtui.core.diagnostics import diagnose, histogram_lines, model_limit, token_histogram
-from ragtui.core.tokenizer import default_model_path, token_counter
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.analysis.check import check_notes, check_workspace
+from ragtui.core.analysis.diagnostics import diagnose, histogram_lines, model_limit, token_histogram
+from ragtui.core.data.tokenizer import default_model_path, token_counter
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 
 HARBOUR = """# Harbour
 

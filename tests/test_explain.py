@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.attribution import explain_hybrid, pool_ceilings
-from ragtui.core.curve import recall_curves
+from ragtui.core.analysis.attribution import explain_hybrid, pool_ceilings
+from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.slices import slice_names, slice_reports, slices_json
 from ragtui.core.errors import InputError
-from ragtui.core.metrics import recall_at_k, relevant_ids
-from ragtui.core.slices import slice_names, slice_reports, slices_json
+from ragtui.core.metrics.formulas import recall_at_k, relevant_ids
 from ragtui.core.workspace import Workspace
 from tests.conftest import MINI_CHUNK_SIZE
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragtui.core.beir import load_beir, load_beir_qrels, load_beir_queries
-from ragtui.core.corpus import load_beir_corpus
+from ragtui.core.data.beir import load_beir, load_beir_qrels, load_beir_queries
+from ragtui.core.data.corpus import load_beir_corpus
+from ragtui.core.data.golden import load_questions
+from ragtui.core.data.trec import read_trec_qrels, read_trec_run
 from ragtui.core.errors import InputError
-from ragtui.core.golden import load_questions
-from ragtui.core.labels import LabelJournal
-from ragtui.core.trec import read_trec_qrels, read_trec_run
+from ragtui.core.labelling.journal import LabelJournal
 
 #: Examples per loader; the README's "Reliability" section quotes the total.
 EXAMPLES = int(os.environ.get("RAGTUI_FUZZ_EXAMPLES", "150"))

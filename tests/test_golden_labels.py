@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from ragtui.core.data.golden import EvidenceIndex, evidence_spans, load_questions, term_spans
 from ragtui.core.errors import InputError
-from ragtui.core.golden import EvidenceIndex, evidence_spans, load_questions, term_spans
-from ragtui.core.labels import LabelJournal, ReadOnlyError
+from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
 
 
 def _write(path: Path, text: str) -> Path:

@@ -9,11 +9,12 @@ from dataclasses import replace
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.authoring import append_question, next_question_id
+from ragtui.core.data.golden import load_questions
 from ragtui.core.errors import InputError
-from ragtui.core.golden import load_questions
-from ragtui.core.judging import JudgingQueue, judged_summaries, pool_question
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.labelling.authoring import append_question, next_question_id
+from ragtui.core.labelling.judging import JudgingQueue, judged_summaries, pool_question
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 from tests.conftest import MINI_CHUNK_SIZE
 
 

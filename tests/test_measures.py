@@ -9,11 +9,16 @@ import pytest
 import pytrec_eval
 
 from ragtui.cli import main
+from ragtui.core.analysis.export import export_trec
+from ragtui.core.data.trec import read_trec_qrels, read_trec_run
 from ragtui.core.errors import InputError
-from ragtui.core.export import export_trec
-from ragtui.core.measures import Measure, parse_measure, parse_measures, system_from_workspace
-from ragtui.core.metrics import judged_at_k, ndcg_at_k
-from ragtui.core.trec import read_trec_qrels, read_trec_run
+from ragtui.core.metrics.formulas import judged_at_k, ndcg_at_k
+from ragtui.core.metrics.measures import (
+    Measure,
+    parse_measure,
+    parse_measures,
+    system_from_workspace,
+)
 from ragtui.core.workspace import Workspace
 from tests.conftest import MINI_CHUNK_SIZE
 

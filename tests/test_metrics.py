@@ -1,4 +1,4 @@
-"""Tests for ragtui.core.metrics (and the TREC file readers in ragtui.core.trec).
+"""Tests for ragtui.core.metrics.formulas (and the TREC file readers in ragtui.core.data.trec).
 
 Three kinds of evidence: hand-computed values, pytrec_eval (trec_eval bound to Python) on random
 graded cases, and trec_eval's own test vectors (qrels/results/out files from its test/ folder).
@@ -16,7 +16,14 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragtui.core.metrics import (
+from ragtui.core.data.trec import (
+    parse_trec_qrels,
+    parse_trec_run,
+    rank_by_score,
+    read_trec_qrels,
+    read_trec_run,
+)
+from ragtui.core.metrics.formulas import (
     QuestionMetrics,
     average_precision,
     dcg_at_k,
@@ -30,13 +37,6 @@ from ragtui.core.metrics import (
     reciprocal_rank,
     relevant_ids,
     success_at_k,
-)
-from ragtui.core.trec import (
-    parse_trec_qrels,
-    parse_trec_run,
-    rank_by_score,
-    read_trec_qrels,
-    read_trec_run,
 )
 
 TREC_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
@@ -527,7 +527,7 @@ def test_trec_run_ranked_by_score_not_rank_column() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# ragtui.core.trec readers
+# ragtui.core.data.trec readers
 # --------------------------------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from ragtui.cli import main
 from ragtui.core.errors import InputError
-from ragtui.core.labels import LabelJournal, ReadOnlyError
+from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
 from tests.conftest import MINI_CHUNK_SIZE, ROOT
 
 # ---- 1. crash safety: SIGKILL during bursts of grade changes -------------------------------------
@@ -37,7 +37,7 @@ KILLS = 20
 #: every acknowledged change in the journal, in order.
 _BURST_CHILD = """
 import sys
-from ragtui.core.labels import LabelJournal
+from ragtui.core.labelling.journal import LabelJournal
 
 path, round_no, burst = sys.argv[1], sys.argv[2], int(sys.argv[3])
 journal = LabelJournal(path, annotator="burst")
@@ -138,7 +138,7 @@ def test_sigkill_during_bursts_loses_no_acknowledged_label(tmp_path):
 
 def test_a_label_is_fsynced_before_set_grade_returns(tmp_path, monkeypatch):
     """The journal's bytes are written and fsynced to the same descriptor before the call returns."""
-    import ragtui.core.labels as labels_module
+    import ragtui.core.labelling.journal as labels_module
 
     events: list[tuple[str, int]] = []
     real_write, real_fsync = os.write, os.fsync
@@ -266,7 +266,7 @@ def _blocked_writer(path: str, about_to_write) -> None:
 
 def test_a_writer_waiting_on_the_old_file_writes_to_the_compacted_one(tmp_path):
     """A writer that opened the journal before a compaction renamed a new file over it must not write to the unlinked inode."""
-    from ragtui.core.labels import _open_locked
+    from ragtui.core.labelling.journal import _open_locked
 
     ctx = multiprocessing.get_context("spawn")
     path = tmp_path / "labels.jsonl"
@@ -538,7 +538,7 @@ def test_a_missing_beir_folder_exits_2(tmp_path, capsys):
     ],
 )
 def test_trec_files_with_wrong_columns_give_one_line_input_errors(tmp_path, reader, content, expected):
-    from ragtui.core.trec import TrecFormatError, read_trec_qrels, read_trec_run
+    from ragtui.core.data.trec import TrecFormatError, read_trec_qrels, read_trec_run
 
     path = tmp_path / f"{reader}.trec"
     path.write_bytes(content)
@@ -551,7 +551,7 @@ def test_trec_files_with_wrong_columns_give_one_line_input_errors(tmp_path, read
 
 
 def test_a_missing_trec_file_is_an_input_error(tmp_path):
-    from ragtui.core.trec import read_trec_run
+    from ragtui.core.data.trec import read_trec_run
 
     with pytest.raises(InputError, match="nope.trec: file not found"):
         read_trec_run(tmp_path / "nope.trec")
@@ -665,7 +665,7 @@ def _float64_vectors(folder: Path, marker: Path) -> None:
     ],
 )
 def test_a_tampered_embedding_cache_is_rebuilt_not_trusted(tmp_path, tamper, reason):
-    from ragtui.core.embeddings import EmbeddingCache
+    from ragtui.core.retrieval.embeddings import EmbeddingCache
 
     texts = [f"text number {i}" for i in range(5)]
     embedder = _FakeEmbedder()
@@ -738,7 +738,7 @@ def test_a_permission_error_from_the_system_is_a_read_only_error(tmp_path, monke
     """A read-only mount (EROFS) or a refused open (EACCES) refuses the edit the same way."""
     import errno
 
-    import ragtui.core.labels as labels_module
+    import ragtui.core.labelling.journal as labels_module
 
     journal = LabelJournal(tmp_path / "labels.jsonl")
 
@@ -823,7 +823,7 @@ def test_eval_neither_binds_nor_listens(mini, cache_dir):
     ],
 )
 def test_file_names_from_data_stay_in_their_folder(tmp_path, name, expected):
-    from ragtui.core.paths import safe_filename
+    from ragtui.core.data.paths import safe_filename
 
     cleaned = safe_filename(name, ".trec")
     assert cleaned == expected + ".trec"
@@ -834,15 +834,16 @@ def test_file_names_from_data_stay_in_their_folder(tmp_path, name, expected):
 
 @pytest.mark.parametrize("name", ["", ".", "..", "...", "/", "//", "\x00", "../", "_"])
 def test_file_names_that_cannot_be_made_safe_are_refused(name):
-    from ragtui.core.paths import safe_filename
+    from ragtui.core.data.paths import safe_filename
 
     with pytest.raises(ValueError):
         safe_filename(name)
 
 
 def test_export_names_its_files_from_fixed_retriever_names(mini):
-    from ragtui.core.export import export_trec
-    from ragtui.core.workspace import Settings, Workspace
+    from ragtui.core.analysis.export import export_trec
+    from ragtui.core.settings import Settings
+    from ragtui.core.workspace import Workspace
 
     ws = Workspace.load(Settings(corpus=mini / "corpus", golden=mini / "golden", chunk_size=MINI_CHUNK_SIZE, retrievers=("bm25",)))
     out = mini / "out"

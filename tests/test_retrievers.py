@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from ragtui.core.chunking import Chunk
-from ragtui.core.embeddings import EmbeddingCache, Embedder
-from ragtui.core.retrievers import BM25Retriever, HybridRetriever, VectorRetriever, bm25_tokens, rrf_fuse
+from ragtui.core.data.chunking import Chunk
+from ragtui.core.retrieval.bm25 import BM25Retriever, bm25_tokens
+from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
+from ragtui.core.retrieval.hybrid import HybridRetriever, rrf_fuse
+from ragtui.core.retrieval.vector import VectorRetriever
 
 TEXTS = [
     "The pumping station lifts polder water into the canal.",

@@ -10,11 +10,12 @@ import orjson
 import pytest
 
 from ragtui.cli import main
+from ragtui.core.analysis.runs import diff_runs, load_run, save_run
 from ragtui.core.errors import InputError
-from ragtui.core.external import parse_run_spec
-from ragtui.core.metrics import ndcg_at_k, question_metrics
-from ragtui.core.runs import diff_runs, load_run, save_run
-from ragtui.core.workspace import Settings, Workspace
+from ragtui.core.metrics.formulas import ndcg_at_k, question_metrics
+from ragtui.core.retrieval.external import parse_run_spec
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 from tests.conftest import MINI_CHUNK_SIZE
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from ragtui.core.errors import InputError
-from ragtui.core.labels import LabelJournal
-from ragtui.core.workspace import Settings
+from ragtui.core.labelling.journal import LabelJournal
+from ragtui.core.settings import Settings
 from ragtui.tui.app import RagtuiApp
 from ragtui.tui.screens.dialogs import LoadErrorScreen, ProblemsScreen, PromptScreen
 from ragtui.tui.screens.help import HelpScreen

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ragtui.core.attribution import explain_hybrid
-from ragtui.core.compare import compare_systems
-from ragtui.core.curve import recall_curves
-from ragtui.core.export import export_trec
-from ragtui.core.measures import default_measures, system_from_workspace
-from ragtui.core.runs import save_run
-from ragtui.core.slices import slice_reports
-from ragtui.core.workspace import Settings
+from ragtui.core.analysis.attribution import explain_hybrid
+from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.export import export_trec
+from ragtui.core.analysis.runs import save_run
+from ragtui.core.analysis.slices import slice_reports
+from ragtui.core.metrics.measures import default_measures, system_from_workspace
+from ragtui.core.metrics.significance import compare_systems
+from ragtui.core.settings import Settings
 from ragtui.tui.screens.compare import CompareScreen, CurveScreen, SlicesScreen
 from ragtui.tui.screens.explain import ExplainScreen
 from ragtui.tui.workflows import WorkflowCommands

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ragtui.core.agreement import rule_agreement
-from ragtui.core.judging import JudgingQueue, judged_summaries
-from ragtui.core.paths import bundled_corpus, bundled_golden
-from ragtui.core.workspace import Settings
+from ragtui.core.data.paths import bundled_corpus, bundled_golden
+from ragtui.core.labelling.agreement import rule_agreement
+from ragtui.core.labelling.judging import JudgingQueue, judged_summaries
+from ragtui.core.settings import Settings
 from ragtui.tui.app import RagtuiApp
 from ragtui.tui.screens.adhoc import AdhocList, AdhocScreen
 from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsScreen

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import textual.widgets._data_table as data_table_module
 
-from ragtui.core.workspace import Settings
+from ragtui.core.settings import Settings
 from ragtui.tui.screens import main as main_module
 from tests.test_tui import (
     WIDE,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtui.core.labels import LabelJournal, ReadOnlyError
-from ragtui.core.workspace import Settings
+from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
+from ragtui.core.settings import Settings
 from tests.test_tui import (
     COMPACT,
     WIDE,

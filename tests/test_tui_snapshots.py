@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtui.core.workspace import Settings
+from ragtui.core.settings import Settings
 from ragtui.tui.app import RagtuiApp
 from tests.test_tui import FakeEmbedder, wait_ready
 

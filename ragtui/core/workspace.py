@@ -15,67 +15,30 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragtui.core.beir import load_beir
-from ragtui.core.chunking import DEFAULT_CHUNK_SIZE, Chunk, chunk_documents
-from ragtui.core.corpus import MAX_FILE_BYTES, Corpus, load_folder
-from ragtui.core.embeddings import EmbeddingCache, Embedder, Progress
+from ragtui.core.data.beir import load_beir
+from ragtui.core.data.chunking import Chunk, chunk_documents
+from ragtui.core.data.corpus import Corpus, load_folder
+from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
+from ragtui.core.data.tokenizer import token_counter
 from ragtui.core.errors import InputError
-from ragtui.core.evaluation import Evaluation
-from ragtui.core.external import ExternalRun, load_external_run
-from ragtui.core.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
-from ragtui.core.labels import Label, LabelJournal
-from ragtui.core.metrics import QuestionMetrics
-from ragtui.core.paths import bundled_corpus, bundled_golden
-from ragtui.core.retrievers import (
-    RETRIEVER_NAMES,
-    BM25Retriever,
-    HybridRetriever,
-    Ranking,
-    VectorRetriever,
-)
-from ragtui.core.tokenizer import DEFAULT_MODEL, token_counter
+from ragtui.core.labelling.journal import Label, LabelJournal
+from ragtui.core.metrics.evaluation import Evaluation
+from ragtui.core.metrics.formulas import QuestionMetrics
+from ragtui.core.retrieval.base import RETRIEVER_NAMES, Ranking
+from ragtui.core.retrieval.bm25 import BM25Retriever
+from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache, Progress
+from ragtui.core.retrieval.external import ExternalRun, load_external_run
+from ragtui.core.retrieval.hybrid import HybridRetriever
+from ragtui.core.retrieval.vector import VectorRetriever
+from ragtui.core.settings import Settings
 
 if TYPE_CHECKING:
-    from ragtui.core.authoring import AddedQuestion
+    from ragtui.core.labelling.authoring import AddedQuestion
 
 #: Where an effective grade came from.
 SOURCE_EVIDENCE = "evidence"
 SOURCE_QRELS = "qrels"
 SOURCE_HAND = "hand"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What to load and how: the options every command shares (see DESIGN.md)."""
-
-    corpus: Path | None = None
-    golden: Path | None = None
-    beir: Path | None = None
-    chunk_size: int | None = DEFAULT_CHUNK_SIZE
-    overlap: int = 0
-    model: str = DEFAULT_MODEL
-    k: int = 3
-    depth: int = 10
-    retrievers: tuple[str, ...] = RETRIEVER_NAMES
-    threshold: int = 1
-    bm25_backend: str = "rank-bm25"
-    annotator: str | None = None
-    cache_dir: Path | None = None
-    #: External retrievers: (name, TREC run file), shown after the built-in ones (``--run NAME=path``).
-    runs: tuple[tuple[str, Path], ...] = ()
-    #: Largest corpus document read, in MB (a bigger file is refused with a clear message).
-    max_file_mb: float = MAX_FILE_BYTES / 1048576
-
-    def resolved(self) -> Settings:
-        """Defaults filled in: the bundled data, and whole documents as chunks for BEIR without a size."""
-        corpus = self.corpus
-        golden = self.golden
-        if self.beir is None:
-            corpus = corpus or bundled_corpus()
-            golden = golden or bundled_golden()
-        else:
-            golden = golden or self.beir
-        return replace(self, corpus=corpus, golden=golden)
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,11 +364,11 @@ class Workspace:
         wanted = set(ids)
         return [q for q in self.questions if q.id in wanted]
 
-    # ---- growing the golden set (ragtui.core.authoring) ---------------------------------------------
+    # ---- growing the golden set (ragtui.core.labelling.authoring) ---------------------------------------------
 
     def search_adhoc(self, text: str, depth: int | None = None) -> dict[str, Ranking]:
         """Every ready chosen retriever's ranking for any typed text, without adding it to the golden set."""
-        from ragtui.core.authoring import search_adhoc
+        from ragtui.core.labelling.authoring import search_adhoc
 
         return search_adhoc(self, text, depth)
 
@@ -413,7 +376,7 @@ class Workspace:
         self, text: str, evidence: str | list[str], slices: Iterable[str] = (), qid: str | None = None
     ) -> AddedQuestion:
         """Append a validated question to questions.jsonl (atomically) and evaluate it at once with every ready retriever."""
-        from ragtui.core.authoring import add_question
+        from ragtui.core.labelling.authoring import add_question
 
         return add_question(self, text, evidence, list(slices), qid)
 

@@ -26,10 +26,11 @@ from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 from textual.worker import Worker, get_current_worker
 
-from ragtui.core.embeddings import Embedder, Progress
 from ragtui.core.errors import InputError
-from ragtui.core.retrievers import RETRIEVER_NAMES
-from ragtui.core.workspace import Settings, VectorResult, Workspace
+from ragtui.core.retrieval.base import RETRIEVER_NAMES
+from ragtui.core.retrieval.embeddings import Embedder, Progress
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import VectorResult, Workspace
 from ragtui.tui.messages import (
     EmbeddingProgress,
     LoadFailed,
@@ -516,7 +517,7 @@ class RagtuiApp(WorkflowMixin, App[int]):
             ws = self.workspace
             if folder is None or ws is None:
                 return
-            from ragtui.core.export import export_trec
+            from ragtui.core.analysis.export import export_trec
 
             try:
                 written = export_trec(ws, Path(folder).expanduser())
@@ -536,7 +537,7 @@ class RagtuiApp(WorkflowMixin, App[int]):
         ws = self.workspace
         if ws is None:
             return
-        from ragtui.core.check import check_workspace
+        from ragtui.core.analysis.check import check_workspace
 
         problems = [str(p) for p in check_workspace(ws)]
         self.push_screen(ProblemsScreen(problems))

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from textual.message import Message
 
-from ragtui.core.retrievers import HybridRetriever, Ranking, VectorRetriever
+from ragtui.core.retrieval.base import Ranking
+from ragtui.core.retrieval.hybrid import HybridRetriever
+from ragtui.core.retrieval.vector import VectorRetriever
 from ragtui.core.workspace import Workspace
 
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ragtui.core.authoring import AddedQuestion
+from ragtui.core.analysis.runs import SavedRun, list_runs, load_run, pick_retriever, runs_folder
 from ragtui.core.errors import InputError
-from ragtui.core.measures import Measure
-from ragtui.core.runs import SavedRun, list_runs, load_run, pick_retriever, runs_folder
+from ragtui.core.labelling.authoring import AddedQuestion
+from ragtui.core.metrics.measures import Measure
 from ragtui.core.workspace import Workspace
 from ragtui.tui.palette import CommandListProvider
 

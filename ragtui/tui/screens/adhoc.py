@@ -16,9 +16,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TextArea
 
-from ragtui.core.authoring import AddedQuestion
 from ragtui.core.errors import InputError
-from ragtui.core.retrievers import Ranking
+from ragtui.core.labelling.authoring import AddedQuestion
+from ragtui.core.retrieval.base import Ranking
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.text import cell, fmt, fmt_score, one_line
 

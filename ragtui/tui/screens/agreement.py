@@ -9,8 +9,8 @@ from rich.text import Text
 from textual import work
 from textual.message import Message
 
-from ragtui.core.agreement import annotator_agreement, annotators, rule_agreement
-from ragtui.core.diagnostics import ChunkDiagnostics, diagnose, histogram_lines
+from ragtui.core.analysis.diagnostics import ChunkDiagnostics, diagnose, histogram_lines
+from ragtui.core.labelling.agreement import annotator_agreement, annotators, rule_agreement
 from ragtui.core.workspace import Workspace
 from ragtui.tui.screens.report import ReportScreen
 from ragtui.tui.widgets.text import fmt

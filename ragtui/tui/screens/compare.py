@@ -12,10 +12,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from ragtui.core.compare import Comparison, compare_systems
-from ragtui.core.curve import recall_curves
-from ragtui.core.measures import default_measures, system_from_workspace
-from ragtui.core.slices import slice_reports
+from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.slices import slice_reports
+from ragtui.core.metrics.measures import default_measures, system_from_workspace
+from ragtui.core.metrics.significance import Comparison, compare_systems
 from ragtui.core.workspace import Workspace
 from ragtui.tui.screens.report import ReportScreen
 from ragtui.tui.widgets.curve import CurvePlot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ragtui.core.attribution import HybridExplanation, explain_hybrid, pool_ceilings
+from ragtui.core.analysis.attribution import HybridExplanation, explain_hybrid, pool_ceilings
 from ragtui.core.errors import InputError
 from ragtui.core.workspace import Workspace
 from ragtui.tui.screens.report import ReportScreen

@@ -1,7 +1,7 @@
 """The main screen's labelling and comparison workflow: the judging queue (issue 8) and a saved-run
 baseline (issue 7), kept apart from ``main.py`` as a mixin so that file stays small.
 
-The queue is ``ragtui.core.judging.JudgingQueue`` over every shown retriever's top k; the screen
+The queue is ``ragtui.core.labelling.judging.JudgingQueue`` over every shown retriever's top k; the screen
 rebuilds it lazily whenever what it pools from changes (k, rankings, questions, order).
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.binding import Binding
 
-from ragtui.core.judging import JudgingQueue, PoolEntry, PoolOrder, QueueProgress
+from ragtui.core.labelling.judging import JudgingQueue, PoolEntry, PoolOrder, QueueProgress
 
 if TYPE_CHECKING:
     from ragtui.core.workspace import Workspace

@@ -16,8 +16,8 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Static
 
-from ragtui.core.labels import ReadOnlyError
-from ragtui.core.metrics import QuestionMetrics
+from ragtui.core.labelling.journal import ReadOnlyError
+from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.workspace import GradeChange, Workspace
 from ragtui.tui.screens.chunk import ChunkScreen
 from ragtui.tui.screens.labelling import LABELLING_BINDINGS, LabellingMixin

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ragtui.core.golden import evidence_spans, term_spans
+from ragtui.core.data.golden import evidence_spans, term_spans
 from ragtui.core.workspace import Workspace
 
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from ragtui.core.evaluation import Summary
-from ragtui.core.metrics import QuestionMetrics
+from ragtui.core.metrics.evaluation import Summary
+from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.text import fmt
 
@@ -86,7 +86,7 @@ def metrics_text(
 
 def judged_text(ws: Workspace, retrievers: Sequence[str]) -> Text:
     """``Judged@3 bm25 0.83 · vector 0.41 thin · ...``: the share of each top k that carries a grade; thin is flagged."""
-    from ragtui.core.judging import judged_summaries
+    from ragtui.core.labelling.judging import judged_summaries
 
     if ws.evaluation is None:
         return Text()

@@ -21,10 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragtui.core.chunking import Chunk
-from ragtui.core.corpus import Document
-from ragtui.core.golden import EvidenceIndex, evidence_spans, normalize_ws
-from ragtui.core.tokenizer import TokenCounter, resolve_model, token_counter
+from ragtui.core.data.golden import EvidenceIndex, evidence_spans, normalize_ws, straddling_pairs
+from ragtui.core.data.tokenizer import TokenCounter, resolve_model, token_counter
 
 if TYPE_CHECKING:
     from ragtui.core.workspace import Workspace
@@ -181,27 +179,6 @@ def model_limit(model: str, counter: TokenCounter | None = None) -> ModelLimit |
 
 
 # ---- the diagnostics -----------------------------------------------------------------------------
-
-
-def straddling_pairs(documents: Sequence[Document], chunks: Sequence[Chunk], evidence: str) -> list[tuple[str, str]]:
-    """Neighbouring chunk pairs whose joined text holds ``evidence`` when neither chunk alone does."""
-    needle = normalize_ws(evidence)
-    by_doc: dict[str, list[Chunk]] = {}
-    for c in chunks:
-        by_doc.setdefault(c.doc, []).append(c)
-    pairs = []
-    for doc in documents:
-        if needle not in normalize_ws(doc.text):
-            continue
-        doc_chunks = by_doc.get(doc.path, [])
-        for a, b in zip(doc_chunks, doc_chunks[1:]):
-            if (
-                needle in normalize_ws(doc.text[a.start : b.end])
-                and needle not in normalize_ws(a.text)
-                and needle not in normalize_ws(b.text)
-            ):
-                pairs.append((a.id, b.id))
-    return pairs
 
 
 def token_histogram(counts: Sequence[int], mark: int | None = None, max_bins: int = MAX_BINS) -> list[HistogramBin]:

@@ -19,7 +19,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ragtui.core.labels import Label
+from ragtui.core.labelling.journal import Label
 
 if TYPE_CHECKING:
     from ragtui.core.workspace import Workspace

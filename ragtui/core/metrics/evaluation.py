@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ragtui.core.metrics import QuestionMetrics, judged_at_k, question_metrics
-from ragtui.core.retrievers import Ranking
+from ragtui.core.metrics.formulas import QuestionMetrics, judged_at_k, question_metrics
+from ragtui.core.retrieval.base import Ranking
 
 #: The per-question values that are averaged, in display order.
 MEAN_FIELDS = ("recall", "precision", "precision_ceiling", "rr", "ndcg")

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ragtui.core.metrics import judged_at_k
+from ragtui.core.metrics.formulas import judged_at_k
 
 if TYPE_CHECKING:
     from ragtui.core.workspace import Workspace
@@ -243,7 +243,7 @@ def judged_ids(ws: Workspace, qid: str) -> set[str]:
 def judged_summaries(
     ws: Workspace, k: int | None = None, threshold: float = THIN_JUDGED
 ) -> dict[str, JudgedSummary]:
-    """Judged@k of every shown retriever (``ragtui.core.metrics.judged_at_k``), averaged like the metrics.
+    """Judged@k of every shown retriever (``ragtui.core.metrics.formulas.judged_at_k``), averaged like the metrics.
 
     The mean is over the questions the metric means use (at least one relevant chunk), so the flag
     speaks about the same numbers; ``per_question`` holds every golden question. ``thin`` is

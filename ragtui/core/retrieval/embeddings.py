@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from ragtui.core.data.paths import cache_dir
+from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.errors import InputError
-from ragtui.core.paths import cache_dir
-from ragtui.core.tokenizer import resolve_model
 
 #: Called as ``progress(done, total)`` while texts are encoded.
 Progress = Callable[[int, int], None]

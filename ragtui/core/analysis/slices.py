@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ragtui.core.evaluation import Summary
+from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.workspace import Workspace
 
 __all__ = ["SliceReport", "slice_names", "slice_reports", "slices_json"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragtui.core.diagnostics import ChunkDiagnostics, diagnose
-from ragtui.core.golden import EvidenceIndex, normalize_ws
+from ragtui.core.analysis.diagnostics import ChunkDiagnostics, diagnose
+from ragtui.core.data.golden import EvidenceIndex, normalize_ws
 from ragtui.core.workspace import Workspace
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragtui.core.errors import InputError
-from ragtui.core.metrics import (
+from ragtui.core.metrics.formulas import (
     average_precision,
     judged_at_k,
     ndcg_at_k,
@@ -135,7 +135,7 @@ class Measure:
 
 
 def relevant_set(gains: Mapping[str, int], threshold: int = 1) -> frozenset[str]:
-    """The ids graded at least ``threshold`` (as :func:`ragtui.core.metrics.relevant_ids`, typed for chunk ids)."""
+    """The ids graded at least ``threshold`` (as :func:`ragtui.core.metrics.formulas.relevant_ids`, typed for chunk ids)."""
     return frozenset(cid for cid, grade in gains.items() if grade >= threshold)
 
 

@@ -19,13 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragtui.core.chunking import Chunk
-from ragtui.core.corpus import Document, read_jsonl
-from ragtui.core.diagnostics import straddling_pairs
+from ragtui.core.data.chunking import Chunk
+from ragtui.core.data.corpus import Document, read_jsonl
+from ragtui.core.data.golden import (
+    EVIDENCE_GRADE,
+    EvidenceIndex,
+    Question,
+    parse_question,
+    straddling_pairs,
+)
 from ragtui.core.errors import InputError
-from ragtui.core.golden import EVIDENCE_GRADE, EvidenceIndex, Question, parse_question
-from ragtui.core.metrics import QuestionMetrics
-from ragtui.core.retrievers import RETRIEVER_NAMES, Ranking
+from ragtui.core.metrics.formulas import QuestionMetrics
+from ragtui.core.retrieval.base import RETRIEVER_NAMES, Ranking
 
 if TYPE_CHECKING:
     from ragtui.core.workspace import Workspace
@@ -223,7 +228,7 @@ def add_question(
     qid: str | None = None,
 ) -> AddedQuestion:
     """Append a question to the workspace's golden set and evaluate it at once with every ready retriever."""
-    from ragtui.core.evaluation import Evaluation
+    from ragtui.core.metrics.evaluation import Evaluation
 
     if ws.settings.beir is not None:
         raise InputError(ws.settings.beir, "questions can only be added to a --golden folder, not to a BEIR dataset")

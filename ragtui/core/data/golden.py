@@ -7,7 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragtui.core.corpus import read_jsonl
+from ragtui.core.data.chunking import Chunk
+from ragtui.core.data.corpus import Document, read_jsonl
 from ragtui.core.errors import InputError
 
 #: The grade the evidence rule gives a chunk that contains an evidence string ("answers fully").
@@ -135,3 +136,24 @@ def term_spans(text: str, question: str) -> list[tuple[int, int]]:
     if not terms:
         return []
     return [m.span() for m in _WORD.finditer(text) if m.group().lower() in terms]
+
+
+def straddling_pairs(documents: Sequence[Document], chunks: Sequence[Chunk], evidence: str) -> list[tuple[str, str]]:
+    """Neighbouring chunk pairs whose joined text holds ``evidence`` when neither chunk alone does."""
+    needle = normalize_ws(evidence)
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc, []).append(c)
+    pairs = []
+    for doc in documents:
+        if needle not in normalize_ws(doc.text):
+            continue
+        doc_chunks = by_doc.get(doc.path, [])
+        for a, b in zip(doc_chunks, doc_chunks[1:]):
+            if (
+                needle in normalize_ws(doc.text[a.start : b.end])
+                and needle not in normalize_ws(a.text)
+                and needle not in normalize_ws(b.text)
+            ):
+                pairs.append((a.id, b.id))
+    return pairs

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ragtui.core.corpus import Corpus, beir_id, decode_utf8, load_beir_corpus, read_jsonl
+from ragtui.core.data.corpus import Corpus, beir_id, decode_utf8, load_beir_corpus, read_jsonl
+from ragtui.core.data.golden import Question
 from ragtui.core.errors import InputError
-from ragtui.core.golden import Question
 
 #: A whole number as qrels files write it (ASCII digits; no ``1_0``, no other scripts' digits).
 _WHOLE = re.compile(r"[+-]?[0-9]+")

@@ -1,7 +1,7 @@
 """Saved runs and diffs: keep every retriever's per-question ranks and values with a manifest, and compare two.
 
 ``ragtui eval --save NAME`` writes ``<golden>/runs/<NAME>.json`` (the name made safe with
-:func:`ragtui.core.paths.safe_filename`).  The file holds, besides the manifest (the settings and
+:func:`ragtui.core.data.paths.safe_filename`).  The file holds, besides the manifest (the settings and
 versions that produced it), each question's text, slices and effective grades, and for every
 retriever its means and, per evaluated question, the first relevant rank, the values and the ranked
 chunk ids.  Because ranked lists and grades are kept, a diff or a comparison can recompute any
@@ -22,10 +22,10 @@ from typing import Any
 import orjson
 
 from ragtui import __version__
+from ragtui.core.data.paths import safe_filename
 from ragtui.core.errors import InputError
-from ragtui.core.measures import Measure, System, system_from_workspace
-from ragtui.core.paths import safe_filename
-from ragtui.core.retrievers import RRF_K
+from ragtui.core.metrics.measures import Measure, System, system_from_workspace
+from ragtui.core.retrieval.hybrid import RRF_K
 from ragtui.core.workspace import Workspace
 
 __all__ = [
@@ -64,7 +64,7 @@ def _sha256_file(path: Path) -> str | None:
 
 def manifest(ws: Workspace) -> dict[str, Any]:
     """What produced the workspace's numbers: data, chunking, tokenizer and model, BM25, RRF, k, depth, versions, hashes."""
-    from ragtui.core.tokenizer import token_counter
+    from ragtui.core.data.tokenizer import token_counter
 
     s = ws.settings
     golden = Path(s.golden) if s.golden is not None else None
@@ -411,8 +411,8 @@ def diff_runs(
     manifests: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
 ) -> RunDiff:
     """Every question both systems evaluate, sorted worst first (nDCG@k change, then RR change, then golden order)."""
-    from ragtui.core.measures import relevant_set
-    from ragtui.core.metrics import first_relevant_rank
+    from ragtui.core.metrics.formulas import first_relevant_rank
+    from ragtui.core.metrics.measures import relevant_set
 
     evaluated_b = set(b.evaluated())
     common = [q for q in a.evaluated() if q in evaluated_b]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragtui.core.attribution import pool_ceilings
-from ragtui.core.judging import judged_summaries
-from ragtui.core.slices import slices_json
+from ragtui.core.analysis.attribution import pool_ceilings
+from ragtui.core.analysis.slices import slices_json
+from ragtui.core.labelling.judging import judged_summaries
 from ragtui.core.workspace import Workspace
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragtui.core.measures import Measure, System
+from ragtui.core.metrics.measures import Measure, System
 
 __all__ = [
     "Comparison",

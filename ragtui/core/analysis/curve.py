@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ragtui.core.measures import system_from_workspace
+from ragtui.core.metrics.measures import system_from_workspace
 from ragtui.core.workspace import Workspace
 
 __all__ = ["recall_curves"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+#: The installed ``ragtui`` package folder.
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 
 def _bundled(name: str) -> Path:

@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragtui.core.errors import InputError
-from ragtui.core.measures import relevant_set
-from ragtui.core.metrics import recall_at_k
-from ragtui.core.retrievers import RRF_K, Ranking, rrf_fuse
+from ragtui.core.metrics.formulas import recall_at_k
+from ragtui.core.metrics.measures import relevant_set
+from ragtui.core.retrieval.base import Ranking
+from ragtui.core.retrieval.hybrid import RRF_K, rrf_fuse
 from ragtui.core.workspace import Workspace
 
 __all__ = ["FusedResult", "HybridExplanation", "PoolCeiling", "SoleResult", "explain_hybrid", "pool_ceilings"]

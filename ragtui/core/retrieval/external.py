@@ -1,7 +1,7 @@
 """External runs: a retriever whose ranked lists come from a TREC run file (``--run NAME=path.trec``).
 
 Any engine that can write ``qid Q0 docid rank score tag`` lines can be evaluated, compared and
-labelled against in ragtui.  The file is read the way trec_eval reads it (:mod:`ragtui.core.trec`:
+labelled against in ragtui.  The file is read the way trec_eval reads it (:mod:`ragtui.core.data.trec`:
 score descending, ties by docid descending; the rank column is ignored) and each question's list is
 cut to ``depth``, like the built-in retrievers.  Ids written by ``ragtui export`` are
 percent-encoded; an id that is not a chunk (or question) as written is tried decoded.  Ids that are
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from ragtui.core.corpus import decode_utf8
+from ragtui.core.data.corpus import decode_utf8
+from ragtui.core.data.paths import safe_filename
+from ragtui.core.data.trec import parse_trec_run
 from ragtui.core.errors import InputError
-from ragtui.core.paths import safe_filename
-from ragtui.core.retrievers import RETRIEVER_NAMES, Ranking
-from ragtui.core.trec import parse_trec_run
+from ragtui.core.retrieval.base import RETRIEVER_NAMES, Ranking
 
 __all__ = ["ExternalRun", "load_external_run", "parse_run_spec"]
 

@@ -15,8 +15,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ragtui.core.corpus import Document
-from ragtui.core.tokenizer import TokenCounter, TokenIndex
+from ragtui.core.data.corpus import Document
+from ragtui.core.data.tokenizer import TokenCounter, TokenIndex
 
 DEFAULT_CHUNK_SIZE = 512
 DEFAULT_OVERLAP = 0

@@ -1,0 +1,1 @@
+"""Analysis over a loaded workspace: check, diagnostics, attribution, slices, saved runs, export, reports."""

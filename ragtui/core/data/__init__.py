@@ -1,0 +1,1 @@
+"""Data: corpus documents, chunking, tokenizer counts, the golden set, BEIR and TREC files, bundled paths."""

@@ -1,0 +1,46 @@
+"""The settings every command shares: what to load and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
+from ragtui.core.data.corpus import MAX_FILE_BYTES
+from ragtui.core.data.paths import bundled_corpus, bundled_golden
+from ragtui.core.data.tokenizer import DEFAULT_MODEL
+from ragtui.core.retrieval.base import RETRIEVER_NAMES
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What to load and how: the options every command shares (see DESIGN.md)."""
+
+    corpus: Path | None = None
+    golden: Path | None = None
+    beir: Path | None = None
+    chunk_size: int | None = DEFAULT_CHUNK_SIZE
+    overlap: int = 0
+    model: str = DEFAULT_MODEL
+    k: int = 3
+    depth: int = 10
+    retrievers: tuple[str, ...] = RETRIEVER_NAMES
+    threshold: int = 1
+    bm25_backend: str = "rank-bm25"
+    annotator: str | None = None
+    cache_dir: Path | None = None
+    #: External retrievers: (name, TREC run file), shown after the built-in ones (``--run NAME=path``).
+    runs: tuple[tuple[str, Path], ...] = ()
+    #: Largest corpus document read, in MB (a bigger file is refused with a clear message).
+    max_file_mb: float = MAX_FILE_BYTES / 1048576
+
+    def resolved(self) -> Settings:
+        """Defaults filled in: the bundled data, and whole documents as chunks for BEIR without a size."""
+        corpus = self.corpus
+        golden = self.golden
+        if self.beir is None:
+            corpus = corpus or bundled_corpus()
+            golden = golden or bundled_golden()
+        else:
+            golden = golden or self.beir
+        return replace(self, corpus=corpus, golden=golden)

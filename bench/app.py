@@ -139,7 +139,11 @@ def _child(argv: list[str]) -> None:
     parser.add_argument("--edits", type=int, default=0)
     parser.add_argument("--scrolls", type=int, default=0)
     parser.add_argument("--baseline", action="store_true")
-    parser.add_argument("--plain-update", action="store_true", help="DataTable's own update_cell (re-renders every row)")
+    parser.add_argument(
+        "--plain-update",
+        action="store_true",
+        help="DataTable's own update_cell (re-renders every row)",
+    )
     args = parser.parse_args(argv)
     if args.plain_update:
         from textual.widgets import DataTable
@@ -181,11 +185,17 @@ def tmux_startup(repeat: int = 3) -> list[float]:
                 f"{shlex.quote(sys.executable)} -m ragtui --golden {shlex.quote(str(golden))} --annotator bench; sleep 30"
             )
             t0 = time.perf_counter()
-            subprocess.run([tmux, "-L", socket, "new-session", "-d", "-x", "120", "-y", "40", command], check=True)
+            subprocess.run(
+                [tmux, "-L", socket, "new-session", "-d", "-x", "120", "-y", "40", command],
+                check=True,
+            )
             try:
                 while True:
                     screen = subprocess.run(
-                        [tmux, "-L", socket, "capture-pane", "-p"], capture_output=True, text=True, check=False
+                        [tmux, "-L", socket, "capture-pane", "-p"],
+                        capture_output=True,
+                        text=True,
+                        check=False,
                     ).stdout
                     if all(p.search(screen) for p in _FULL):
                         times.append(time.perf_counter() - t0)
@@ -194,7 +204,9 @@ def tmux_startup(repeat: int = 3) -> list[float]:
                         raise RuntimeError(f"the app never showed a full screen:\n{screen}")
                     time.sleep(0.02)
             finally:
-                subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, check=False)
+                subprocess.run(
+                    [tmux, "-L", socket, "kill-server"], capture_output=True, check=False
+                )
     return times
 
 
@@ -208,8 +220,13 @@ def _ms(values: list[float]) -> str:
 
 def add_app_figures(report: Report) -> None:
     """Measure the app and add its figures to ``report``."""
-    subprocess.run([sys.executable, "-m", "ragtui", "eval"], check=True, capture_output=True, cwd=ROOT,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1"})  # warm the default embedding cache
+    subprocess.run(
+        [sys.executable, "-m", "ragtui", "eval"],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # warm the default embedding cache
 
     runs = [run_child("bench.app", "inprocess", "--questions", "68") for _ in range(3)]
     startup = statistics.median(float(r["full_screen_s"]) for r in runs)
@@ -235,10 +252,20 @@ def add_app_figures(report: Report) -> None:
         )
 
     for n in (68, 10_000):
-        r = run_child("bench.app", "inprocess", "--questions", str(n), "--edits", "40",
-                      "--scrolls", "30" if n > 68 else "0")
+        r = run_child(
+            "bench.app",
+            "inprocess",
+            "--questions",
+            str(n),
+            "--edits",
+            "40",
+            "--scrolls",
+            "30" if n > 68 else "0",
+        )
         edit = [float(x) for x in r["edit_ms"]]  # type: ignore[union-attr]
-        plain = run_child("bench.app", "inprocess", "--questions", str(n), "--edits", "40", "--plain-update")
+        plain = run_child(
+            "bench.app", "inprocess", "--questions", str(n), "--edits", "40", "--plain-update"
+        )
         plain_edit = [float(x) for x in plain["edit_ms"]]  # type: ignore[union-attr]
         report.add(
             f"grade key to repainted metric panel, {n:,} q (app)",

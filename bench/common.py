@@ -39,7 +39,11 @@ class Report:
     def add(self, *args, **kwargs) -> Figure:
         fig = Figure(*args, **kwargs)
         self.figures.append(fig)
-        print(f"  {fig.name}: {fig.value}" + (f" (target {fig.target})" if fig.target else ""), file=sys.stderr, flush=True)
+        print(
+            f"  {fig.name}: {fig.value}" + (f" (target {fig.target})" if fig.target else ""),
+            file=sys.stderr,
+            flush=True,
+        )
         return fig
 
     def table(self) -> str:
@@ -48,7 +52,10 @@ class Report:
             mark = "" if f.ok is None else ("ok" if f.ok else "MISSED")
             rows.append((f.name, f.value, f.target, f.baseline, mark))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+        lines = [
+            "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
+            for r in rows
+        ]
         lines.insert(1, "| " + " | ".join("-" * w for w in widths) + " |")
         return "\n".join(lines)
 
@@ -90,7 +97,10 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None) -> dic
 
 def wall(cmd: list[str], env: dict[str, str] | None = None, repeat: int = 3) -> float:
     """Median wall-clock seconds of a whole command."""
+
     def once() -> None:
-        subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT, env={**os.environ, **(env or {})})
+        subprocess.run(
+            cmd, check=True, capture_output=True, cwd=ROOT, env={**os.environ, **(env or {})}
+        )
 
     return median_time(once, repeat)

@@ -25,13 +25,19 @@ def imports_after_warm_eval(args: list[str]) -> list[str]:
         f"buf = io.StringIO();\nwith contextlib.redirect_stdout(buf): main({args!r})\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"'))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cold-cranfield", action="store_true", help="also time Cranfield with an empty cache (about 90 s)")
+    parser.add_argument(
+        "--cold-cranfield",
+        action="store_true",
+        help="also time Cranfield with an empty cache (about 90 s)",
+    )
     args = parser.parse_args()
     figures: dict[str, object] = {}
     ragtui = [sys.executable, "-m", "ragtui"]
@@ -42,7 +48,13 @@ def main() -> None:
         figures["bundled_cold_s"] = time.perf_counter() - t0
         if args.cold_cranfield and CRANFIELD.is_dir():
             t0 = time.perf_counter()
-            subprocess.run([*ragtui, "eval", "--beir", str(CRANFIELD)], check=True, capture_output=True, cwd=ROOT, env=cold_env)
+            subprocess.run(
+                [*ragtui, "eval", "--beir", str(CRANFIELD)],
+                check=True,
+                capture_output=True,
+                cwd=ROOT,
+                env=cold_env,
+            )
             figures["cranfield_cold_s"] = time.perf_counter() - t0
     subprocess.run([*ragtui, "eval"], check=True, capture_output=True, cwd=ROOT)
     figures["bundled_warm_s"] = wall([*ragtui, "eval"])

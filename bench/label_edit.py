@@ -28,7 +28,11 @@ from ragtui.core.workspace import Workspace
 
 def synthetic_golden(folder: Path, count: int) -> Path:
     """A golden folder with ``count`` questions cycling through the bundled ones."""
-    source = [orjson.loads(line) for line in (bundled_golden() / "questions.jsonl").read_bytes().splitlines() if line.strip()]
+    source = [
+        orjson.loads(line)
+        for line in (bundled_golden() / "questions.jsonl").read_bytes().splitlines()
+        if line.strip()
+    ]
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "questions.jsonl", "wb") as out:
         for i in range(count):
@@ -68,7 +72,13 @@ def measure(count: int, edits: int, seed: int = 0) -> dict[str, float]:
             incremental.append(time.perf_counter() - t0)
         for _ in range(max(3, edits // 50)):
             t0 = time.perf_counter()
-            Evaluation(ev.question_ids, ws.effective_grades, {n: ws.rankings[n] for n in ws.retrievers}, ev.k, ev.threshold)
+            Evaluation(
+                ev.question_ids,
+                ws.effective_grades,
+                {n: ws.rankings[n] for n in ws.retrievers},
+                ev.k,
+                ev.threshold,
+            )
             full.append(time.perf_counter() - t0)
         return {
             "questions": len(ws.questions),

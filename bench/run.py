@@ -1,7 +1,7 @@
 """Run every benchmark and print one table: each figure beside its target and its same-run baseline.
 
-    python -m bench.run            # everything (about 2 minutes on 2 cores, warm cache)
-    python -m bench.run --quick    # smaller scale run (20,000 chunks, 200 questions)
+python -m bench.run            # everything (about 2 minutes on 2 cores, warm cache)
+python -m bench.run --quick    # smaller scale run (20,000 chunks, 200 questions)
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from bench.common import Report, run_child
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--skip-app", action="store_true", help="leave out the app figures (no terminal needed)")
+    parser.add_argument(
+        "--skip-app", action="store_true", help="leave out the app figures (no terminal needed)"
+    )
     args = parser.parse_args()
     report = Report()
 
@@ -57,7 +59,11 @@ def main() -> int:
         )
 
     print("scale ...", file=sys.stderr)
-    scale_args = ["--chunks", "20000", "--questions", "200", "--rank-bm25-sample", "10"] if args.quick else []
+    scale_args = (
+        ["--chunks", "20000", "--questions", "200", "--rank-bm25-sample", "10"]
+        if args.quick
+        else []
+    )
     sc = run_child("bench.scale", *scale_args)
     size = f"{int(sc['chunks']):,} chunks x {int(sc['questions']):,} q"
     report.add(

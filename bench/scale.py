@@ -35,7 +35,18 @@ def synthetic(chunks: int, questions: int, seed: int = 0):
     for i, n in enumerate(lengths):
         text = " ".join(vocab[words[pos : pos + n]])
         pos += n
-        out.append(Chunk(f"doc{i // 10}.md#{i % 10}", f"doc{i // 10}.md", i % 10, 0, len(text), text, (), int(n)))
+        out.append(
+            Chunk(
+                f"doc{i // 10}.md#{i % 10}",
+                f"doc{i // 10}.md",
+                i % 10,
+                0,
+                len(text),
+                text,
+                (),
+                int(n),
+            )
+        )
     targets = rng.choice(chunks, size=questions, replace=False)
     qs = []
     for j, t in enumerate(targets):
@@ -82,20 +93,27 @@ def main() -> None:
     figures["vector_unbatched_ms_per_question"] = 1000 * (time.perf_counter() - t0) / 100
     # Batched (GEMM) and single (GEMV) products may differ in the last float32 bit.
     figures["vector_batched_max_score_diff"] = max(
-        abs(a[1] - b[1]) for x, y in zip(one, vec_list) for a, b in zip(x, y)
+        abs(a[1] - b[1])
+        for x, y in zip(one, vec_list, strict=True)
+        for a, b in zip(x, y, strict=True)
     )
-    vector_runs = {qid: r for (qid, _, _), r in zip(questions, vec_list)}
+    vector_runs = {qid: r for (qid, _, _), r in zip(questions, vec_list, strict=True)}
 
     order = {c.id: i for i, c in enumerate(chunks)}
     t0 = time.perf_counter()
     hybrid = HybridRetriever(fast, vector, order)
-    hybrid_runs = {qid: hybrid.fuse(bm25_runs[qid], vector_runs[qid], depth) for qid, _, _ in questions}
+    hybrid_runs = {
+        qid: hybrid.fuse(bm25_runs[qid], vector_runs[qid], depth) for qid, _, _ in questions
+    }
     figures["hybrid_fuse_s"] = time.perf_counter() - t0
 
     grades = {qid: {target: 2} for qid, _, target in questions}
     t0 = time.perf_counter()
     ev = Evaluation(
-        [q for q, _, _ in questions], grades.__getitem__, {"bm25": bm25_runs, "vector": vector_runs, "hybrid": hybrid_runs}, k=3
+        [q for q, _, _ in questions],
+        grades.__getitem__,
+        {"bm25": bm25_runs, "vector": vector_runs, "hybrid": hybrid_runs},
+        k=3,
     )
     figures["evaluate_s"] = time.perf_counter() - t0
     figures["total_bm25s_s"] = time.perf_counter() - total_start
@@ -112,7 +130,11 @@ def main() -> None:
     figures["rank_bm25_s_per_question"] = per_q
     figures["rank_bm25_qps"] = 1 / per_q
     figures["rank_bm25_total_estimate_s"] = figures["rank_bm25_index_s"] + per_q * len(questions)
-    agree = sum(okapi_runs[q][0][0] == bm25_runs[q][0][0] for q, _, _ in sample if okapi_runs[q] and bm25_runs[q])
+    agree = sum(
+        okapi_runs[q][0][0] == bm25_runs[q][0][0]
+        for q, _, _ in sample
+        if okapi_runs[q] and bm25_runs[q]
+    )
     figures["top1_agreement_on_sample"] = agree / len(sample)
     figures["peak_rss_mb"] = peak_rss_mb()
     figures["chunks"] = len(chunks)

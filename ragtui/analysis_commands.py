@@ -78,7 +78,10 @@ def format_columns(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> 
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
@@ -114,7 +117,15 @@ def format_slices(ws: Workspace, measures: Sequence[Measure] | None = None) -> s
     if measures:
         header = ["slice", "questions", "retriever", *(m.name for m in measures)]
     else:
-        header = ["slice", "questions", "retriever", f"recall@{k}", f"precision@{k} (ceiling)", "MRR", f"nDCG@{k}"]
+        header = [
+            "slice",
+            "questions",
+            "retriever",
+            f"recall@{k}",
+            f"precision@{k} (ceiling)",
+            "MRR",
+            f"nDCG@{k}",
+        ]
     rows = [header]
     for report in reports:
         means = measure_means(ws, measures, report.questions) if measures else {}
@@ -124,7 +135,12 @@ def format_slices(ws: Workspace, measures: Sequence[Measure] | None = None) -> s
                 cells = [_f(means[name][m.name]) for m in measures]
             else:
                 s = report.summaries[name]
-                cells = [_f(s.recall), f"{_f(s.precision)} ({_f(s.precision_ceiling)})", _f(s.mrr), _f(s.ndcg)]
+                cells = [
+                    _f(s.recall),
+                    f"{_f(s.precision)} ({_f(s.precision_ceiling)})",
+                    _f(s.mrr),
+                    _f(s.ndcg),
+                ]
             rows.append([*head, name, *cells])
     text = format_columns(rows)
     skipped = [f"{r.name} {len(r.skipped)}" for r in reports[1:] if r.skipped]
@@ -182,7 +198,12 @@ def format_diff(diff: RunDiff, limit: int | None = None) -> str:
     k = diff.k
     lines = [f"diff {diff.a} -> {diff.b}: k={k}, {len(diff.changes)} questions in both"]
     if diff.settings_changed:
-        lines.append("settings changed: " + "; ".join(f"{key} {_setting(a)} -> {_setting(b)}" for key, a, b in diff.settings_changed))
+        lines.append(
+            "settings changed: "
+            + "; ".join(
+                f"{key} {_setting(a)} -> {_setting(b)}" for key, a, b in diff.settings_changed
+            )
+        )
     changed = diff.changed
     shown = changed if limit is None else changed[:limit]
     if shown:
@@ -190,7 +211,13 @@ def format_diff(diff: RunDiff, limit: int | None = None) -> str:
         for c in shown:
             text = c.text if len(c.text) <= 60 else c.text[:57] + "..."
             rows.append(
-                [c.question, f"{_rank(c.rank_a)} -> {_rank(c.rank_b)}", f"{_f(c.ndcg_a)} -> {_f(c.ndcg_b)}", _signed(c.ndcg_change), text]
+                [
+                    c.question,
+                    f"{_rank(c.rank_a)} -> {_rank(c.rank_b)}",
+                    f"{_f(c.ndcg_a)} -> {_f(c.ndcg_b)}",
+                    _signed(c.ndcg_change),
+                    text,
+                ]
             )
         lines.append(format_columns(rows))
         if len(shown) < len(changed):
@@ -200,11 +227,14 @@ def format_diff(diff: RunDiff, limit: int | None = None) -> str:
     lines.append(
         "mean: "
         + ", ".join(
-            f"{m} {_f(diff.means_a[m])} -> {_f(diff.means_b[m])} ({_signed(diff.mean_change[m])})" for m in diff.means_a
+            f"{m} {_f(diff.means_a[m])} -> {_f(diff.means_b[m])} ({_signed(diff.mean_change[m])})"
+            for m in diff.means_a
         )
     )
     if diff.only_a or diff.only_b:
-        lines.append(f"left out (evaluated in one run only): {len(diff.only_a)} only in {diff.a}, {len(diff.only_b)} only in {diff.b}")
+        lines.append(
+            f"left out (evaluated in one run only): {len(diff.only_a)} only in {diff.a}, {len(diff.only_b)} only in {diff.b}"
+        )
     return "\n".join(lines)
 
 
@@ -212,7 +242,9 @@ def _grade(grade: int | None) -> str:
     return "" if grade is None else str(grade)
 
 
-def format_explanation(ws: Workspace, expl: HybridExplanation, pool: PoolCeiling | None = None) -> str:
+def format_explanation(
+    ws: Workspace, expl: HybridExplanation, pool: PoolCeiling | None = None
+) -> str:
     """``ragtui explain QID``: each hybrid result's ranks, RRF terms and ties; sole finds; pool ceiling."""
     k = expl.k
     question = ws.question_by_id[expl.question]
@@ -241,7 +273,8 @@ def format_explanation(ws: Workspace, expl: HybridExplanation, pool: PoolCeiling
             lines.append(f"only {name} found: none")
             continue
         items = [
-            f"{s.chunk} (rank {s.rank}, hybrid {_rank(s.hybrid_rank)}{', relevant' if s.relevant else ''})" for s in sole
+            f"{s.chunk} (rank {s.rank}, hybrid {_rank(s.hybrid_rank)}{', relevant' if s.relevant else ''})"
+            for s in sole
         ]
         lines.append(f"only {name} found {len(sole)}: " + ", ".join(items))
     if expl.missed:
@@ -261,7 +294,9 @@ def format_explanation(ws: Workspace, expl: HybridExplanation, pool: PoolCeiling
 # ---- commands -------------------------------------------------------------------------------------
 
 
-def _comparison(ws: Workspace, options: EvalOptions, measures: Sequence[Measure] | None) -> Comparison:
+def _comparison(
+    ws: Workspace, options: EvalOptions, measures: Sequence[Measure] | None
+) -> Comparison:
     assert options.compare is not None
     folder = runs_folder(ws, options.runs_dir)
     a = resolve_system(options.compare[0], ws, folder, options.retriever)
@@ -297,7 +332,9 @@ def add_json_extras(ws: Workspace, report: dict[str, Any], options: EvalOptions)
     if options.compare:
         report["comparison"] = _comparison(ws, options, measures).as_dict()
     if options.explain:
-        report["explain"] = _explanation_json(explain_hybrid(ws, options.explain), pool_ceilings(ws))
+        report["explain"] = _explanation_json(
+            explain_hybrid(ws, options.explain), pool_ceilings(ws)
+        )
 
 
 def text_extras(ws: Workspace, options: EvalOptions) -> list[str]:
@@ -311,7 +348,9 @@ def text_extras(ws: Workspace, options: EvalOptions) -> list[str]:
     if options.compare:
         sections.append(format_comparison(_comparison(ws, options, measures)))
     if options.explain:
-        sections.append(format_explanation(ws, explain_hybrid(ws, options.explain), pool_ceilings(ws)))
+        sections.append(
+            format_explanation(ws, explain_hybrid(ws, options.explain), pool_ceilings(ws))
+        )
     return sections
 
 
@@ -344,17 +383,26 @@ def run_diff(
         if default not in run_b.rankings:
             common = [r for r in run_a.retrievers if r in run_b.rankings]
             if not common:
-                raise InputError(None, f"saved runs {run_a.name!r} and {run_b.name!r} share no retriever; name one with --retriever")
+                raise InputError(
+                    None,
+                    f"saved runs {run_a.name!r} and {run_b.name!r} share no retriever; name one with --retriever",
+                )
             default = common[0]
         name_a, name_b = name_a or default, name_b or default
     cut = k if k is not None else (run_a.k if run_a.k == run_b.k else max(run_a.k, run_b.k))
-    texts = {q: str(info.get("text", "")) for q, info in {**run_a.questions, **run_b.questions}.items()}
+    texts = {
+        q: str(info.get("text", "")) for q, info in {**run_a.questions, **run_b.questions}.items()
+    }
     diff = diff_runs(
-        run_a.system(name_a), run_b.system(name_b), cut, texts=texts, manifests=(run_a.manifest, run_b.manifest)
+        run_a.system(name_a),
+        run_b.system(name_b),
+        cut,
+        texts=texts,
+        manifests=(run_a.manifest, run_b.manifest),
     )
     if as_json:
         body = dataclasses.asdict(diff)
-        for entry, change in zip(body["changes"], diff.changes):
+        for entry, change in zip(body["changes"], diff.changes, strict=True):
             entry["ndcg_change"] = change.ndcg_change
             entry["direction"] = change.direction
         body["mean_change"] = diff.mean_change
@@ -370,7 +418,9 @@ def run_explain(ws: Workspace, qid: str, as_json: bool = False) -> int:
     expl = explain_hybrid(ws, qid)
     pool = pool_ceilings(ws)
     if as_json:
-        sys.stdout.write(orjson.dumps(_explanation_json(expl, pool), option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(
+            orjson.dumps(_explanation_json(expl, pool), option=orjson.OPT_INDENT_2).decode() + "\n"
+        )
         return 0
     print(format_explanation(ws, expl, pool))
     return 0

@@ -71,7 +71,9 @@ def open_workspace(settings: Settings) -> Workspace:
     return ws
 
 
-def run_eval(settings: Settings, as_json: bool, judged: bool = False, options: EvalOptions | None = None) -> int:
+def run_eval(
+    settings: Settings, as_json: bool, judged: bool = False, options: EvalOptions | None = None
+) -> int:
     """``ragtui eval``: the metric table (or the JSON object) of every chosen retriever; ``judged`` adds Judged@k.
 
     ``options`` adds slices, curves, ir_measures columns, a comparison, an attribution or a saved run.
@@ -96,7 +98,9 @@ def run_eval(settings: Settings, as_json: bool, judged: bool = False, options: E
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
         note += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
     print(f"{note}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}")
-    print(analysis.format_measure_table(ws, measures) if measures else format_table(ws, judged=judged))
+    print(
+        analysis.format_measure_table(ws, measures) if measures else format_table(ws, judged=judged)
+    )
     if judged and not measures:
         from ragtui.core.labelling.judging import THIN_JUDGED
 
@@ -131,7 +135,10 @@ def run_check(settings: Settings) -> int:
     print_diagnostics(ws)
     ev = ws.evaluation
     assert ev is not None
-    relevant_counts = [sum(1 for g in ws.effective_grades(q.id).values() if g >= ws.settings.threshold) for q in ws.questions]
+    relevant_counts = [
+        sum(1 for g in ws.effective_grades(q.id).values() if g >= ws.settings.threshold)
+        for q in ws.questions
+    ]
     print(
         f"{len(ws.corpus.documents)} documents, {len(ws.chunks)} chunks, {len(ws.questions)} questions "
         f"({sum(1 for n in relevant_counts if n == 1)} with one relevant chunk, "

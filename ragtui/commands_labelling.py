@@ -29,7 +29,10 @@ def _table(rows: Sequence[Sequence[str]], left: Sequence[int] = (0,)) -> str:
     """Columns padded to their widest cell: the ``left`` ones left-aligned, the (numeric) others right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join(
-        "  ".join(cell.ljust(w) if i in left else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        "  ".join(
+            cell.ljust(w) if i in left else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
         for row in rows
     )
 
@@ -71,7 +74,11 @@ def print_diagnostics(ws: Workspace) -> None:
 
 
 def run_add_question(
-    settings: Settings, question: str, evidence: Sequence[str], slices: Sequence[str], qid: str | None
+    settings: Settings,
+    question: str,
+    evidence: Sequence[str],
+    slices: Sequence[str],
+    qid: str | None,
 ) -> int:
     """``ragtui add-question``: validate, append to questions.jsonl atomically, and print how every retriever ranks it."""
     from ragtui.commands import rich_progress
@@ -80,10 +87,22 @@ def run_add_question(
     for warning in ws.warnings:
         _stderr(f"ragtui: warning: {warning}")
     if ws.settings.beir is not None:
-        raise InputError(ws.settings.beir, "questions can only be added to a --golden folder, not to a BEIR dataset")
+        raise InputError(
+            ws.settings.beir,
+            "questions can only be added to a --golden folder, not to a BEIR dataset",
+        )
     path = Path(ws.settings.golden or "") / QUESTIONS_FILE
     # Refuse bad input before the (possibly slow) embedding; add_question checks again under the lock.
-    validate_new_question(question, evidence, slices, qid, [q.id for q in ws.questions], ws.chunks, ws.corpus.documents, path)
+    validate_new_question(
+        question,
+        evidence,
+        slices,
+        qid,
+        [q.id for q in ws.questions],
+        ws.chunks,
+        ws.corpus.documents,
+        path,
+    )
     progress, _ = rich_progress()
     ws.prepare_vectors(progress)
     added = ws.add_question(question, list(evidence), list(slices), qid)
@@ -107,15 +126,23 @@ def format_rule_agreement(result: RuleAgreement, source: str) -> list[str]:
     """The evidence-rule section of ``ragtui agreement``."""
     rule = "evidence match" if source == "evidence" else f"qrels grade >= {result.threshold}"
     lines = [
-        f"{source} rule against hand grades: {result.pairs} hand-graded pairs that apply "
-        f"(relevant = grade >= {result.threshold})"
+        (
+            f"{source} rule against hand grades: {result.pairs} hand-graded pairs that apply "
+            f"(relevant = grade >= {result.threshold})"
+        )
     ]
     if not result.pairs:
-        return lines + ["  no hand grades yet"]
+        return [*lines, "  no hand grades yet"]
     header = ["", *(f"grade {g}" for g in result.grades)]
-    rows = [header, [rule, *map(str, result.row(True))], [f"no {rule}", *map(str, result.row(False))]]
+    rows = [
+        header,
+        [rule, *map(str, result.row(True))],
+        [f"no {rule}", *map(str, result.row(False))],
+    ]
     lines += ["  " + line for line in _table(rows).splitlines()]
-    lines.append(f"Cohen's kappa (binary): {_kappa(result.kappa)}; observed agreement {result.observed:.3f}")
+    lines.append(
+        f"Cohen's kappa (binary): {_kappa(result.kappa)}; observed agreement {result.observed:.3f}"
+    )
     lines.append(f"disagreements to review: {len(result.disagreements)}")
     for d in result.disagreements:
         who = f" ({d.annotator})" if d.annotator else ""
@@ -129,14 +156,19 @@ def format_annotator_agreement(result: AnnotatorAgreement) -> list[str]:
     lines = [
         f"{a} against {b}: {result.pairs} pairs graded by both "
         f"({result.only_a} only by {a}, {result.only_b} only by {b}"
-        + (f", {result.changed_text} left out: the chunk text changed between their labels" if result.changed_text else "")
+        + (
+            f", {result.changed_text} left out: the chunk text changed between their labels"
+            if result.changed_text
+            else ""
+        )
         + ")"
     ]
     if not result.pairs:
         return lines
     header = [f"{a} \\ {b}", *(f"{g}" for g in result.grades)]
     rows = [header] + [
-        [f"grade {ga}", *(str(result.table.get((ga, gb), 0)) for gb in result.grades)] for ga in result.grades
+        [f"grade {ga}", *(str(result.table.get((ga, gb), 0)) for gb in result.grades)]
+        for ga in result.grades
     ]
     lines += ["  " + line for line in _table(rows).splitlines()]
     lines.append(
@@ -159,7 +191,9 @@ def run_agreement(settings: Settings, pair: Sequence[str] | None) -> int:
         missing = [n for n in pair if n not in names]
         if missing:
             known = ", ".join(n or "(unnamed)" for n in names) or "none"
-            raise InputError(ws.labels.path, f"no labels by {', '.join(missing)} (annotators: {known})")
+            raise InputError(
+                ws.labels.path, f"no labels by {', '.join(missing)} (annotators: {known})"
+            )
     for line in format_rule_agreement(rule_agreement(ws), ws.base_source):
         print(line)
     listed = ", ".join(f"{n or '(unnamed)'} ({c} pairs)" for n, c in names.items()) or "none"

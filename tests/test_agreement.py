@@ -24,7 +24,17 @@ from tests.conftest import MINI_CHUNK_SIZE
 
 
 def _args(mini, *extra: str) -> list[str]:
-    return ["--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"), "--chunk-size", str(MINI_CHUNK_SIZE), "--retrievers", "bm25", *extra]
+    return [
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        "--retrievers",
+        "bm25",
+        *extra,
+    ]
 
 
 def test_cohen_kappa_hand_computed():
@@ -73,7 +83,9 @@ def test_kappas_agree_with_scikit_learn():
         for weights in ("linear", "quadratic"):
             w = weighted_kappa(a, b, weights)
             if w is not None:
-                assert w == pytest.approx(metrics.cohen_kappa_score(a, b, weights=weights), abs=1e-12)
+                assert w == pytest.approx(
+                    metrics.cohen_kappa_score(a, b, weights=weights), abs=1e-12
+                )
 
 
 def test_rule_against_hand_grades_on_the_small_corpus(mini_settings, mini):
@@ -91,7 +103,9 @@ def test_rule_against_hand_grades_on_the_small_corpus(mini_settings, mini):
     # rule yes 2/5, person yes 2/5: p_e = 0.4 * 0.4 + 0.6 * 0.6 = 0.52; kappa = (0.6 - 0.52) / 0.48 = 1/6.
     assert result.observed == pytest.approx(0.6)
     assert result.kappa == pytest.approx(1 / 6)
-    assert [(d.question, d.chunk, d.hand_grade, d.evidence_match) for d in result.disagreements] == [
+    assert [
+        (d.question, d.chunk, d.hand_grade, d.evidence_match) for d in result.disagreements
+    ] == [
         ("m01", "ferry.md#0", 1, False),
         ("m01", "ferry.md#1", 0, True),
     ], "golden-set order, then chunk order"
@@ -99,13 +113,17 @@ def test_rule_against_hand_grades_on_the_small_corpus(mini_settings, mini):
     assert result.disagreements[0].annotator == "tester"
     # A stale label takes no part; nor does a removed grade.
     with (mini / "golden" / "labels.jsonl").open("a") as fh:
-        fh.write('{"question": "m02", "chunk": "ferry.md#3", "grade": 0, "chunk_sha1": "old", "at": ""}\n')
+        fh.write(
+            '{"question": "m02", "chunk": "ferry.md#3", "grade": 0, "chunk_sha1": "old", "at": ""}\n'
+        )
     ws.refresh_labels()
     ws.set_grade("m05", "library.md#1", None)
     assert rule_agreement(ws).pairs == 4
     # With --threshold 2 a grade of 1 is "not relevant": ferry.md#0 is no longer a disagreement.
     strict = Workspace.load(replace(mini_settings, retrievers=("bm25",), threshold=2))
-    assert [(d.question, d.chunk) for d in rule_agreement(strict).disagreements] == [("m01", "ferry.md#1")]
+    assert [(d.question, d.chunk) for d in rule_agreement(strict).disagreements] == [
+        ("m01", "ferry.md#1")
+    ]
 
 
 def _label(q: str, c: str, grade: int | None, who: str, sha1: str = "s") -> Label:
@@ -155,7 +173,10 @@ def test_labels_carry_the_annotator(mini_settings, mini):
     args = build_parser().parse_args(["check", "--annotator", "zoe", *_args(mini)])
     ws = Workspace.load(settings_from(args))
     ws.set_grade("m01", "ferry.md#0", 2)
-    assert json.loads((mini / "golden" / "labels.jsonl").read_text().splitlines()[-1])["annotator"] == "zoe"
+    assert (
+        json.loads((mini / "golden" / "labels.jsonl").read_text().splitlines()[-1])["annotator"]
+        == "zoe"
+    )
     # Without --annotator: the login name.
     ws = Workspace.load(settings_from(build_parser().parse_args(["check", *_args(mini)])))
     assert ws.labels.annotator == getpass.getuser()
@@ -165,19 +186,45 @@ def test_labels_carry_the_annotator(mini_settings, mini):
 def test_agreement_command(mini, capsys):
     journal = mini / "golden" / "labels.jsonl"
     lines = [
-        ("m01", "ferry.md#1", 0, "ann"), ("m01", "ferry.md#0", 1, "ann"), ("m03", "library.md#1", 2, "ann"),
-        ("m01", "ferry.md#1", 2, "bob"), ("m01", "ferry.md#0", 1, "bob"),
+        ("m01", "ferry.md#1", 0, "ann"),
+        ("m01", "ferry.md#0", 1, "ann"),
+        ("m03", "library.md#1", 2, "ann"),
+        ("m01", "ferry.md#1", 2, "bob"),
+        ("m01", "ferry.md#0", 1, "bob"),
     ]
-    ws = Workspace.load(Settings(corpus=mini / "corpus", golden=mini / "golden", chunk_size=MINI_CHUNK_SIZE, retrievers=("bm25",)))
+    ws = Workspace.load(
+        Settings(
+            corpus=mini / "corpus",
+            golden=mini / "golden",
+            chunk_size=MINI_CHUNK_SIZE,
+            retrievers=("bm25",),
+        )
+    )
     sha = {c.id: c.sha1 for c in ws.chunks}
-    journal.write_text("".join(
-        json.dumps({"question": q, "chunk": c, "grade": g, "chunk_sha1": sha[c], "at": "", "annotator": a}) + "\n" for q, c, g, a in lines
-    ))
+    journal.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question": q,
+                    "chunk": c,
+                    "grade": g,
+                    "chunk_sha1": sha[c],
+                    "at": "",
+                    "annotator": a,
+                }
+            )
+            + "\n"
+            for q, c, g, a in lines
+        )
+    )
     assert main(["agreement", *_args(mini)]) == 0
     out = capsys.readouterr().out
     # Current grades (last line per pair wins): m01/ferry.md#1 2 (bob), m01/ferry.md#0 1, m03/library.md#1 2.
     assert "3 hand-graded pairs that apply" in out
-    assert "disagreements to review: 1\n  m01 ferry.md#0: grade 1, graded relevant without the evidence (bob)" in out
+    assert (
+        "disagreements to review: 1\n  m01 ferry.md#0: grade 1, graded relevant without the evidence (bob)"
+        in out
+    )
     assert "annotators: ann (3 pairs), bob (2 pairs)" in out
     assert main(["agreement", "--annotators", "ann", "bob", *_args(mini)]) == 0
     out = capsys.readouterr().out
@@ -185,4 +232,7 @@ def test_agreement_command(mini, capsys):
     assert "disagreements: 1\n  m01 ferry.md#1: ann 0, bob 2" in out
     assert "Cohen's kappa (binary, grade >= 1): 0.000" in out
     assert main(["agreement", "--annotators", "ann", "carl", *_args(mini)]) == 2
-    assert capsys.readouterr().err.strip() == f"ragtui: error: {journal}: no labels by carl (annotators: ann, bob)"
+    assert (
+        capsys.readouterr().err.strip()
+        == f"ragtui: error: {journal}: no labels by carl (annotators: ann, bob)"
+    )

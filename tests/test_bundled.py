@@ -38,7 +38,9 @@ def test_bundled_shape(bundled):
     assert 16_000 <= tokens <= 18_500
     assert 30 <= len(ws.chunks) <= 40
     assert len(ws.questions) >= 47
-    relevant = Counter(sum(1 for g in ws.effective_grades(q.id).values() if g >= 1) for q in ws.questions)
+    relevant = Counter(
+        sum(1 for g in ws.effective_grades(q.id).values() if g >= 1) for q in ws.questions
+    )
     assert relevant[0] == 0
     assert relevant[1] / len(ws.questions) >= 0.8
     assert sum(n for r, n in relevant.items() if r > 1) >= 1
@@ -48,11 +50,22 @@ def test_bundled_shape(bundled):
 
 def test_retrievers_disagree_on_several_questions(bundled):
     ev = bundled.evaluation
-    ranks = {n: {q: ev.per_question[n][q].first_relevant_rank for q in ev.evaluated} for n in ("bm25", "vector")}
+    ranks = {
+        n: {q: ev.per_question[n][q].first_relevant_rank for q in ev.evaluated}
+        for n in ("bm25", "vector")
+    }
     differ = [q for q in ev.evaluated if ranks["bm25"][q] != ranks["vector"][q]]
     assert len(differ) >= 5
-    bm25_only = [q for q in ev.evaluated if ranks["bm25"][q] == 1 and ranks["vector"][q] in (None,) + tuple(range(4, 11))]
-    vector_only = [q for q in ev.evaluated if ranks["vector"][q] == 1 and ranks["bm25"][q] in (None,) + tuple(range(4, 11))]
+    bm25_only = [
+        q
+        for q in ev.evaluated
+        if ranks["bm25"][q] == 1 and ranks["vector"][q] in (None, *tuple(range(4, 11)))
+    ]
+    vector_only = [
+        q
+        for q in ev.evaluated
+        if ranks["vector"][q] == 1 and ranks["bm25"][q] in (None, *tuple(range(4, 11)))
+    ]
     assert bm25_only and vector_only
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
@@ -57,7 +58,7 @@ def test_spans_ids_and_sizes():
 def test_chunks_cover_the_document_in_order_without_overlap():
     chunks = Chunker(COUNTER, size=24).chunk(Document("h.md", DOC))
     assert "".join(_squash(c.text) for c in chunks) == _squash(DOC)
-    assert all(a.end <= b.start for a, b in zip(chunks, chunks[1:]))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(chunks))
 
 
 def test_heading_path_follows_the_markdown_outline():
@@ -88,7 +89,7 @@ def test_overlap_repeats_the_tail_of_the_previous_chunk():
     text = " ".join(f"Sentence number {i} ends here." for i in range(40))
     chunks = Chunker(COUNTER, size=30, overlap=10).chunk(Document("s.txt", text))
     assert len(chunks) > 3
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in itertools.pairwise(chunks):
         assert b.start < a.end, "consecutive chunks share text"
         assert COUNTER.count(text[b.start : a.end]) <= 10
         assert b.token_count <= 30
@@ -138,7 +139,9 @@ def _documents(draw):
     return "".join(w + s for w, s in parts)
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(text=_documents(), size=st.integers(4, 80), overlap_share=st.floats(0, 0.5))
 def test_fuzz_chunks_cover_in_order_within_size(text, size, overlap_share):
     overlap = min(int(size * overlap_share), size - 1)
@@ -156,9 +159,9 @@ def test_fuzz_chunks_cover_in_order_within_size(text, size, overlap_share):
             covered[i] = True
     assert all(covered[i] for i, ch in enumerate(text) if not ch.isspace())
     if overlap == 0:
-        assert all(a.end <= b.start for a, b in zip(chunks, chunks[1:]))
+        assert all(a.end <= b.start for a, b in itertools.pairwise(chunks))
     else:
-        for a, b in zip(chunks, chunks[1:]):
+        for a, b in itertools.pairwise(chunks):
             if b.start < a.end:
                 assert COUNTER.count(text[b.start : a.end]) <= overlap
 

@@ -17,7 +17,15 @@ from tests.conftest import CRANFIELD, MINI_CHUNK_SIZE, ROOT
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
-    return ["--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"), "--chunk-size", str(MINI_CHUNK_SIZE), *extra]
+    return [
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        *extra,
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -27,13 +35,17 @@ def _cache_env(cache_dir, monkeypatch):
 
 def _run(*argv: str, cache_dir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAGTUI_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-m", "ragtui", *argv], capture_output=True, text=True, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "ragtui", *argv], capture_output=True, text=True, env=env, cwd=ROOT
+    )
 
 
 def test_eval_prints_the_table(mini, capsys):
     assert main(["eval", *_args(mini)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("6 questions (1 skipped, no relevant chunk: m07); 9 chunks; k=3, depth=10")
+    assert out[0].startswith(
+        "6 questions (1 skipped, no relevant chunk: m07); 9 chunks; k=3, depth=10"
+    )
     assert out[1].split() == ["retriever", "recall@3", "precision@3", "(ceiling)", "MRR", "nDCG@3"]
     assert [line.split()[0] for line in out[2:]] == ["bm25", "vector", "hybrid"]
 
@@ -47,7 +59,14 @@ def test_json_numbers_equal_pytrec_eval_on_the_exported_files(mini, tmp_path, ca
     from ragtui.core.settings import Settings
     from ragtui.core.workspace import Workspace
 
-    ws = Workspace.load(Settings(corpus=mini / "corpus", golden=mini / "golden", chunk_size=MINI_CHUNK_SIZE, retrievers=("bm25",)))
+    ws = Workspace.load(
+        Settings(
+            corpus=mini / "corpus",
+            golden=mini / "golden",
+            chunk_size=MINI_CHUNK_SIZE,
+            retrievers=("bm25",),
+        )
+    )
     ws.set_grade("m02", first, 0)
     ws.set_grade("m03", ws.ranking("bm25", "m03")[1][0], 1)
     assert labels.read_text().count("\n") == 2
@@ -63,7 +82,9 @@ def test_json_numbers_equal_pytrec_eval_on_the_exported_files(mini, tmp_path, ca
         evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
         for name in ("bm25", "vector", "hybrid"):
             run_ranked = read_trec_run(out / f"{name}.trec")
-            run = {q: {d: float(len(ds) - i) for i, d in enumerate(ds)} for q, ds in run_ranked.items()}
+            run = {
+                q: {d: float(len(ds) - i) for i, d in enumerate(ds)} for q, ds in run_ranked.items()
+            }
             reference = evaluator.evaluate(run)
             ours = report["retrievers"][name]
             assert set(ours["per_question"]) == set(report["retrievers"]["bm25"]["per_question"])
@@ -74,7 +95,10 @@ def test_json_numbers_equal_pytrec_eval_on_the_exported_files(mini, tmp_path, ca
                 assert values["rr"] == pytest.approx(ref["recip_rank"], abs=1e-12)
                 assert values["ndcg"] == pytest.approx(ref[f"ndcg_cut_{k}"], abs=1e-12)
                 assert run_ranked[qid] == values["ranked"], "trec_eval sees the order the app shows"
-            mean = sum(reference[q][f"ndcg_cut_{k}"] for q in ours["per_question"]) / report["questions"]
+            mean = (
+                sum(reference[q][f"ndcg_cut_{k}"] for q in ours["per_question"])
+                / report["questions"]
+            )
             assert ours["ndcg"] == pytest.approx(mean, abs=1e-12)
     # The hand 0 on m02's only relevant chunk leaves it with none: skipped, never averaged in.
     assert report["skipped"] == ["m02", "m07"]
@@ -87,9 +111,23 @@ def test_json_is_the_only_thing_on_stdout(mini, cache_dir):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     # DESIGN.md's keys, plus the keys added since (slices); none removed or renamed.
-    assert set(report) - {"slices"} == {"k", "depth", "questions", "skipped", "chunks", "retrievers"}
+    assert set(report) - {"slices"} == {
+        "k",
+        "depth",
+        "questions",
+        "skipped",
+        "chunks",
+        "retrievers",
+    }
     assert report["skipped"] == ["m07"] and report["chunks"] == 9
-    assert set(report["retrievers"]["hybrid"]) >= {"recall", "precision", "precision_ceiling", "mrr", "ndcg", "per_question"}
+    assert set(report["retrievers"]["hybrid"]) >= {
+        "recall",
+        "precision",
+        "precision_ceiling",
+        "mrr",
+        "ndcg",
+        "per_question",
+    }
 
 
 def test_warm_cache_run_does_not_import_the_model(mini, cache_dir):
@@ -99,9 +137,13 @@ def test_warm_cache_run_does_not_import_the_model(mini, cache_dir):
         "print('IMPORTED' if 'sentence_transformers' in sys.modules or 'torch' in sys.modules else 'CLEAN', file=sys.stderr)"
     )
     env = {**os.environ, "RAGTUI_CACHE_DIR": str(cache_dir)}
-    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    first = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT
+    )
     assert first.returncode == 0, first.stderr
-    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    second = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT
+    )
     assert second.returncode == 0 and second.stderr.strip().endswith("CLEAN")
     assert json.loads(second.stdout) == json.loads(first.stdout)
 
@@ -109,9 +151,17 @@ def test_warm_cache_run_does_not_import_the_model(mini, cache_dir):
 def test_check_reports_problems_and_exits_1(mini, capsys):
     assert main(["check", *_args(mini)]) == 1
     out = capsys.readouterr().out
-    assert "questions.jsonl:7: m07: evidence 'the town swimming pool opens at dawn' is in no document" in out
+    assert (
+        "questions.jsonl:7: m07: evidence 'the town swimming pool opens at dawn' is in no document"
+        in out
+    )
     (mini / "golden" / "questions.jsonl").write_text(
-        "\n".join(line for line in (mini / "golden" / "questions.jsonl").read_text().splitlines() if '"m07"' not in line) + "\n"
+        "\n".join(
+            line
+            for line in (mini / "golden" / "questions.jsonl").read_text().splitlines()
+            if '"m07"' not in line
+        )
+        + "\n"
     )
     assert main(["check", *_args(mini)]) == 0
 
@@ -119,7 +169,10 @@ def test_check_reports_problems_and_exits_1(mini, capsys):
 def test_check_finds_evidence_straddling_a_boundary_and_stale_labels(mini, capsys):
     # With small chunks, the whole fares table no longer fits in one chunk.
     q = mini / "golden" / "questions.jsonl"
-    q.write_text(q.read_text() + '{"id": "m08", "question": "x", "evidence": "| single adult | 3.20 EUR | | return adult | 5.80 EUR |"}\n')
+    q.write_text(
+        q.read_text()
+        + '{"id": "m08", "question": "x", "evidence": "| single adult | 3.20 EUR | | return adult | 5.80 EUR |"}\n'
+    )
     (mini / "golden" / "labels.jsonl").write_text(
         '{"question": "m01", "chunk": "ferry.md#99", "grade": 2, "chunk_sha1": "x", "at": ""}\n'
         '{"question": "m01", "chunk": "ferry.md#0", "grade": 1, "chunk_sha1": "0000", "at": ""}\n'
@@ -127,25 +180,44 @@ def test_check_finds_evidence_straddling_a_boundary_and_stale_labels(mini, capsy
     assert main(["check", *_args(mini, "--chunk-size", "12")]) == 1
     out = capsys.readouterr().out
     assert "m08: evidence" in out and "straddles a chunk boundary: ferry.md#" in out
-    assert "labels.jsonl:1: m01: stale label for ferry.md#99 (grade 2): chunk not in the chunked corpus" in out
-    assert "labels.jsonl:2: m01: stale label for ferry.md#0 (grade 1): chunk text changed since it was labelled" in out
+    assert (
+        "labels.jsonl:1: m01: stale label for ferry.md#99 (grade 2): chunk not in the chunked corpus"
+        in out
+    )
+    assert (
+        "labels.jsonl:2: m01: stale label for ferry.md#0 (grade 1): chunk text changed since it was labelled"
+        in out
+    )
 
 
 @pytest.mark.parametrize(
     ("setup", "expected"),
     [
         (lambda m: ["--corpus", str(m / "nope")], "nope: corpus folder not found"),
-        (lambda m: (m / "empty").mkdir() or ["--corpus", str(m / "empty")], "holds no non-empty .md"),
-        (lambda m: (m / "corpus" / "bad.md").write_bytes(b"ok\nbad \xff byte\n") and [], "bad.md:2: not UTF-8 text"),
         (
-            lambda m: (m / "golden" / "questions.jsonl").write_text('{"id": "a", "question": "b", "evidence": "c"}\n{oops\n') and [],
+            lambda m: (m / "empty").mkdir() or ["--corpus", str(m / "empty")],
+            "holds no non-empty .md",
+        ),
+        (
+            lambda m: (m / "corpus" / "bad.md").write_bytes(b"ok\nbad \xff byte\n") and [],
+            "bad.md:2: not UTF-8 text",
+        ),
+        (
+            lambda m: (
+                (m / "golden" / "questions.jsonl").write_text(
+                    '{"id": "a", "question": "b", "evidence": "c"}\n{oops\n'
+                )
+                and []
+            ),
             "questions.jsonl:2: malformed JSON",
         ),
         (
-            lambda m: (m / "golden" / "questions.jsonl").write_text(
-                '{"id": "a", "question": "b", "evidence": "c"}\n{"id": "a", "question": "d", "evidence": "e"}\n'
-            )
-            and [],
+            lambda m: (
+                (m / "golden" / "questions.jsonl").write_text(
+                    '{"id": "a", "question": "b", "evidence": "c"}\n{"id": "a", "question": "d", "evidence": "e"}\n'
+                )
+                and []
+            ),
             "questions.jsonl:2: duplicate question id 'a'",
         ),
         (lambda m: ["--retrievers", "bm25,splade"], "--retrievers: unknown splade"),
@@ -163,16 +235,37 @@ def test_bad_input_exits_2_with_one_line(mini, cache_dir, setup, expected):
 def test_bundled_data_is_found_from_any_directory(tmp_path, cache_dir):
     env = {**os.environ, "RAGTUI_CACHE_DIR": str(cache_dir)}
     done = subprocess.run(
-        [sys.executable, "-m", "ragtui", "check", "--retrievers", "bm25"], capture_output=True, text=True, env=env, cwd=tmp_path
+        [sys.executable, "-m", "ragtui", "check", "--retrievers", "bm25"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 problems" in done.stdout
 
 
-@pytest.mark.skipif(not CRANFIELD.is_dir(), reason="../shared/data/cranfield is not beside the project")
+@pytest.mark.skipif(
+    not CRANFIELD.is_dir(), reason="../shared/data/cranfield is not beside the project"
+)
 def test_cranfield_bm25_ndcg_matches_the_reference(capsys):
-    assert main(["eval", "--json", "--beir", str(CRANFIELD), "--retrievers", "bm25", "--k", "10", "--depth", "100"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--json",
+                "--beir",
+                str(CRANFIELD),
+                "--retrievers",
+                "bm25",
+                "--k",
+                "10",
+                "--depth",
+                "100",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["questions"] == 225 and report["chunks"] == 1400
     assert abs(report["retrievers"]["bm25"]["ndcg"] - 0.3373) <= 0.03
-

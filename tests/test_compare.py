@@ -23,7 +23,15 @@ from tests.conftest import MINI_CHUNK_SIZE
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
-    return ["--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"), "--chunk-size", str(MINI_CHUNK_SIZE), *extra]
+    return [
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        *extra,
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +43,11 @@ def _enumerated_p(diff: list[float]) -> float:
     """The exact two-sided sign-flip p-value by listing all 2^n sign patterns (the hand computation)."""
     observed = abs(sum(diff)) / len(diff)
     patterns = list(itertools.product((1, -1), repeat=len(diff)))
-    extreme = sum(1 for signs in patterns if abs(sum(s * d for s, d in zip(signs, diff))) / len(diff) >= observed - 1e-12)
+    extreme = sum(
+        1
+        for signs in patterns
+        if abs(sum(s * d for s, d in zip(signs, diff, strict=True))) / len(diff) >= observed - 1e-12
+    )
     return extreme / len(patterns)
 
 
@@ -49,7 +61,9 @@ def test_randomization_exact_on_three_questions():
     rng = np.random.default_rng(3)
     for n in (1, 4, 9, 13):
         a, b = rng.random(n).round(1), rng.random(n).round(1)
-        assert paired_randomization_test(a, b) == pytest.approx(_enumerated_p(list(b - a)), abs=1e-12)
+        assert paired_randomization_test(a, b) == pytest.approx(
+            _enumerated_p(list(b - a)), abs=1e-12
+        )
 
 
 def test_randomization_agrees_with_scipy_permutation_test():
@@ -64,7 +78,12 @@ def test_randomization_agrees_with_scipy_permutation_test():
         b = np.clip(a + rng.normal(shift, 0.25, n), 0, 1)
         ours = paired_randomization_test(a, b, seed=5)
         theirs = permutation_test(
-            (b, a), mean_difference, permutation_type="samples", n_resamples=10_000, vectorized=True, random_state=7
+            (b, a),
+            mean_difference,
+            permutation_type="samples",
+            n_resamples=10_000,
+            vectorized=True,
+            random_state=7,
         ).pvalue
         if 2**n <= 10_000:
             # Both enumerate every pattern: the same exact p-value.
@@ -98,7 +117,9 @@ def test_bootstrap_interval_contains_the_mean_and_is_reproducible():
     # Against scipy's percentile bootstrap: the same interval within Monte-Carlo error.
     from scipy.stats import bootstrap
 
-    ref = bootstrap((b - a,), np.mean, method="percentile", n_resamples=10_000, random_state=0).confidence_interval
+    ref = bootstrap(
+        (b - a,), np.mean, method="percentile", n_resamples=10_000, random_state=0
+    ).confidence_interval
     assert low == pytest.approx(ref.low, abs=0.01) and high == pytest.approx(ref.high, abs=0.01)
     assert bootstrap_interval([1, 1], [1, 1]) == (0.0, 0.0)
 
@@ -128,25 +149,65 @@ def test_eval_compare_on_the_small_corpus(mini, tmp_path, capsys):
     assert "compare bm25 -> hybrid on 6 questions (difference = hybrid - bm25" in out
     header = next(line for line in out.splitlines() if line.startswith("measure"))
     assert header.split() == ["measure", "bm25", "hybrid", "diff", "95%", "CI", "p", "win/tie/loss"]
-    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split() and line.split()[0] in ("R@3", "P@3", "RR", "nDCG@3")}
+    rows = {
+        line.split()[0]: line.split()
+        for line in out.splitlines()
+        if line.split() and line.split()[0] in ("R@3", "P@3", "RR", "nDCG@3")
+    }
     assert set(rows) == {"R@3", "P@3", "RR", "nDCG@3"}
 
     assert main(["eval", "--json", "--compare", "bm25", "bm25", *_args(mini)]) == 0
     same = json.loads(capsys.readouterr().out)["comparison"]
     for m in same["metrics"].values():
-        assert m["mean_difference"] == 0 and m["p_value"] == 1.0 and m["wins"] == m["losses"] == 0 and m["ci95"] == [0, 0]
+        assert (
+            m["mean_difference"] == 0
+            and m["p_value"] == 1.0
+            and m["wins"] == m["losses"] == 0
+            and m["ci95"] == [0, 0]
+        )
 
     # Saved runs on either side, by name (read as hybrid), as RUN:RETRIEVER, or by path.
     runs = tmp_path / "runs"
     assert main(["eval", "--save", "base", "--runs-dir", str(runs), *_args(mini)]) == 0
     capsys.readouterr()
-    assert main(["eval", "--json", "--compare", "base", "hybrid", "--runs-dir", str(runs), *_args(mini)]) == 0
+    assert (
+        main(
+            ["eval", "--json", "--compare", "base", "hybrid", "--runs-dir", str(runs), *_args(mini)]
+        )
+        == 0
+    )
     against_saved = json.loads(capsys.readouterr().out)["comparison"]
-    assert against_saved["a"] == "base:hybrid" and against_saved["metrics"]["nDCG@3"]["p_value"] == 1.0
-    assert main(["eval", "--json", "--compare", f"{runs / 'base.json'}:bm25", "vector", "--metrics", "nDCG@5,Success@1", "--seed", "3", "--runs-dir", str(runs), *_args(mini)]) == 0
+    assert (
+        against_saved["a"] == "base:hybrid" and against_saved["metrics"]["nDCG@3"]["p_value"] == 1.0
+    )
+    assert (
+        main(
+            [
+                "eval",
+                "--json",
+                "--compare",
+                f"{runs / 'base.json'}:bm25",
+                "vector",
+                "--metrics",
+                "nDCG@5,Success@1",
+                "--seed",
+                "3",
+                "--runs-dir",
+                str(runs),
+                *_args(mini),
+            ]
+        )
+        == 0
+    )
     mixed = json.loads(capsys.readouterr().out)["comparison"]
-    assert mixed["a"] == "base:bm25" and set(mixed["metrics"]) == {"nDCG@5", "Success@1"} and mixed["seed"] == 3
+    assert (
+        mixed["a"] == "base:bm25"
+        and set(mixed["metrics"]) == {"nDCG@5", "Success@1"}
+        and mixed["seed"] == 3
+    )
 
-    assert main(["eval", "--compare", "bm25", "nothing", "--runs-dir", str(runs), *_args(mini)]) == 2
+    assert (
+        main(["eval", "--compare", "bm25", "nothing", "--runs-dir", str(runs), *_args(mini)]) == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'nothing' is neither a retriever" in err[0]

@@ -23,7 +23,9 @@ from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import CRANFIELD
 
-pytestmark = pytest.mark.skipif(not CRANFIELD.is_dir(), reason="../shared/data/cranfield is not beside the project")
+pytestmark = pytest.mark.skipif(
+    not CRANFIELD.is_dir(), reason="../shared/data/cranfield is not beside the project"
+)
 
 #: Every third query has its top 10 reversed in the "worse" run.
 CHANGED_EVERY = 3
@@ -54,22 +56,43 @@ def test_external_export_of_bm25_gives_bm25s_numbers(cran):
     assert ev.summary("x") == ev.summary("bm25")
     assert ev.per_question["x"] == ev.per_question["bm25"]
     # The reference figures of ../shared/data/cranfield/SOURCE.md.
-    means = {m.name: system_from_workspace(ws, "x").values(m, sorted(ev.evaluated)).mean() for m in parse_measures("R@10,RR,nDCG@10")}
-    assert (round(means["R@10"], 4), round(means["RR"], 4), round(means["nDCG@10"], 4)) == (0.3721, 0.4962, 0.3373)
+    means = {
+        m.name: system_from_workspace(ws, "x").values(m, sorted(ev.evaluated)).mean()
+        for m in parse_measures("R@10,RR,nDCG@10")
+    }
+    assert (round(means["R@10"], 4), round(means["RR"], 4), round(means["nDCG@10"], 4)) == (
+        0.3721,
+        0.4962,
+        0.3373,
+    )
     warnings = "\n".join(ws.warnings)
-    assert "run 'worse'" in warnings and "1 id not among the corpus chunks (e.g. 'not-a-doc')" in warnings
+    assert (
+        "run 'worse'" in warnings
+        and "1 id not among the corpus chunks (e.g. 'not-a-doc')" in warnings
+    )
     assert "1 question id not in the golden set (e.g. '9999')" in warnings
-    assert ws.ranking("worse", "1")[0] == ("not-a-doc", 999.5) and len(ws.ranking("worse", "1")) == 100
+    assert (
+        ws.ranking("worse", "1")[0] == ("not-a-doc", 999.5) and len(ws.ranking("worse", "1")) == 100
+    )
 
 
 def test_measures_equal_pytrec_eval_on_graded_qrels(cran, tmp_path):
     ws, _ = cran
     export_trec(ws, tmp_path)
     qrels = read_trec_qrels(tmp_path / "qrels.trec")
-    names = {"R@10": "recall_10", "P@5": "P_5", "RR": "recip_rank", "nDCG@10": "ndcg_cut_10", "Success@1": "success_1", "AP@100": "map_cut_100"}
+    names = {
+        "R@10": "recall_10",
+        "P@5": "P_5",
+        "RR": "recip_rank",
+        "nDCG@10": "ndcg_cut_10",
+        "Success@1": "success_1",
+        "AP@100": "map_cut_100",
+    }
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(names.values()))
     ranked = read_trec_run(tmp_path / "worse.trec")
-    reference = evaluator.evaluate({q: {d: float(len(ds) - i) for i, d in enumerate(ds)} for q, ds in ranked.items()})
+    reference = evaluator.evaluate(
+        {q: {d: float(len(ds) - i) for i, d in enumerate(ds)} for q, ds in ranked.items()}
+    )
     system = system_from_workspace(ws, "worse")
     evaluated = sorted(ws.evaluation.evaluated)
     for measure in parse_measures(list(names)):
@@ -77,8 +100,12 @@ def test_measures_equal_pytrec_eval_on_graded_qrels(cran, tmp_path):
         theirs = np.array([reference[q][names[measure.name]] for q in evaluated])
         assert np.allclose(ours, theirs, atol=1e-12), measure.name
     # Grades 1..4: exponential gain is another measure, never the default.
-    linear, exponential = (system.values(m, evaluated).mean() for m in parse_measures("nDCG@10,nDCG_exp@10"))
-    assert linear == pytest.approx(ws.evaluation.summary("worse").ndcg) and exponential != pytest.approx(linear)
+    linear, exponential = (
+        system.values(m, evaluated).mean() for m in parse_measures("nDCG@10,nDCG_exp@10")
+    )
+    assert linear == pytest.approx(
+        ws.evaluation.summary("worse").ndcg
+    ) and exponential != pytest.approx(linear)
 
 
 def test_compare_finds_the_reversed_top_10s(cran):
@@ -114,7 +141,10 @@ def test_curve_and_slices(cran):
     assert len(curves["bm25"]) == 100 and curves["x"] == curves["bm25"]
     assert curves["bm25"][9] == pytest.approx(ws.evaluation.summary("bm25").recall)
     # Reversal inside the top 10 changes recall@k below 10 (and not-a-doc one query's recall@10 at most).
-    assert abs(curves["worse"][9] - curves["bm25"][9]) <= 1 / 225 and curves["worse"][0] < curves["bm25"][0]
+    assert (
+        abs(curves["worse"][9] - curves["bm25"][9]) <= 1 / 225
+        and curves["worse"][0] < curves["bm25"][0]
+    )
     assert slices_json(ws) == {}  # BEIR queries have no slices
 
 
@@ -122,13 +152,20 @@ def test_saved_run_diff_on_cranfield(cran, capsys):
     ws, folder = cran
     path = save_run(ws, "cran", folder / "saved")
     assert path == folder / "saved" / "cran.json"
-    assert main(["diff", "cran:bm25", "cran:worse", "--runs-dir", str(folder / "saved"), "--json"]) == 0
+    assert (
+        main(["diff", "cran:bm25", "cran:worse", "--runs-dir", str(folder / "saved"), "--json"])
+        == 0
+    )
     body = json.loads(capsys.readouterr().out)
     assert body["k"] == 10
     changed = [c for c in body["changes"] if c["direction"] != "same"]
-    reversed_queries = {q for i, q in enumerate(ws.evaluation.question_ids) if i % CHANGED_EVERY == 0}
+    reversed_queries = {
+        q for i, q in enumerate(ws.evaluation.question_ids) if i % CHANGED_EVERY == 0
+    }
     assert changed and {c["question"] for c in changed} <= reversed_queries
-    assert [c["ndcg_change"] for c in body["changes"]] == sorted(c["ndcg_change"] for c in body["changes"])
+    assert [c["ndcg_change"] for c in body["changes"]] == sorted(
+        c["ndcg_change"] for c in body["changes"]
+    )
     expected = ws.evaluation.summary("worse").ndcg - ws.evaluation.summary("bm25").ndcg
     assert body["mean_change"]["nDCG@10"] == pytest.approx(expected, abs=1e-12)
 
@@ -142,5 +179,7 @@ def test_cli_on_cranfield_with_an_external_run(cran, capsys):
     report = json.loads(captured.out)
     assert list(report["retrievers"]) == ["bm25", "worse"] and report["slices"] == {}
     assert report["comparison"]["metrics"]["nDCG@10"]["p_value"] < 0.001
-    assert report["retrievers"]["worse"]["measures"]["nDCG@10"] == pytest.approx(report["retrievers"]["worse"]["ndcg"])
+    assert report["retrievers"]["worse"]["measures"]["nDCG@10"] == pytest.approx(
+        report["retrievers"]["worse"]["ndcg"]
+    )
     assert "ragtui: warning: run 'worse'" in captured.err

@@ -29,7 +29,11 @@ MUSEUM = """# Museum
 The museum shows old maps of the polder. Opening hours are nine to five.
 """
 QUESTIONS = [
-    {"id": "d1", "question": "What is the gate code?", "evidence": "The secret code of the gate is ZX-41."},
+    {
+        "id": "d1",
+        "question": "What is the gate code?",
+        "evidence": "The secret code of the gate is ZX-41.",
+    },
     {"id": "d2", "question": "When is it open?", "evidence": "Opening hours are nine to five."},
     {"id": "d3", "question": "Gate and hours?", "evidence": "the gate is ZX-41. Opening hours are"},
     {"id": "d4", "question": "What does the museum show?", "evidence": "old maps of the polder"},
@@ -52,50 +56,124 @@ def tripwire(tmp_path: Path) -> Settings:
     (tmp_path / "corpus" / "harbour.md").write_text(HARBOUR)
     (tmp_path / "corpus" / "museum.md").write_text(MUSEUM)
     (tmp_path / "golden").mkdir()
-    (tmp_path / "golden" / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    model = _model(tmp_path / "model", sentence_bert_config={"max_seq_length": 32, "do_lower_case": False})
-    return Settings(corpus=tmp_path / "corpus", golden=tmp_path / "golden", chunk_size=40, model=str(model), retrievers=("bm25",))
+    (tmp_path / "golden" / "questions.jsonl").write_text(
+        "".join(json.dumps(q) + "\n" for q in QUESTIONS)
+    )
+    model = _model(
+        tmp_path / "model", sentence_bert_config={"max_seq_length": 32, "do_lower_case": False}
+    )
+    return Settings(
+        corpus=tmp_path / "corpus",
+        golden=tmp_path / "golden",
+        chunk_size=40,
+        model=str(model),
+        retrievers=("bm25",),
+    )
 
 
 def test_each_diagnostic_trips(tripwire):
     ws = Workspace.load(tripwire)
     # harbour.md#0 ends with "... The secret code of the gate is ZX-41." (39 tokens); #1 starts with the opening hours.
-    assert [(c.id, c.token_count) for c in ws.chunks] == [("harbour.md#0", 39), ("harbour.md#1", 31), ("museum.md#0", 19)]
+    assert [(c.id, c.token_count) for c in ws.chunks] == [
+        ("harbour.md#0", 39),
+        ("harbour.md#1", 31),
+        ("museum.md#0", 19),
+    ]
     diag = diagnose(ws)
-    assert diag.limit is not None and (diag.limit.max_seq_length, diag.limit.special_tokens, diag.limit.content_tokens) == (32, 2, 30)
+    assert diag.limit is not None and (
+        diag.limit.max_seq_length,
+        diag.limit.special_tokens,
+        diag.limit.content_tokens,
+    ) == (32, 2, 30)
     # Chunks over 30 content tokens: their tail is cut off; the visible part is exactly 30 tokens.
-    assert [(t.chunk, t.hidden_tokens) for t in diag.truncated] == [("harbour.md#0", 9), ("harbour.md#1", 1)]
+    assert [(t.chunk, t.hidden_tokens) for t in diag.truncated] == [
+        ("harbour.md#0", 9),
+        ("harbour.md#1", 1),
+    ]
     counter = token_counter(tripwire.model)
     first = ws.chunk_by_id["harbour.md#0"]
-    assert counter.count(ws.corpus.documents[0].text[first.start : diag.truncated[0].visible_end]) == 30
+    assert (
+        counter.count(ws.corpus.documents[0].text[first.start : diag.truncated[0].visible_end])
+        == 30
+    )
     # d1's evidence runs past the cut.
-    assert [(h.question, h.chunk, h.wholly_hidden) for h in diag.hidden_evidence] == [("d1", "harbour.md#0", False)]
+    assert [(h.question, h.chunk, h.wholly_hidden) for h in diag.hidden_evidence] == [
+        ("d1", "harbour.md#0", False)
+    ]
     # d2's evidence is in both documents: allowed, reported.
-    assert [(m.question, m.chunks) for m in diag.multi_match] == [("d2", ("harbour.md#1", "museum.md#0"))]
+    assert [(m.question, m.chunks) for m in diag.multi_match] == [
+        ("d2", ("harbour.md#1", "museum.md#0"))
+    ]
     # d3's evidence spans the boundary of harbour.md#0 and #1.
-    assert [(s.question, s.pairs) for s in diag.straddling] == [("d3", (("harbour.md#0", "harbour.md#1"),))]
+    assert [(s.question, s.pairs) for s in diag.straddling] == [
+        ("d3", (("harbour.md#0", "harbour.md#1"),))
+    ]
     # Histogram: bins of 4 tokens (39 // 4 + 1 = 10 bins), one chunk each at 16-19, 28-31 and 36-39.
-    assert [(b.low, b.high, b.count, b.over) for b in diag.histogram if b.count] == [(16, 19, 1, 0), (28, 31, 1, 1), (36, 39, 1, 1)]
+    assert [(b.low, b.high, b.count, b.over) for b in diag.histogram if b.count] == [
+        (16, 19, 1, 0),
+        (28, 31, 1, 1),
+        (36, 39, 1, 1),
+    ]
     assert sum(b.count for b in diag.histogram) == len(ws.chunks) and len(diag.histogram) == 10
 
 
 def test_check_exits_1_only_for_problems_and_prints_notes(tripwire, capsys):
-    args = ["check", "--corpus", str(tripwire.corpus), "--golden", str(tripwire.golden), "--chunk-size", "40", "--model", tripwire.model, "--retrievers", "bm25"]
+    args = [
+        "check",
+        "--corpus",
+        str(tripwire.corpus),
+        "--golden",
+        str(tripwire.golden),
+        "--chunk-size",
+        "40",
+        "--model",
+        tripwire.model,
+        "--retrievers",
+        "bm25",
+    ]
     assert main(args) == 1
     out = capsys.readouterr().out
-    problems = [line for line in out.splitlines() if ": note: " not in line and line.startswith(str(tripwire.golden))]
-    assert len(problems) == 1 and "d3: evidence 'the gate is ZX-41. Opening hours are' straddles a chunk boundary: harbour.md#0 and harbour.md#1" in problems[0]
-    assert "questions.jsonl:2: d2: note: evidence 'Opening hours are nine to five.' is in 2 chunks, all relevant: harbour.md#1, museum.md#0" in out
-    assert "questions.jsonl:1: d1: note: evidence 'The secret code of the gate is ZX-41.' lies partly in the tail of harbour.md#0" in out
-    assert "harbour.md#0: note: 39 tokens, over the 30 the embedding model reads: the last 9 are invisible to the vector retriever" in out
-    assert "chunk token counts (3 chunks; the embedding model reads 30: max_seq_length 32 less 2 special tokens;" in out
+    problems = [
+        line
+        for line in out.splitlines()
+        if ": note: " not in line and line.startswith(str(tripwire.golden))
+    ]
+    assert (
+        len(problems) == 1
+        and "d3: evidence 'the gate is ZX-41. Opening hours are' straddles a chunk boundary: harbour.md#0 and harbour.md#1"
+        in problems[0]
+    )
+    assert (
+        "questions.jsonl:2: d2: note: evidence 'Opening hours are nine to five.' is in 2 chunks, all relevant: harbour.md#1, museum.md#0"
+        in out
+    )
+    assert (
+        "questions.jsonl:1: d1: note: evidence 'The secret code of the gate is ZX-41.' lies partly in the tail of harbour.md#0"
+        in out
+    )
+    assert (
+        "harbour.md#0: note: 39 tokens, over the 30 the embedding model reads: the last 9 are invisible to the vector retriever"
+        in out
+    )
+    assert (
+        "chunk token counts (3 chunks; the embedding model reads 30: max_seq_length 32 less 2 special tokens;"
+        in out
+    )
     assert "  36-39  > 1 ########################################" in out
-    assert "harbour.md#1: note: 31 tokens, over the 30 the embedding model reads: the last one is invisible" in out
-    assert "notes: 2 of 3 chunks longer than the embedding model reads, 1 evidence string in a cut-off tail, 1 evidence string in several chunks" in out
+    assert (
+        "harbour.md#1: note: 31 tokens, over the 30 the embedding model reads: the last one is invisible"
+        in out
+    )
+    assert (
+        "notes: 2 of 3 chunks longer than the embedding model reads, 1 evidence string in a cut-off tail, 1 evidence string in several chunks"
+        in out
+    )
     assert out.rstrip().endswith("1 problem")
     # Without the straddling question the notes remain, and the exit code is 0.
     questions = Path(tripwire.golden) / "questions.jsonl"
-    questions.write_text("".join(line + "\n" for line in questions.read_text().splitlines() if '"d3"' not in line))
+    questions.write_text(
+        "".join(line + "\n" for line in questions.read_text().splitlines() if '"d3"' not in line)
+    )
     assert main(args) == 0
     out = capsys.readouterr().out
     assert out.count(": note: ") == 4 and out.rstrip().endswith("0 problems")
@@ -107,10 +185,18 @@ def test_model_limit_fallbacks(tmp_path):
     assert bundled is not None and (bundled.max_seq_length, bundled.content_tokens) == (256, 254)
     assert bundled.source.endswith("sentence_bert_config.json")
     # No sentence_bert_config.json: the smaller of max_position_embeddings and a real model_max_length.
-    folder = _model(tmp_path / "plain", config={"max_position_embeddings": 512}, tokenizer_config={"model_max_length": 1e30})
+    folder = _model(
+        tmp_path / "plain",
+        config={"max_position_embeddings": 512},
+        tokenizer_config={"model_max_length": 1e30},
+    )
     limit = model_limit(str(folder))
     assert limit is not None and (limit.max_seq_length, limit.content_tokens) == (512, 510)
-    folder = _model(tmp_path / "short", config={"max_position_embeddings": 512}, tokenizer_config={"model_max_length": 128})
+    folder = _model(
+        tmp_path / "short",
+        config={"max_position_embeddings": 512},
+        tokenizer_config={"model_max_length": 128},
+    )
     assert model_limit(str(folder)).max_seq_length == 128
     assert model_limit(str(_model(tmp_path / "bare"))) is None
 
@@ -120,12 +206,21 @@ def test_unknown_limit_is_a_note_not_a_problem(tripwire):
     ws = Workspace.load(replace(tripwire, model=str(bare)))
     diag = diagnose(ws)
     assert diag.limit is None and not diag.truncated and not diag.hidden_evidence
-    assert [str(n) for n in check_notes(ws, diag)][-1].endswith("note: the model's maximum sequence length is unknown; chunk truncation not checked")
+    assert [str(n) for n in check_notes(ws, diag)][-1].endswith(
+        "note: the model's maximum sequence length is unknown; chunk truncation not checked"
+    )
 
 
 def test_histogram_helpers():
     bins = token_histogram([0, 5, 5, 17, 40], mark=16)
-    assert [(b.low, b.high, b.count, b.over) for b in bins] == [(0, 7, 3, 0), (8, 15, 0, 0), (16, 23, 1, 1), (24, 31, 0, 0), (32, 39, 0, 0), (40, 47, 1, 1)]
+    assert [(b.low, b.high, b.count, b.over) for b in bins] == [
+        (0, 7, 3, 0),
+        (8, 15, 0, 0),
+        (16, 23, 1, 1),
+        (24, 31, 0, 0),
+        (32, 39, 0, 0),
+        (40, 47, 1, 1),
+    ]
     lines = histogram_lines(bins, bar_width=6)
     assert lines[:3] == ["  0-7    3 ######", " 8-15    0", "16-23  > 1 ##"]
     assert token_histogram([]) == []
@@ -154,7 +249,10 @@ def test_labels_survive_a_chunk_size_change_as_stale(mini_settings, mini):
     assert journal.read_bytes() == written, "the journal is never rewritten"
     stale = {(s.label.question, s.label.chunk): s.reason for s in other.stale_labels()}
     assert set(stale) == set(labelled)
-    assert all(reason in ("chunk not in the chunked corpus", "chunk text changed since it was labelled") for reason in stale.values())
+    assert all(
+        reason in ("chunk not in the chunked corpus", "chunk text changed since it was labelled")
+        for reason in stale.values()
+    )
     assert other.hand_grades("m01") == {} and other.hand_grades("m02") == {}
     assert sum(1 for p in check_workspace(other) if "stale label" in p.problem) == 2
 

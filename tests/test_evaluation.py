@@ -75,7 +75,9 @@ def test_grading_the_only_relevant_chunk_zero_then_undo(mini_settings):
     assert ws.grade_source(qid, relevant[0]) == (2, "evidence")
     for name in ws.retrievers:
         assert ws.evaluation.per_question[name][qid] == before[name]
-        assert ws.evaluation.summary(name).as_dict() == pytest.approx(means_before[name].as_dict(), abs=1e-12)
+        assert ws.evaluation.summary(name).as_dict() == pytest.approx(
+            means_before[name].as_dict(), abs=1e-12
+        )
     lines = ws.labels.path.read_text().splitlines()
     assert len(lines) == 2 and '"grade":null' in lines[1], "undo is itself a journal line"
 
@@ -98,7 +100,9 @@ def test_core_imports_no_ui_library():
         "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('textual', 'rich', 'torch', 'sentence_transformers'))\n"
         "print(bad)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -119,7 +123,16 @@ def test_judged_at_k_is_kept_incrementally():
 
 def test_core_type_checks():
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "ragtui/core", "--ignore-missing-imports", "--no-error-summary"],
-        capture_output=True, text=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "ragtui/core",
+            "--ignore-missing-imports",
+            "--no-error-summary",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -19,7 +19,15 @@ from tests.conftest import MINI_CHUNK_SIZE
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
-    return ["--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"), "--chunk-size", str(MINI_CHUNK_SIZE), *extra]
+    return [
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        *extra,
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -36,10 +44,23 @@ def ws(mini_settings) -> Workspace:
 
 
 def test_slice_reports_count_questions_and_equal_subset_means(ws):
-    assert slice_names(ws) == ["code", "lookup", "multi-chunk", "negation", "number", "paraphrase", "table"]
+    assert slice_names(ws) == [
+        "code",
+        "lookup",
+        "multi-chunk",
+        "negation",
+        "number",
+        "paraphrase",
+        "table",
+    ]
     reports = {r.name: r for r in slice_reports(ws, include_all=True)}
-    assert reports["all"].questions == ["m01", "m02", "m03", "m04", "m05", "m06"] and reports["all"].skipped == ["m07"]
-    assert reports["number"].questions == ["m01", "m05"] and reports["lookup"].questions == ["m03", "m04"]
+    assert reports["all"].questions == ["m01", "m02", "m03", "m04", "m05", "m06"] and reports[
+        "all"
+    ].skipped == ["m07"]
+    assert reports["number"].questions == ["m01", "m05"] and reports["lookup"].questions == [
+        "m03",
+        "m04",
+    ]
     # m07 is the only negation question and has no relevant chunk: no question averaged, never a division by 0.
     assert reports["negation"].questions == [] and reports["negation"].skipped == ["m07"]
     assert reports["negation"].summaries["bm25"].questions == 0
@@ -52,7 +73,14 @@ def test_slice_reports_count_questions_and_equal_subset_means(ws):
         assert reports["all"].summaries[name] == ws.evaluation.summary(name)
     body = slices_json(ws)
     assert set(body) == set(slice_names(ws))
-    assert set(body["table"]["hybrid"]) == {"recall", "precision", "precision_ceiling", "mrr", "ndcg", "questions"}
+    assert set(body["table"]["hybrid"]) == {
+        "recall",
+        "precision",
+        "precision_ceiling",
+        "mrr",
+        "ndcg",
+        "questions",
+    }
     assert body["table"]["hybrid"]["questions"] == 1
 
 
@@ -60,8 +88,19 @@ def test_eval_by_slice_table_and_json(mini, capsys):
     assert main(["eval", "--by-slice", *_args(mini)]) == 0
     out = capsys.readouterr().out.splitlines()
     start = out.index(next(line for line in out if line.startswith("slice ")))
-    assert out[start].split() == ["slice", "questions", "retriever", "recall@3", "precision@3", "(ceiling)", "MRR", "nDCG@3"]
-    assert out[start + 1].split()[:3] == ["all", "6", "bm25"] and out[start + 2].split()[0] == "vector"
+    assert out[start].split() == [
+        "slice",
+        "questions",
+        "retriever",
+        "recall@3",
+        "precision@3",
+        "(ceiling)",
+        "MRR",
+        "nDCG@3",
+    ]
+    assert (
+        out[start + 1].split()[:3] == ["all", "6", "bm25"] and out[start + 2].split()[0] == "vector"
+    )
     assert any(line.split()[:3] == ["number", "2", "bm25"] for line in out)
     assert out[-1] == "skipped (no relevant chunk): negation 1"
     # The default table above is unchanged.
@@ -85,12 +124,18 @@ def test_recall_curve_equals_recall_at_every_k(ws):
         assert all(a <= b + 1e-12 for a, b in itertools.pairwise(curve))
         for k in range(1, ws.settings.depth + 1):
             expected = sum(
-                recall_at_k([c for c, _ in ws.ranking(name, q)], relevant_ids(ws.effective_grades(q)), k) for q in evaluated
+                recall_at_k(
+                    [c for c, _ in ws.ranking(name, q)], relevant_ids(ws.effective_grades(q)), k
+                )
+                for q in evaluated
             ) / len(evaluated)
             assert curve[k - 1] == pytest.approx(expected, abs=1e-12)
         assert curve[ws.settings.k - 1] == pytest.approx(ws.evaluation.summary(name).recall)
     assert recall_curves(ws, depth=3, questions=["m01"])["bm25"] == [
-        recall_at_k([c for c, _ in ws.ranking("bm25", "m01")], relevant_ids(ws.effective_grades("m01")), k) for k in (1, 2, 3)
+        recall_at_k(
+            [c for c, _ in ws.ranking("bm25", "m01")], relevant_ids(ws.effective_grades("m01")), k
+        )
+        for k in (1, 2, 3)
     ]
 
 
@@ -103,7 +148,9 @@ def test_eval_curve_cli(mini, capsys):
     assert main(["eval", "--json", "--curve", *_args(mini)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert len(report["recall_curve"]["hybrid"]) == 10
-    assert report["recall_curve"]["hybrid"][2] == pytest.approx(report["retrievers"]["hybrid"]["recall"])
+    assert report["recall_curve"]["hybrid"][2] == pytest.approx(
+        report["retrievers"]["hybrid"]["recall"]
+    )
 
 
 # ---- hybrid attribution ----------------------------------------------------------------------------
@@ -126,7 +173,11 @@ def test_attribution_terms_add_up_to_the_hybrid_ranking(ws):
         if relevant:
             pool = set(bm25) | set(vector)
             assert expl.pool_ceiling == min(3, len(relevant & pool)) / len(relevant)
-            assert expl.hybrid_recall == ws.evaluation.per_question["hybrid"][qid].recall <= expl.pool_ceiling
+            assert (
+                expl.hybrid_recall
+                == ws.evaluation.per_question["hybrid"][qid].recall
+                <= expl.pool_ceiling
+            )
             assert set(expl.missed) == relevant - pool
     pool = pool_ceilings(ws)
     assert pool.questions == 6
@@ -137,7 +188,11 @@ def test_attribution_terms_add_up_to_the_hybrid_ranking(ws):
 def test_attribution_marks_ties(ws):
     # Two lists that share nothing: ranks 1 of each tie at 1/61, ranks 2 at 1/62, ...
     ws.rankings["bm25"]["m01"] = [("ferry.md#0", 5.0), ("ferry.md#1", 4.0)]
-    ws.rankings["vector"]["m01"] = [("library.md#0", 0.9), ("market.txt#0", 0.8), ("library.md#1", 0.7)]
+    ws.rankings["vector"]["m01"] = [
+        ("library.md#0", 0.9),
+        ("market.txt#0", 0.8),
+        ("library.md#1", 0.7),
+    ]
     expl = explain_hybrid(ws, "m01")
     assert [(r.chunk, r.tied) for r in expl.results] == [
         ("ferry.md#0", True), ("library.md#0", True), ("ferry.md#1", True), ("market.txt#0", True), ("library.md#1", False),
@@ -158,8 +213,20 @@ def test_explain_cli(mini, capsys):
     assert main(["explain", "m06", *_args(mini)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "m06: Which events are cancelled?"
-    assert out[2].split() == ["rank", "chunk", "score", "bm25", "term", "vector", "term", "tie", "grade"]
-    assert out[-2].startswith("pool ceiling recall@3 ") and out[-1].startswith("mean over 6 questions: pool ceiling recall@3 ")
+    assert out[2].split() == [
+        "rank",
+        "chunk",
+        "score",
+        "bm25",
+        "term",
+        "vector",
+        "term",
+        "tie",
+        "grade",
+    ]
+    assert out[-2].startswith("pool ceiling recall@3 ") and out[-1].startswith(
+        "mean over 6 questions: pool ceiling recall@3 "
+    )
     assert main(["eval", "--explain", "m06", *_args(mini)]) == 0
     assert "m06: Which events are cancelled?" in capsys.readouterr().out
     assert main(["explain", "m06", "--json", *_args(mini)]) == 0
@@ -169,4 +236,6 @@ def test_explain_cli(mini, capsys):
     assert capsys.readouterr().err.strip() == "ragtui: error: unknown question 'zz'"
     assert main(["eval", "--json", *_args(mini)]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["retrievers"]["hybrid"]["pool_ceiling"] >= report["retrievers"]["hybrid"]["recall"]
+    assert (
+        report["retrievers"]["hybrid"]["pool_ceiling"] >= report["retrievers"]["hybrid"]["recall"]
+    )

@@ -26,12 +26,18 @@ def _write(path: Path, text: str) -> Path:
         ('{"id": "q2", "question": "x"}', "missing field 'evidence'"),
         ('{"id": "q2", "question": "x", "evidence": ""}', "'evidence' must not be empty"),
         ('{"id": "q2", "question": "x", "evidence": [1]}', "'evidence' must be a string or a list"),
-        ('{"id": "q1", "question": "x", "evidence": "y"}', "duplicate question id 'q1' (first on line 1)"),
+        (
+            '{"id": "q1", "question": "x", "evidence": "y"}',
+            "duplicate question id 'q1' (first on line 1)",
+        ),
         ('["q2"]', "expected a JSON object"),
     ],
 )
 def test_bad_question_lines_name_file_and_line(tmp_path, line, problem):
-    path = _write(tmp_path / "questions.jsonl", '{"id": "q1", "question": "a", "evidence": "b"}\n\n' + line + "\n")
+    path = _write(
+        tmp_path / "questions.jsonl",
+        '{"id": "q1", "question": "a", "evidence": "b"}\n\n' + line + "\n",
+    )
     with pytest.raises(InputError) as err:
         load_questions(path)
     assert err.value.line == 3
@@ -50,7 +56,9 @@ def test_questions_load_with_lists_and_slices(tmp_path):
 
 
 def test_evidence_rule_collapses_white_space():
-    index = EvidenceIndex(["a#0", "a#1", "b#0"], ["the pump\n  lifts water", "nothing", "The pump lifts water"])
+    index = EvidenceIndex(
+        ["a#0", "a#1", "b#0"], ["the pump\n  lifts water", "nothing", "The pump lifts water"]
+    )
     assert index.matching_chunks(["the pump lifts   water"]) == ["a#0"]
     assert index.matching_chunks(["zzz", "nothing"]) == ["a#1"]
     assert index.matching_chunks([]) == []
@@ -96,7 +104,11 @@ def test_torn_last_line_is_ignored_with_a_warning_and_repaired(tmp_path):
     with open(path, "ab") as fh:
         fh.write(b'{"question": "q1", "chunk": "a#1", "gra')
     journal = LabelJournal(path)
-    assert journal.warnings and "torn last line" in journal.warnings[0] and ":2:" in journal.warnings[0]
+    assert (
+        journal.warnings
+        and "torn last line" in journal.warnings[0]
+        and ":2:" in journal.warnings[0]
+    )
     assert journal.grade_of("q1", "a#0") == 2
     journal.set_grade("q2", "b#0", 1, "t")
     lines = path.read_text().splitlines()
@@ -117,7 +129,10 @@ def test_unterminated_but_whole_last_line_is_kept(tmp_path):
     ("line", "problem"),
     [
         ('{"question": "q1", "chunk": "a#0", "grade": 12}', "grade 12 out of range 0..9"),
-        ('{"question": "q1", "chunk": "a#0", "grade": "2"}', "'grade' must be a whole number or null"),
+        (
+            '{"question": "q1", "chunk": "a#0", "grade": "2"}',
+            "'grade' must be a whole number or null",
+        ),
         ('{"question": "q1", "chunk": "a#0"}', "missing field 'grade'"),
         ('{"question": "", "chunk": "a#0", "grade": 1}', "'question' must be a non-empty string"),
         ("not json", "malformed JSON"),

@@ -29,7 +29,15 @@ def full_ws(mini_settings: Settings) -> Workspace:
 
 
 def _args(mini, *extra: str) -> list[str]:
-    return ["--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"), "--chunk-size", str(MINI_CHUNK_SIZE), *extra]
+    return [
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        *extra,
+    ]
 
 
 # ---- pooling and queue order --------------------------------------------------------------------
@@ -50,9 +58,13 @@ def test_pool_order_is_best_rank_then_retriever_then_chunk_order():
     assert pool[0].ranks == (("bm25", 1), ("vector", 2), ("hybrid", 1))
     assert pool[4].retrievers == ("vector",)
     # Same best rank and retriever: chunk order decides.
-    tied = pool_question("q", {"x": {"q": [("e", 1.0)]}, "y": {"q": [("a", 1.0)]}}, ["x", "y"], 1, order)
+    tied = pool_question(
+        "q", {"x": {"q": [("e", 1.0)]}, "y": {"q": [("a", 1.0)]}}, ["x", "y"], 1, order
+    )
     assert [e.chunk for e in tied] == ["e", "a"]
-    tied = pool_question("q", {"x": {"q": [("e", 1.0)]}, "y": {"q": [("a", 1.0)]}}, ["y", "x"], 1, order)
+    tied = pool_question(
+        "q", {"x": {"q": [("e", 1.0)]}, "y": {"q": [("a", 1.0)]}}, ["y", "x"], 1, order
+    )
     assert [e.chunk for e in tied] == ["a", "e"]
 
 
@@ -60,7 +72,15 @@ def test_queue_progress_and_next_unjudged_across_questions(bm25_ws):
     ws = bm25_ws
     queue = JudgingQueue(ws)
     # bm25 alone: its top 3, except m04 where only one chunk shares a term with the question.
-    assert {q: len(p) for q, p in queue.pools.items()} == {"m01": 3, "m02": 3, "m03": 3, "m04": 1, "m05": 3, "m06": 3, "m07": 3}
+    assert {q: len(p) for q, p in queue.pools.items()} == {
+        "m01": 3,
+        "m02": 3,
+        "m03": 3,
+        "m04": 1,
+        "m05": 3,
+        "m06": 3,
+        "m07": 3,
+    }
     assert [e.chunk for e in queue.pools["m01"]] == ["ferry.md#1", "ferry.md#0", "library.md#1"]
     progress = queue.progress()
     assert (progress.overall.judged, progress.overall.pooled) == (0, 19)
@@ -133,7 +153,11 @@ def test_pool_is_the_union_of_every_retrievers_top_k(full_ws):
     queue = JudgingQueue(full_ws)
     assert queue.retrievers == ["bm25", "vector", "hybrid"]
     for q in full_ws.questions:
-        union = {cid for name in ("bm25", "vector", "hybrid") for cid, _ in full_ws.ranking(name, q.id)[:3]}
+        union = {
+            cid
+            for name in ("bm25", "vector", "hybrid")
+            for cid, _ in full_ws.ranking(name, q.id)[:3]
+        }
         assert {e.chunk for e in queue.pools[q.id]} == union
     deeper = JudgingQueue(full_ws, pool_depth=5)
     assert deeper.progress().overall.pooled > queue.progress().overall.pooled
@@ -194,7 +218,9 @@ def test_adhoc_query_ranks_any_text_with_every_retriever(mini_settings, mini):
     assert found["hybrid"] == ws.hybrid.fuse(found["bm25"], found["vector"], 10)
     assert found["vector"][0][0].startswith("ferry.md")
     assert len(ws.search_adhoc("ferry", depth=2)["vector"]) == 2
-    assert [q.id for q in ws.questions][-1] == "m07" and (mini / "golden" / "questions.jsonl").read_bytes() == before
+    assert [q.id for q in ws.questions][-1] == "m07" and (
+        mini / "golden" / "questions.jsonl"
+    ).read_bytes() == before
     with pytest.raises(ValueError):
         ws.search_adhoc("   ")
 
@@ -202,11 +228,16 @@ def test_adhoc_query_ranks_any_text_with_every_retriever(mini_settings, mini):
 def test_add_question_appends_atomically_and_evaluates_at_once(full_ws, mini):
     path = mini / "golden" / "questions.jsonl"
     before = path.read_bytes()
-    added = full_ws.add_question("How much is a single ferry ticket?", "| single adult | 3.20 EUR |", ["number", "table"])
+    added = full_ws.add_question(
+        "How much is a single ferry ticket?", "| single adult | 3.20 EUR |", ["number", "table"]
+    )
     after = path.read_bytes()
     assert after.startswith(before), "old lines stay byte-identical"
-    assert json.loads(after[len(before):]) == {
-        "id": "m08", "question": "How much is a single ferry ticket?", "evidence": "| single adult | 3.20 EUR |", "slices": ["number", "table"]
+    assert json.loads(after[len(before) :]) == {
+        "id": "m08",
+        "question": "How much is a single ferry ticket?",
+        "evidence": "| single adult | 3.20 EUR |",
+        "slices": ["number", "table"],
     }
     assert added.question.id == "m08" and added.question.line == 8
     assert added.relevant_chunks == ["ferry.md#1"]
@@ -215,7 +246,10 @@ def test_add_question_appends_atomically_and_evaluates_at_once(full_ws, mini):
     # The workspace knows it at once: grades, rankings, evaluation, the queue.
     ws = full_ws
     assert ws.effective_grades("m08") == {"ferry.md#1": 2}
-    assert "m08" in ws.evaluation.evaluated and ws.evaluation.per_question["vector"]["m08"] == added.metrics["vector"]
+    assert (
+        "m08" in ws.evaluation.evaluated
+        and ws.evaluation.per_question["vector"]["m08"] == added.metrics["vector"]
+    )
     assert ws.ranking("hybrid", "m08") == added.rankings["hybrid"]
     assert ws.evaluation.summary("bm25").questions == 7
     assert "m08" in JudgingQueue(ws).pools
@@ -224,10 +258,14 @@ def test_add_question_appends_atomically_and_evaluates_at_once(full_ws, mini):
     ws.set_grade("m08", "ferry.md#0", 1)
     assert ws.evaluation.per_question["bm25"]["m08"].num_relevant == 2
     # Several evidence strings and an explicit id.
-    more = ws.add_question("Which fares exist?", ["| single adult | 3.20 EUR |", "| return adult | 5.80 EUR |"], qid="fares")
-    assert more.question.id == "fares" and json.loads(path.read_text().splitlines()[-1])["evidence"] == [
-        "| single adult | 3.20 EUR |", "| return adult | 5.80 EUR |"
-    ]
+    more = ws.add_question(
+        "Which fares exist?",
+        ["| single adult | 3.20 EUR |", "| return adult | 5.80 EUR |"],
+        qid="fares",
+    )
+    assert more.question.id == "fares" and json.loads(path.read_text().splitlines()[-1])[
+        "evidence"
+    ] == ["| single adult | 3.20 EUR |", "| return adult | 5.80 EUR |"]
     assert not list(mini.joinpath("golden").glob(".*tmp")), "no temporary file left behind"
 
 
@@ -235,7 +273,9 @@ def test_bad_new_questions_are_refused_and_nothing_is_written(bm25_ws, mini):
     path = mini / "golden" / "questions.jsonl"
     before = path.read_bytes()
     ws = bm25_ws
-    with pytest.raises(InputError, match="evidence 'the town swimming pool opens at dawn' is found in no chunk"):
+    with pytest.raises(
+        InputError, match="evidence 'the town swimming pool opens at dawn' is found in no chunk"
+    ):
         ws.add_question("Is there a pool?", "the town swimming pool opens at dawn")
     with pytest.raises(InputError, match="question id 'm03' is already in the golden set"):
         ws.add_question("Late fees?", "A late book costs 0.25 EUR per day", qid="m03")
@@ -248,7 +288,9 @@ def test_bad_new_questions_are_refused_and_nothing_is_written(bm25_ws, mini):
     assert path.read_bytes() == before and len(ws.questions) == 7
     # At a small chunk size the fares table straddles a boundary: the message names the two chunks.
     small = Workspace.load(replace(ws.settings, chunk_size=12))
-    with pytest.raises(InputError, match=r"straddles a chunk boundary \(ferry\.md#\d+ and ferry\.md#\d+\)"):
+    with pytest.raises(
+        InputError, match=r"straddles a chunk boundary \(ferry\.md#\d+ and ferry\.md#\d+\)"
+    ):
         small.add_question("Fares?", "| single adult | 3.20 EUR | | return adult | 5.80 EUR |")
     assert path.read_bytes() == before
 
@@ -257,13 +299,21 @@ def test_append_keeps_bytes_adds_a_missing_newline_and_serialises_writers(bm25_w
     path = mini / "golden" / "questions.jsonl"
     raw = path.read_bytes().rstrip(b"\n")
     path.write_bytes(raw)  # an editor left the last line without its newline
-    q = append_question(mini / "golden", "Fine?", "A late book costs 0.25 EUR per day", chunks=bm25_ws.chunks)
+    q = append_question(
+        mini / "golden", "Fine?", "A late book costs 0.25 EUR per day", chunks=bm25_ws.chunks
+    )
     assert path.read_bytes().startswith(raw + b"\n") and q.line == 8
     errors: list[Exception] = []
 
     def add(i: int) -> None:
         try:
-            append_question(mini / "golden", f"Question {i}?", "cost 18 EUR per day", ["number"], chunks=bm25_ws.chunks)
+            append_question(
+                mini / "golden",
+                f"Question {i}?",
+                "cost 18 EUR per day",
+                ["number"],
+                chunks=bm25_ws.chunks,
+            )
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -288,13 +338,34 @@ def test_next_question_id():
 
 def test_add_question_command(mini, cache_dir, monkeypatch, capsys):
     monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
-    argv = ["add-question", *_args(mini), "--question", "How much is a single ferry ticket?", "--evidence", "| single adult | 3.20 EUR |", "--slice", "number"]
+    argv = [
+        "add-question",
+        *_args(mini),
+        "--question",
+        "How much is a single ferry ticket?",
+        "--evidence",
+        "| single adult | 3.20 EUR |",
+        "--slice",
+        "number",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("questions.jsonl:8: added m08; relevant (evidence): ferry.md#1")
     assert [line.split()[0] for line in out[2:]] == ["bm25", "vector", "hybrid"]
     assert out[2].split()[1] == "1"
-    assert main(["add-question", *_args(mini), "--question", "Pool?", "--evidence", "no such text anywhere"]) == 2
+    assert (
+        main(
+            [
+                "add-question",
+                *_args(mini),
+                "--question",
+                "Pool?",
+                "--evidence",
+                "no such text anywhere",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0] == (
         f"ragtui: error: {mini / 'golden' / 'questions.jsonl'}: evidence 'no such text anywhere' is found in no chunk of the corpus"

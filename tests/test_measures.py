@@ -24,7 +24,15 @@ from tests.conftest import MINI_CHUNK_SIZE
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
-    return ["--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"), "--chunk-size", str(MINI_CHUNK_SIZE), *extra]
+    return [
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        *extra,
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -114,17 +122,19 @@ def test_values_equal_pytrec_eval_on_graded_labels(mini_settings, tmp_path):
         system = system_from_workspace(ws, name)
         for ours, theirs in pairs.items():
             values = system.values(parse_measure(ours), evaluated)
-            for qid, value in zip(evaluated, values):
+            for qid, value in zip(evaluated, values, strict=True):
                 assert value == pytest.approx(reference[qid][theirs], abs=1e-12), (name, ours, qid)
         for ours, theirs in (("P(rel=2)@3", "P_3"), ("RR(rel=2)", "recip_rank")):
             values = system.values(parse_measure(ours), evaluated)
-            for qid, value in zip(evaluated, values):
+            for qid, value in zip(evaluated, values, strict=True):
                 assert value == pytest.approx(reference_strict[qid][theirs], abs=1e-12)
         # Exponential gain and Judged@k, which trec_eval lacks, against the metric functions.
         for qid in evaluated:
             ids = [cid for cid, _ in ws.ranking(name, qid)]
             gains = ws.effective_grades(qid)
-            assert Measure("nDCG_exp", 3).value(ids, gains) == ndcg_at_k(ids, gains, 3, gain="exponential")
+            assert Measure("nDCG_exp", 3).value(ids, gains) == ndcg_at_k(
+                ids, gains, 3, gain="exponential"
+            )
             assert Measure("Judged", 5).value(ids, gains) == judged_at_k(ids, gains.keys(), 5)
     # With grade 3 next to grade 2, exponential gain gives another number than the default.
     ids = [cid for cid, _ in ws.ranking("vector", "m03")]
@@ -133,9 +143,19 @@ def test_values_equal_pytrec_eval_on_graded_labels(mini_settings, tmp_path):
 
 
 def test_eval_metrics_table_and_json(mini, capsys):
-    assert main(["eval", "--metrics", "R@3,nDCG@10,nDCG_exp@10,Success@1,Judged@10", *_args(mini)]) == 0
+    assert (
+        main(["eval", "--metrics", "R@3,nDCG@10,nDCG_exp@10,Success@1,Judged@10", *_args(mini)])
+        == 0
+    )
     out = capsys.readouterr().out.splitlines()
-    assert out[1].split() == ["retriever", "R@3", "nDCG@10", "nDCG_exp@10", "Success@1", "Judged@10"]
+    assert out[1].split() == [
+        "retriever",
+        "R@3",
+        "nDCG@10",
+        "nDCG_exp@10",
+        "Success@1",
+        "Judged@10",
+    ]
     assert [line.split()[0] for line in out[2:5]] == ["bm25", "vector", "hybrid"]
 
     assert main(["eval", "--json", *_args(mini)]) == 0
@@ -147,12 +167,24 @@ def test_eval_metrics_table_and_json(mini, capsys):
     for name, body in report["retrievers"].items():
         # The same numbers as the default keys, under the ir_measures names.
         assert body["measures"] == pytest.approx(
-            {"R@3": body["recall"], "RR": body["mrr"], "nDCG@3": body["ndcg"], "P@3": body["precision"]}, abs=1e-12
+            {
+                "R@3": body["recall"],
+                "RR": body["mrr"],
+                "nDCG@3": body["ndcg"],
+                "P@3": body["precision"],
+            },
+            abs=1e-12,
         )
-        assert body["per_question"]["m01"]["measures"]["R@3"] == body["per_question"]["m01"]["recall"]
-        assert report["slices"]["number"][name]["measures"]["RR"] == pytest.approx(report["slices"]["number"][name]["mrr"])
+        assert (
+            body["per_question"]["m01"]["measures"]["R@3"] == body["per_question"]["m01"]["recall"]
+        )
+        assert report["slices"]["number"][name]["measures"]["RR"] == pytest.approx(
+            report["slices"]["number"][name]["mrr"]
+        )
         # Existing keys are unchanged.
-        assert {"recall", "precision", "precision_ceiling", "mrr", "ndcg", "per_question"} <= set(body)
+        assert {"recall", "precision", "precision_ceiling", "mrr", "ndcg", "per_question"} <= set(
+            body
+        )
 
 
 def test_default_table_unchanged_without_metrics(mini, capsys):
@@ -167,4 +199,6 @@ def test_bad_metric_names_exit_2_with_one_line(mini, capsys, bad):
     assert main(["eval", "--metrics", bad, "--retrievers", "bm25", *_args(mini)]) == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ragtui: error: --metrics: ") and captured.out == ""
+    assert (
+        len(lines) == 1 and lines[0].startswith("ragtui: error: --metrics: ") and captured.out == ""
+    )

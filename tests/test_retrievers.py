@@ -22,13 +22,17 @@ TEXTS = [
 
 
 def _chunks(texts=TEXTS) -> list[Chunk]:
-    return [Chunk(f"d.md#{i}", "d.md", i, 0, len(t), t, (), len(t.split())) for i, t in enumerate(texts)]
+    return [
+        Chunk(f"d.md#{i}", "d.md", i, 0, len(t), t, (), len(t.split())) for i, t in enumerate(texts)
+    ]
 
 
 def test_bm25_scores_are_rank_bm25s_and_non_matching_chunks_are_left_out():
     bm25 = BM25Retriever(_chunks())
     ranking = bm25.search("pumping station capacity", 10)
-    reference = BM25Okapi([bm25_tokens(t) for t in TEXTS]).get_scores(bm25_tokens("pumping station capacity"))
+    reference = BM25Okapi([bm25_tokens(t) for t in TEXTS]).get_scores(
+        bm25_tokens("pumping station capacity")
+    )
     assert [cid for cid, _ in ranking] == ["d.md#3", "d.md#0"]
     assert [s for _, s in ranking] == [reference[3], reference[0]]
     assert bm25.search("zebra", 10) == []
@@ -57,7 +61,9 @@ def test_vector_ties_and_depth_are_exact():
 
 def test_rrf_by_hand():
     order = {f"c{i}": i for i in range(5)}
-    fused = rrf_fuse([[("c1", 9.0), ("c2", 8.0)], [("c2", 0.9), ("c3", 0.8), ("c1", 0.7)]], order, 10)
+    fused = rrf_fuse(
+        [[("c1", 9.0), ("c2", 8.0)], [("c2", 0.9), ("c3", 0.8), ("c1", 0.7)]], order, 10
+    )
     # c2: 1/62 + 1/61; c1: 1/61 + 1/63; c3: 1/62.
     assert [c for c, _ in fused] == ["c2", "c1", "c3"]
     assert abs(fused[0][1] - (1 / 62 + 1 / 61)) < 1e-15
@@ -107,5 +113,5 @@ def test_batched_vector_search_equals_one_by_one():
     batched = vector.search_vectors(queries, 5, batch=3)
     single = [vector.search_vector(q, 5) for q in queries]
     assert [[c for c, _ in r] for r in batched] == [[c for c, _ in r] for r in single]
-    for r, t in zip(batched, single):
+    for r, t in zip(batched, single, strict=True):
         assert [s for _, s in r] == pytest.approx([s for _, s in t], abs=1e-6)

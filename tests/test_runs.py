@@ -20,7 +20,15 @@ from tests.conftest import MINI_CHUNK_SIZE
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
-    return ["--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"), "--chunk-size", str(MINI_CHUNK_SIZE), *extra]
+    return [
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        *extra,
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +47,22 @@ def test_exported_runs_read_back_give_the_same_numbers(mini, tmp_path, capsys):
     exported = tmp_path / "export"
     assert main(["export", str(exported), *_args(mini)]) == 0
     capsys.readouterr()
-    assert main(["eval", "--json", *_args(mini, "--run", f"x={exported / 'bm25.trec'}", "--run", f"h={exported / 'hybrid.trec'}")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--json",
+                *_args(
+                    mini,
+                    "--run",
+                    f"x={exported / 'bm25.trec'}",
+                    "--run",
+                    f"h={exported / 'hybrid.trec'}",
+                ),
+            ]
+        )
+        == 0
+    )
     report = _json(capsys)
     assert list(report["retrievers"]) == ["bm25", "vector", "hybrid", "x", "h"]
     for ours, theirs in (("x", "bm25"), ("h", "hybrid")):
@@ -53,9 +76,22 @@ def test_exported_runs_read_back_give_the_same_numbers(mini, tmp_path, capsys):
             assert body[ours] == body[theirs], name
     # An external run is exported like a built-in one.
     again = tmp_path / "again"
-    assert main(["export", str(again), "--retrievers", "bm25", *_args(mini, "--run", f"x={exported / 'bm25.trec'}")]) == 0
+    assert (
+        main(
+            [
+                "export",
+                str(again),
+                "--retrievers",
+                "bm25",
+                *_args(mini, "--run", f"x={exported / 'bm25.trec'}"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert (again / "x.trec").read_text().replace("ragtui-x", "ragtui-bm25") == (exported / "bm25.trec").read_text()
+    assert (again / "x.trec").read_text().replace("ragtui-x", "ragtui-bm25") == (
+        exported / "bm25.trec"
+    ).read_text()
 
 
 def test_unknown_ids_are_reported_and_still_ranked(mini_settings, tmp_path, capsys):
@@ -67,10 +103,16 @@ def test_unknown_ids_are_reported_and_still_ranked(mini_settings, tmp_path, caps
         "m99 Q0 ferry.md#0 1 1.0 es\n"
         "zz1 Q0 ferry.md#0 1 1.0 es\n"
     )
-    settings = Settings(**{**mini_settings.__dict__, "retrievers": ("bm25",), "runs": (("es", run),)})
+    settings = Settings(
+        **{**mini_settings.__dict__, "retrievers": ("bm25",), "runs": (("es", run),)}
+    )
     ws = Workspace.load(settings)
     assert ws.retrievers == ["bm25", "es"]
-    assert ws.ranking("es", "m01") == [("ferry.md#1", 9.5), ("s3://bucket/elsewhere.pdf", 8.0), ("ferry.md#0", 7.0)]
+    assert ws.ranking("es", "m01") == [
+        ("ferry.md#1", 9.5),
+        ("s3://bucket/elsewhere.pdf", 8.0),
+        ("ferry.md#0", 7.0),
+    ]
     assert ws.ranking("es", "m02") == []
     external = ws.external["es"]
     assert external.unknown_chunks == ["s3://bucket/elsewhere.pdf"]
@@ -81,11 +123,27 @@ def test_unknown_ids_are_reported_and_still_ranked(mini_settings, tmp_path, caps
     assert "2 question ids not in the golden set (e.g. 'm99', 'zz1')" in joined
     # The unknown id keeps its rank and counts as not relevant.
     ids = [cid for cid, _ in ws.ranking("es", "m01")]
-    assert ws.evaluation.per_question["es"]["m01"] == question_metrics(ids, ws.effective_grades("m01"), 3)
+    assert ws.evaluation.per_question["es"]["m01"] == question_metrics(
+        ids, ws.effective_grades("m01"), 3
+    )
     # On the command line: warnings on stderr, exit 0, the id shown in the ranked list.
-    assert main(["eval", "--json", "--retrievers", "bm25", *_args(ws.settings.corpus.parent, "--run", f"es={run}")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--json",
+                "--retrievers",
+                "bm25",
+                *_args(ws.settings.corpus.parent, "--run", f"es={run}"),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
-    assert "s3://bucket/elsewhere.pdf" in json.loads(captured.out)["retrievers"]["es"]["per_question"]["m01"]["ranked"]
+    assert (
+        "s3://bucket/elsewhere.pdf"
+        in json.loads(captured.out)["retrievers"]["es"]["per_question"]["m01"]["ranked"]
+    )
     assert captured.err.count("ragtui: warning: run 'es'") == 3
 
 
@@ -93,8 +151,14 @@ def test_unknown_ids_are_reported_and_still_ranked(mini_settings, tmp_path, caps
     ("content", "expected"),
     [
         ("m01 Q0 ferry.md#0 1 2.0\n", "engine.trec:1: expected 6 columns"),
-        ("m01 Q0 ferry.md#0 1 2.0 t\nm01 Q0 ferry.md#1 2 high t\n", "engine.trec:2: score 'high' is not a number"),
-        ("m01 Q0 ferry.md#0 1 2.0 t\n\nm01 Q0 ferry.md#0 2 1.0 t\n", "engine.trec:3: docid 'ferry.md#0' appears twice"),
+        (
+            "m01 Q0 ferry.md#0 1 2.0 t\nm01 Q0 ferry.md#1 2 high t\n",
+            "engine.trec:2: score 'high' is not a number",
+        ),
+        (
+            "m01 Q0 ferry.md#0 1 2.0 t\n\nm01 Q0 ferry.md#0 2 1.0 t\n",
+            "engine.trec:3: docid 'ferry.md#0' appears twice",
+        ),
         ("m01 Q0 ferry.md#0 x 2.0 t\n", "engine.trec:1: rank 'x' is not an integer"),
         ("# only a comment\n", "engine.trec: the run file holds no results"),
         (b"m01 Q0 ferry.md#0 1 2.0 t\nm01 Q0 \xff 2 1.0 t\n", "engine.trec:2: not UTF-8"),
@@ -110,7 +174,9 @@ def test_bad_run_files_exit_2_with_one_line(mini, tmp_path, capsys, content, exp
     assert main(["eval", "--retrievers", "bm25", *_args(mini, "--run", f"e={run}")]) == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ragtui: error: ") and expected in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith("ragtui: error: ") and expected in lines[0], (
+        lines
+    )
     assert captured.out == ""
 
 
@@ -118,7 +184,12 @@ def test_run_specs():
     assert parse_run_spec("es=runs/es.trec") == ("es", Path("runs/es.trec"))
     assert parse_run_spec("runs/bm25-tuned.trec") == ("bm25-tuned", Path("runs/bm25-tuned.trec"))
     assert parse_run_spec("a=b=c.trec") == ("a", Path("b=c.trec"))
-    for bad, problem in (("bm25=x.trec", "built-in retriever"), ("../x=y.trec", "letters, digits"), ("a b=x", "letters, digits"), ("x=", "expected NAME=path")):
+    for bad, problem in (
+        ("bm25=x.trec", "built-in retriever"),
+        ("../x=y.trec", "letters, digits"),
+        ("a b=x", "letters, digits"),
+        ("x=", "expected NAME=path"),
+    ):
         with pytest.raises(InputError) as caught:
             parse_run_spec(bad)
         assert problem in caught.value.message, bad
@@ -127,7 +198,12 @@ def test_run_specs():
 def test_duplicate_run_names_are_refused(mini, tmp_path, capsys):
     run = tmp_path / "r.trec"
     run.write_text("m01 Q0 ferry.md#0 1 1.0 t\n")
-    assert main(["eval", "--retrievers", "bm25", *_args(mini, "--run", f"r={run}", "--run", f"r={run}")]) == 2
+    assert (
+        main(
+            ["eval", "--retrievers", "bm25", *_args(mini, "--run", f"r={run}", "--run", f"r={run}")]
+        )
+        == 2
+    )
     assert "the name 'r' is taken" in capsys.readouterr().err
 
 
@@ -145,13 +221,28 @@ def test_save_writes_ranks_values_and_manifest(mini, tmp_path, capsys):
     assert manifest["chunk_size"] == MINI_CHUNK_SIZE and manifest["overlap"] == 0
     assert manifest["model"] == manifest["tokenizer"] == "all-MiniLM-L6-v2"
     assert manifest["bm25"] == "BM25Okapi (rank-bm25) k1=1.5 b=0.75"
-    assert (manifest["rrf_k"], manifest["k"], manifest["depth"], manifest["threshold"]) == (60, 3, 10, 1)
+    assert (manifest["rrf_k"], manifest["k"], manifest["depth"], manifest["threshold"]) == (
+        60,
+        3,
+        10,
+        1,
+    )
     assert manifest["ragtui_version"] and manifest["created"][:2] == "20"
     assert manifest["labels_sha256"] == hashlib.sha256(labels.read_bytes()).hexdigest()
     assert manifest["retrievers"] == ["bm25", "vector", "hybrid"]
     hybrid = saved["retrievers"]["hybrid"]
-    assert hybrid["per_question"]["m01"]["first_relevant_rank"] >= 1 and len(hybrid["per_question"]["m01"]["ranked"]) == 9
-    assert set(hybrid["per_question"]["m01"]) >= {"first_relevant_rank", "recall", "precision", "rr", "ndcg", "ranked"}
+    assert (
+        hybrid["per_question"]["m01"]["first_relevant_rank"] >= 1
+        and len(hybrid["per_question"]["m01"]["ranked"]) == 9
+    )
+    assert set(hybrid["per_question"]["m01"]) >= {
+        "first_relevant_rank",
+        "recall",
+        "precision",
+        "rr",
+        "ndcg",
+        "ranked",
+    }
     assert saved["questions"]["m01"]["grades"] and saved["questions"]["m07"]["evaluated"] is False
     # A name cannot leave the runs folder.
     assert main(["eval", "--save", "../../escape", "--retrievers", "bm25", *_args(mini)]) == 0
@@ -165,16 +256,36 @@ def test_save_writes_ranks_values_and_manifest(mini, tmp_path, capsys):
 def test_diff_of_a_known_change(mini_settings, tmp_path, capsys):
     """Two saved runs that differ only in one question's external ranking: exactly that question moves."""
     ws = Workspace.load(Settings(**{**mini_settings.__dict__, "retrievers": ("bm25",)}))
-    lines = [f"{q} Q0 {cid} {r} {100 - r} t" for q in ("m01", "m03", "m05") for r, (cid, _) in enumerate(ws.ranking("bm25", q), start=1)]
+    lines = [
+        f"{q} Q0 {cid} {r} {100 - r} t"
+        for q in ("m01", "m03", "m05")
+        for r, (cid, _) in enumerate(ws.ranking("bm25", q), start=1)
+    ]
     before, after = tmp_path / "before.trec", tmp_path / "after.trec"
     before.write_text("\n".join(lines) + "\n")
     # Reverse m03's list: its relevant chunk at rank r moves to rank n - r + 1.
     m03 = [cid for cid, _ in ws.ranking("bm25", "m03")]
-    changed = [line for line in lines if not line.startswith("m03 ")] + [f"m03 Q0 {cid} {r} {100 - r} t" for r, cid in enumerate(reversed(m03), start=1)]
+    changed = [line for line in lines if not line.startswith("m03 ")] + [
+        f"m03 Q0 {cid} {r} {100 - r} t" for r, cid in enumerate(reversed(m03), start=1)
+    ]
     after.write_text("\n".join(changed) + "\n")
     runs = tmp_path / "runs"
     for name, path in (("before", before), ("after", after)):
-        assert main(["eval", "--retrievers", "bm25", "--save", name, "--runs-dir", str(runs), *_args(mini_settings.corpus.parent, "--run", f"ext={path}")]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "--retrievers",
+                    "bm25",
+                    "--save",
+                    name,
+                    "--runs-dir",
+                    str(runs),
+                    *_args(mini_settings.corpus.parent, "--run", f"ext={path}"),
+                ]
+            )
+            == 0
+        )
     capsys.readouterr()
 
     rank_before = ws.evaluation.per_question["bm25"]["m03"].first_relevant_rank
@@ -182,7 +293,9 @@ def test_diff_of_a_known_change(mini_settings, tmp_path, capsys):
     assert main(["diff", "before", "after", "--retriever", "ext", "--runs-dir", str(runs)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "diff before:ext -> after:ext: k=3, 6 questions in both"
-    assert out[1].startswith("settings changed: external") is False  # file paths of external runs are not settings
+    assert (
+        out[1].startswith("settings changed: external") is False
+    )  # file paths of external runs are not settings
     row = next(line for line in out if line.startswith("m03 "))
     gains = ws.effective_grades("m03")
     ndcg_before, ndcg_after = ndcg_at_k(m03, gains, 3), ndcg_at_k(list(reversed(m03)), gains, 3)
@@ -192,23 +305,76 @@ def test_diff_of_a_known_change(mini_settings, tmp_path, capsys):
     mean_line = next(line for line in out if line.startswith("mean: "))
     assert f"({(ndcg_after - ndcg_before) / 6:+.3f})" in mean_line
 
-    assert main(["diff", "before", "after", "--retriever", "ext", "--k", "10", "--json", "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "diff",
+                "before",
+                "after",
+                "--retriever",
+                "ext",
+                "--k",
+                "10",
+                "--json",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     body = _json(capsys)
     assert body["k"] == 10 and body["retrievers"] == ["ext", "ext"]
     worst = body["changes"][0]
-    assert worst["question"] == "m03" and worst["direction"] == "worse" and worst["rank_a"] == rank_before
+    assert (
+        worst["question"] == "m03"
+        and worst["direction"] == "worse"
+        and worst["rank_a"] == rank_before
+    )
 
     # The same diff through the core, against bm25 of the current workspace.
     saved = load_run(runs / "after.json")
     direct = diff_runs(saved.system("ext"), saved.system("bm25"), 3)
     # ext holds m01, m03 and m05 only: bm25 is better on m03 (reversed) and on the questions ext left empty.
-    assert {c.question for c in direct.better} == {"m02", "m03", "m04", "m06"} and direct.worse == []
+    assert {c.question for c in direct.better} == {
+        "m02",
+        "m03",
+        "m04",
+        "m06",
+    } and direct.worse == []
 
 
 def test_diff_lists_settings_that_changed_and_bad_names_exit_2(mini, tmp_path, capsys):
     runs = tmp_path / "runs"
-    assert main(["eval", "--retrievers", "bm25", "--save", "small", "--runs-dir", str(runs), *_args(mini)]) == 0
-    assert main(["eval", "--retrievers", "bm25", "--save", "large", "--runs-dir", str(runs), *_args(mini, "--chunk-size", "96")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--retrievers",
+                "bm25",
+                "--save",
+                "small",
+                "--runs-dir",
+                str(runs),
+                *_args(mini),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "eval",
+                "--retrievers",
+                "bm25",
+                "--save",
+                "large",
+                "--runs-dir",
+                str(runs),
+                *_args(mini, "--chunk-size", "96"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["diff", "small", "large", "--runs-dir", str(runs)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -216,7 +382,11 @@ def test_diff_lists_settings_that_changed_and_bad_names_exit_2(mini, tmp_path, c
     assert out[1].startswith("settings changed: chunk_size 48 -> 96; chunks 9 -> ")
     assert main(["diff", "small", "missing", "--runs-dir", str(runs)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "missing: no such saved run or file; saved runs in" in err[0] and "large, small" in err[0]
+    assert (
+        len(err) == 1
+        and "missing: no such saved run or file; saved runs in" in err[0]
+        and "large, small" in err[0]
+    )
     (runs / "broken.json").write_text("{not json")
     assert main(["diff", "small", "broken", "--runs-dir", str(runs)]) == 2
     assert "broken.json: malformed JSON" in capsys.readouterr().err

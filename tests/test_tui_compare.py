@@ -40,7 +40,9 @@ async def test_filtered_by_slice_shows_every_metric_with_its_count(tui_settings:
         report = next(r for r in slice_reports(app.workspace) if r.name == "number")
         rows = metric_rows(app)
         for name, s in report.summaries.items():
-            values = [f"{v:.3f}" for v in (s.recall, s.precision, s.precision_ceiling, s.mrr, s.ndcg)]
+            values = [
+                f"{v:.3f}" for v in (s.recall, s.precision, s.precision_ceiling, s.mrr, s.ndcg)
+            ]
             assert rows[(name, "filter")] == values
         assert f"filter {len(report.questions)}" in screen.metrics.border_title
         # The palette's per-slice report lists every slice with its count.
@@ -96,7 +98,9 @@ async def test_compare_view_matches_the_core(tui_settings: Settings) -> None:
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         expected = compare_systems(
-            system_from_workspace(ws, "bm25"), system_from_workspace(ws, "hybrid"), default_measures(ws.settings.k)
+            system_from_workspace(ws, "bm25"),
+            system_from_workspace(ws, "hybrid"),
+            default_measures(ws.settings.k),
         )
         assert screen.comparison is not None
         text = screen.plain
@@ -129,7 +133,10 @@ async def test_explain_view_shows_ranks_terms_and_ceiling(tui_settings: Settings
             vector = "–" if r.vector_rank is None else str(r.vector_rank)
             assert f"{r.chunk}" in text
             assert f"{bm25:>4}  {vector:>4}  {r.bm25_term:>9.5f}  {r.vector_term:>9.5f}" in text
-        assert f"pool ceiling R@3 {explanation.pool_ceiling:.3f} · hybrid R@3 {explanation.hybrid_recall:.3f}" in text
+        assert (
+            f"pool ceiling R@3 {explanation.pool_ceiling:.3f} · hybrid R@3 {explanation.hybrid_recall:.3f}"
+            in text
+        )
         assert f"only bm25 found ({len(explanation.only_bm25)})" in text
 
 

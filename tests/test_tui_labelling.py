@@ -77,7 +77,10 @@ async def test_next_unjudged_follows_the_pool_and_counts_progress(tui_settings: 
         after_progress = JudgingQueue(ws).progress()
         assert after_progress.overall.judged == before.overall.judged + 1
         count = after_progress.per_question[qid]
-        assert f"judged {after_progress.overall.judged}/{after_progress.overall.pooled}" in progress_line(app)
+        assert (
+            f"judged {after_progress.overall.judged}/{after_progress.overall.pooled}"
+            in progress_line(app)
+        )
         assert f"this question {count.judged}/{count.pooled}" in progress_line(app)
         assert labels(tui_settings)[-1]["chunk"] == chunk
 
@@ -139,7 +142,9 @@ async def test_adhoc_query_shows_every_retriever(tui_settings: Settings) -> None
         assert set(expected) == {"bm25", "vector", "hybrid"}
         for name, ranking in expected.items():
             table = screen.query_one(f"#adhoc-{name}", AdhocList)
-            shown = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+            shown = [
+                table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)
+            ]
             assert shown == [cid for cid, _ in ranking]
         # The chunk view shows the highlighted chunk as plain text.
         area = screen.query_one("#adhoc-chunk")
@@ -229,7 +234,10 @@ async def test_agreement_view_numbers(tui_settings: Settings) -> None:
         assert "no evidence               1        0        0" in text
         assert "Cohen's kappa 0.000" in text
         assert "observed agreement 0.500" in text
-        assert f"m01 {relevant} grade 0 by tester: graded not relevant but contains the evidence" in text
+        assert (
+            f"m01 {relevant} grade 0 by tester: graded not relevant but contains the evidence"
+            in text
+        )
 
 
 @run_async
@@ -264,7 +272,10 @@ def bundled_settings(tmp_path: Path) -> Settings:
     """The bundled corpus with a writable copy of the bundled golden set."""
     shutil.copytree(bundled_golden(), tmp_path / "golden")
     return Settings(
-        corpus=bundled_corpus(), golden=tmp_path / "golden", cache_dir=tmp_path / "cache", annotator="tester"
+        corpus=bundled_corpus(),
+        golden=tmp_path / "golden",
+        cache_dir=tmp_path / "cache",
+        annotator="tester",
     )
 
 
@@ -312,13 +323,15 @@ async def test_label_whole_pooled_top3_of_bundled_set_from_keyboard(tmp_path: Pa
         # Every pooled pair exactly once (grades of different lists may land in either order).
         assert sorted(written) == sorted(order) and len(set(order)) == len(order)
         assert all(
-            lab["grade"] == ws.base_grades.get(lab["question"], {}).get(lab["chunk"], 0) for lab in labels(settings)
+            lab["grade"] == ws.base_grades.get(lab["question"], {}).get(lab["chunk"], 0)
+            for lab in labels(settings)
         )
         assert keystrokes == 2 * len(order)
         assert progress_line(app).startswith(f"judged {len(order)}/{len(order)}")
-        print(f"\nlabelled {len(order)} pooled pairs of {len(ws.questions)} questions with {keystrokes} keystrokes")
+        print(
+            f"\nlabelled {len(order)} pooled pairs of {len(ws.questions)} questions with {keystrokes} keystrokes"
+        )
         # One more n says the pool is judged.
         await pilot.press("n")
         await pilot.pause()
         assert any("pool is judged" in n.message for n in app._notifications)
-

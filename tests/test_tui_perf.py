@@ -37,7 +37,9 @@ def tui_settings(mini_settings: Settings, tmp_path: Path) -> Settings:
 def many_settings(tui_settings: Settings) -> Settings:
     """The mini corpus with MANY questions."""
     golden = Path(tui_settings.golden)
-    source = [json.loads(x) for x in (golden / "questions.jsonl").read_text().splitlines() if x.strip()]
+    source = [
+        json.loads(x) for x in (golden / "questions.jsonl").read_text().splitlines() if x.strip()
+    ]
     lines = (json.dumps({**source[i % len(source)], "id": f"s{i:04d}"}) + "\n" for i in range(MANY))
     (golden / "questions.jsonl").write_text("".join(lines))
     return dataclasses.replace(tui_settings)
@@ -63,7 +65,9 @@ async def test_question_list_never_measures_cells(
         questions = main_screen(app).question_list
         assert questions.row_count == MANY
         assert questions.virtual_size.height == MANY + 1  # the header row
-        assert calls[0] < 1000, calls[0]  # the result lists (3 x 10 rows), never the 14,000 question cells
+        assert calls[0] < 1000, calls[
+            0
+        ]  # the result lists (3 x 10 rows), never the 14,000 question cells
         await pilot.press("tab", "0")  # m01's copy s0000: its only relevant chunk graded 0
         await pilot.pause()
         assert labels(many_settings)[-1]["question"] == "s0000"

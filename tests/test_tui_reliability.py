@@ -69,7 +69,9 @@ def read_only_golden(tui_settings: Settings) -> Iterator[Path]:
 
 
 @run_async
-async def test_another_sessions_labels_update_rows_lists_and_metrics(tui_settings: Settings) -> None:
+async def test_another_sessions_labels_update_rows_lists_and_metrics(
+    tui_settings: Settings,
+) -> None:
     """A second LabelJournal grades m01's only relevant chunk 0: within the 1 s poll the app shows it."""
     app = make_app(tui_settings)
     async with app.run_test(size=WIDE) as pilot:
@@ -115,7 +117,9 @@ async def test_read_only_golden_folder_opens_read_only_and_refuses_edits(
     async with app.run_test(size=COMPACT) as pilot:
         await wait_ready(pilot)
         assert "labels read-only" in app.sub_title
-        assert any("is read-only: you can look" in m and str(read_only_golden) in m for m in messages(app))
+        assert any(
+            "is read-only: you can look" in m and str(read_only_golden) in m for m in messages(app)
+        )
         await pilot.press("tab", "0", "backspace", "u")
         await pilot.pause()
         assert any("the grade was not saved" in m for m in messages(app))
@@ -136,7 +140,9 @@ async def test_read_only_error_from_the_core_is_a_notification(
         assert ws is not None
 
         def refuse(*args: object) -> None:
-            raise ReadOnlyError("golden: the label journal's folder is read-only; the change was not made")
+            raise ReadOnlyError(
+                "golden: the label journal's folder is read-only; the change was not made"
+            )
 
         monkeypatch.setattr(ws, "set_grade", refuse)
         await pilot.press("tab", "0")
@@ -169,7 +175,9 @@ async def test_resizes_while_grading(tui_settings: Settings) -> None:
     async with app.run_test(size=WIDE) as pilot:
         await wait_ready(pilot)
         await pilot.press("tab")
-        for i, (size, grade) in enumerate(((WIDE, "1"), (COMPACT, "0"), ((60, 15), "2"), (WIDE, "1"))):
+        for i, (size, grade) in enumerate(
+            ((WIDE, "1"), (COMPACT, "0"), ((60, 15), "2"), (WIDE, "1"))
+        ):
             await pilot.resize_terminal(*size)
             await pilot.pause()
             screen = main_screen(app)
@@ -179,7 +187,9 @@ async def test_resizes_while_grading(tui_settings: Settings) -> None:
             await pilot.pause()
             assert len(labels(tui_settings)) == i + 1
             assert labels(tui_settings)[-1]["grade"] == int(grade)
-            assert f"grade {grade} (hand)" in str(screen.chunk_view.query_one("#chunk-header").content)
+            assert f"grade {grade} (hand)" in str(
+                screen.chunk_view.query_one("#chunk-header").content
+            )
         assert not main_screen(app).query_one("#too-small").display
         assert app.is_running
 
@@ -212,7 +222,11 @@ class Pane:
         """Run a tmux command on this server."""
         assert TMUX is not None
         return subprocess.run(
-            [TMUX, "-L", self.socket, *args], capture_output=True, text=True, timeout=20, check=False
+            [TMUX, "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
         ).stdout
 
     def wait_for(self, check, seconds: float, what: str) -> str:
@@ -257,8 +271,19 @@ def test_signal_exits_cleanly_with_labels_saved(mini: Path, tmp_path: Path, how:
     exits by itself (128 + signal), the terminal is back to normal, and the journal holds the grade."""
     pid_file = tmp_path / "pid"
     args = [
-        sys.executable, "-m", "ragtui", "--corpus", str(mini / "corpus"), "--golden", str(mini / "golden"),
-        "--chunk-size", "48", "--retrievers", "bm25", "--annotator", "sig",
+        sys.executable,
+        "-m",
+        "ragtui",
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        "48",
+        "--retrievers",
+        "bm25",
+        "--annotator",
+        "sig",
     ]
     command = _app_command(args, pid_file, {"TERM": "screen"}, "echo RAGTUI-EXIT=$?; sleep 30")
     pane = Pane()
@@ -277,7 +302,9 @@ def test_signal_exits_cleanly_with_labels_saved(mini: Path, tmp_path: Path, how:
             code = 128 + getattr(signal, how)
             pane.wait_for(lambda s: f"RAGTUI-EXIT={code}" in s, 10, "the app to exit")
             assert pane.tmux("display-message", "-p", "-t", "rel", "#{alternate_on}").strip() == "0"
-            assert pane.tmux("display-message", "-p", "-t", "rel", "#{mouse_any_flag}").strip() == "0"
+            assert (
+                pane.tmux("display-message", "-p", "-t", "rel", "#{mouse_any_flag}").strip() == "0"
+            )
             assert pane.tmux("display-message", "-p", "-t", "rel", "#{cursor_flag}").strip() == "1"
         deadline = time.monotonic() + 10
         while _alive(pid) and time.monotonic() < deadline:
@@ -301,12 +328,16 @@ def test_terminal_gone_while_drawing_still_ends_the_app(tmp_path: Path, cache_di
     for attempt in range(3):
         pid_file = tmp_path / f"pid{attempt}"
         args = [sys.executable, "-m", "ragtui", "--golden", str(tmp_path), "--annotator", "hup"]
-        command = _app_command(args, pid_file, {"RAGTUI_CACHE_DIR": str(cache_dir), "TERM": "screen"}, "sleep 30")
+        command = _app_command(
+            args, pid_file, {"RAGTUI_CACHE_DIR": str(cache_dir), "TERM": "screen"}, "sleep 30"
+        )
         pane = Pane()
         pane.tmux("new-session", "-d", "-s", "rel", "-x", "120", "-y", "40", command)
         try:
             # Wide layout: the stacked lists' titles; compact (when tmux keeps 80x24): the tab strip.
-            pane.wait_for(lambda s: "hybrid · first relevant" in s or "hybrid #" in s, 90, "the full screen")
+            pane.wait_for(
+                lambda s: "hybrid · first relevant" in s or "hybrid #" in s, 90, "the full screen"
+            )
             pid = int(pid_file.read_text())
         finally:
             pane.kill()
@@ -315,4 +346,6 @@ def test_terminal_gone_while_drawing_still_ends_the_app(tmp_path: Path, cache_di
             time.sleep(0.05)
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
-            raise AssertionError(f"attempt {attempt}: the app kept running after its terminal went away")
+            raise AssertionError(
+                f"attempt {attempt}: the app kept running after its terminal went away"
+            )

@@ -101,13 +101,17 @@ class Workspace:
         settings = settings.resolved()
         for name in settings.retrievers:
             if name not in RETRIEVER_NAMES:
-                raise InputError(None, f"unknown retriever {name!r}; choose from {', '.join(RETRIEVER_NAMES)}")
+                raise InputError(
+                    None, f"unknown retriever {name!r}; choose from {', '.join(RETRIEVER_NAMES)}"
+                )
         if settings.k < 1 or settings.depth < 1:
             raise InputError(None, "--k and --depth must be at least 1")
         run_names = [name for name, _ in settings.runs]
         for name in run_names:
             if name in RETRIEVER_NAMES or run_names.count(name) > 1:
-                raise InputError(None, f"--run: the name {name!r} is taken; give each run its own name")
+                raise InputError(
+                    None, f"--run: the name {name!r} is taken; give each run its own name"
+                )
         if settings.chunk_size is not None and not 0 <= settings.overlap < settings.chunk_size:
             raise InputError(None, "--overlap must be at least 0 and smaller than --chunk-size")
         counter = token_counter(settings.model)
@@ -144,7 +148,9 @@ class Workspace:
             ws.bm25 = BM25Retriever(chunks, backend=settings.bm25_backend)
             ws.rankings["bm25"] = {q.id: ws.bm25.search(q.text, settings.depth) for q in questions}
         for name, path in settings.runs:
-            external = load_external_run(name, path, ws.chunk_by_id, [q.id for q in questions], settings.depth)
+            external = load_external_run(
+                name, path, ws.chunk_by_id, [q.id for q in questions], settings.depth
+            )
             ws.external[name] = external
             ws.rankings[name] = external.rankings
             ws.warnings.extend(external.warnings)
@@ -159,7 +165,7 @@ class Workspace:
         if self.base_source == SOURCE_EVIDENCE:
             index = EvidenceIndex([c.id for c in self.chunks], [c.text for c in self.chunks])
             return {
-                q.id: {cid: EVIDENCE_GRADE for cid in index.matching_chunks(q.evidence)}
+                q.id: dict.fromkeys(index.matching_chunks(q.evidence), EVIDENCE_GRADE)
                 for q in self.questions
             }
         by_doc: dict[str, list[str]] = {}
@@ -198,7 +204,9 @@ class Workspace:
         cache = self.embedding_cache()
         warnings = list(cache.warnings)
         model = embedder or Embedder(self.settings.model)
-        matrix = cache.embed([c.text for c in self.chunks] + [q.text for q in questions], model, progress)
+        matrix = cache.embed(
+            [c.text for c in self.chunks] + [q.text for q in questions], model, progress
+        )
         n = len(self.chunks)
         chunk_matrix, question_matrix = matrix[:n], matrix[n:]
         question_vectors = {q.id: question_matrix[i] for i, q in enumerate(questions)}
@@ -211,12 +219,21 @@ class Workspace:
 
         vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
         depth = self.settings.depth
-        rankings = {"vector": dict(zip((q.id for q in questions), vector.search_vectors(question_matrix, depth)))}
+        rankings = {
+            "vector": dict(
+                zip(
+                    (q.id for q in questions),
+                    vector.search_vectors(question_matrix, depth),
+                    strict=True,
+                )
+            )
+        }
         hybrid = None
         if "hybrid" in self.settings.retrievers and self.bm25 is not None:
             hybrid = HybridRetriever(self.bm25, vector, self.chunk_order)
             rankings["hybrid"] = {
-                q.id: hybrid.fuse(bm25_rankings.get(q.id, []), rankings["vector"][q.id], depth) for q in questions
+                q.id: hybrid.fuse(bm25_rankings.get(q.id, []), rankings["vector"][q.id], depth)
+                for q in questions
             }
         return VectorResult(vector, hybrid, question_vectors, rankings, warnings)
 
@@ -246,7 +263,9 @@ class Workspace:
             return self.hybrid.search(text, depth)
         return []
 
-    def prepare_vectors(self, progress: Progress | None = None, embedder: Embedder | None = None) -> None:
+    def prepare_vectors(
+        self, progress: Progress | None = None, embedder: Embedder | None = None
+    ) -> None:
         """``compute_vectors`` then ``apply_vectors``: the headless commands' one-step form."""
         result = self.compute_vectors(progress, embedder)
         if result is not None:
@@ -264,7 +283,9 @@ class Workspace:
     @property
     def retrievers(self) -> list[str]:
         """The chosen retrievers that have rankings, in the standard order, then the external runs in the order given."""
-        builtin = [n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings]
+        builtin = [
+            n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings
+        ]
         return builtin + [n for n, _ in self.settings.runs if n in self.rankings]
 
     def label_status(self, label: Label) -> str | None:
@@ -373,10 +394,13 @@ class Workspace:
         return search_adhoc(self, text, depth)
 
     def add_question(
-        self, text: str, evidence: str | list[str], slices: Iterable[str] = (), qid: str | None = None
+        self,
+        text: str,
+        evidence: str | list[str],
+        slices: Iterable[str] = (),
+        qid: str | None = None,
     ) -> AddedQuestion:
         """Append a validated question to questions.jsonl (atomically) and evaluate it at once with every ready retriever."""
         from ragtui.core.labelling.authoring import add_question
 
         return add_question(self, text, evidence, list(slices), qid)
-

@@ -8,6 +8,7 @@ generation number, so a late result of an older load (before a depth change) is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -199,10 +200,9 @@ class RagtuiApp(WorkflowMixin, App[int]):
             return  # tests: the test runner owns the process's signals
         loop = asyncio.get_running_loop()
         for signum in EXIT_SIGNALS:
-            try:
+            # Not the main thread, or Windows: no signal handlers.
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, self._exit_on_signal, signum)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
-                pass
 
     def _exit_on_signal(self, signum: int) -> None:
         """Quit cleanly, with the shell's exit code for that signal (128 + its number).
@@ -229,8 +229,12 @@ class RagtuiApp(WorkflowMixin, App[int]):
             message = exc.message if isinstance(exc, InputError) else str(exc)
             if message != self._label_poll_error:
                 self._label_poll_error = message
-                self.notify(f"Cannot read labels from another session: {message}", severity="error",
-                            timeout=8, markup=False)
+                self.notify(
+                    f"Cannot read labels from another session: {message}",
+                    severity="error",
+                    timeout=8,
+                    markup=False,
+                )
             return
         self._label_poll_error = ""
         if not changed:
@@ -259,7 +263,7 @@ class RagtuiApp(WorkflowMixin, App[int]):
         except InputError as exc:
             self.post_message(LoadFailed(exc.message, generation))
             return
-        except Exception as exc:  # noqa: BLE001 - a bad corpus must be a message, never a traceback
+        except Exception as exc:
             self.post_message(
                 LoadFailed(f"cannot load the data: {type(exc).__name__}: {exc}", generation)
             )
@@ -319,7 +323,7 @@ class RagtuiApp(WorkflowMixin, App[int]):
             announce()
             self.post_message(VectorsFailed(generation, exc.message))
             return None
-        except Exception as exc:  # noqa: BLE001 - the model or cache failed: vector and hybrid unavailable
+        except Exception as exc:
             announce()
             self.post_message(VectorsFailed(generation, f"{type(exc).__name__}: {exc}"))
             return None
@@ -402,7 +406,13 @@ class RagtuiApp(WorkflowMixin, App[int]):
         """Put the vector and hybrid rankings into the workspace and its evaluation (UI thread)."""
         assert vectors.vector is not None
         ws.apply_vectors(
-            VectorResult(vectors.vector, vectors.hybrid, vectors.question_vectors, vectors.rankings, vectors.warnings)
+            VectorResult(
+                vectors.vector,
+                vectors.hybrid,
+                vectors.question_vectors,
+                vectors.rankings,
+                vectors.warnings,
+            )
         )
         if vectors.embedder is not None:
             self.embedder = vectors.embedder

@@ -34,7 +34,7 @@ class Baseline:
             system = self.run.system(self.retriever)
             evaluated = system.evaluated()
             array = system.values(Measure("nDCG", k), evaluated)
-            self._values[k] = {q: float(v) for q, v in zip(evaluated, array)}
+            self._values[k] = {q: float(v) for q, v in zip(evaluated, array, strict=True)}
         return self._values[k]
 
     def deltas(self, ws: Workspace) -> dict[str, float]:
@@ -80,18 +80,27 @@ class WorkflowMixin:
         try:
             run = load_run(folder / f"{name}.json")
         except InputError as exc:
-            self.notify(f"Cannot use {name} as baseline: {exc.message}", severity="error", timeout=8, markup=False)
+            self.notify(
+                f"Cannot use {name} as baseline: {exc.message}",
+                severity="error",
+                timeout=8,
+                markup=False,
+            )
             return
         chosen = pick_retriever(run, retriever)
         ws = self.workspace
         if chosen not in run.rankings and run.rankings:
             chosen = next(iter(run.rankings))
         if ws is not None and chosen not in ws.retrievers:
-            self.notify(f"{chosen} is not shown: no baseline.", severity="error", timeout=6, markup=False)
+            self.notify(
+                f"{chosen} is not shown: no baseline.", severity="error", timeout=6, markup=False
+            )
             return
         self.baseline = Baseline(name, run, chosen)
         self.main_screen.apply_baseline()
-        self.notify(f"Baseline: {name} ({chosen}); Δ = nDCG@k now minus then.", timeout=5, markup=False)
+        self.notify(
+            f"Baseline: {name} ({chosen}); Δ = nDCG@k now minus then.", timeout=5, markup=False
+        )
 
     def clear_baseline(self: RagtuiApp) -> None:  # type: ignore[misc]
         """Remove the Δ column."""
@@ -103,8 +112,16 @@ class WorkflowMixin:
         ws = self.workspace
         if ws is None:
             return
-        if chunk_size is not None and chunk_size < 1 or overlap < 0 or (chunk_size is not None and overlap >= chunk_size):
-            self.notify("Chunk size must be at least 1 and the overlap smaller than it.", severity="error", timeout=6)
+        if (
+            (chunk_size is not None and chunk_size < 1)
+            or overlap < 0
+            or (chunk_size is not None and overlap >= chunk_size)
+        ):
+            self.notify(
+                "Chunk size must be at least 1 and the overlap smaller than it.",
+                severity="error",
+                timeout=6,
+            )
             return
         self.settings = replace(ws.settings, chunk_size=chunk_size, overlap=overlap)
         self.notify(f"Re-chunking at size {chunk_size}, overlap {overlap}…", timeout=4)
@@ -127,12 +144,18 @@ class WorkflowMixin:
                 size = int(parts[0])
                 overlap = int(parts[1]) if len(parts) > 1 else 0
             except (ValueError, IndexError):
-                self.notify("Give the chunk size and overlap as two numbers, e.g. 256 32.", severity="error", timeout=6)
+                self.notify(
+                    "Give the chunk size and overlap as two numbers, e.g. 256 32.",
+                    severity="error",
+                    timeout=6,
+                )
                 return
             self.set_chunking(size, overlap)
 
         current = f"{ws.settings.chunk_size or 512} {ws.settings.overlap}"
-        self.push_screen(PromptScreen("chunking: size and overlap in tokens (e.g. 256 32)", current), apply)
+        self.push_screen(
+            PromptScreen("chunking: size and overlap in tokens (e.g. 256 32)", current), apply
+        )
 
 
 class WorkflowCommands(CommandListProvider):
@@ -146,30 +169,82 @@ class WorkflowCommands(CommandListProvider):
             return []
         screen = app.main_screen
         out: list[tuple[str, Callable[[], object], str]] = [
-            ("labels: next unjudged chunk", screen.action_next_unjudged, "key n: the judging queue (pooled top k)"),
+            (
+                "labels: next unjudged chunk",
+                screen.action_next_unjudged,
+                "key n: the judging queue (pooled top k)",
+            ),
             (
                 "labels: judging queue in random order",
                 partial(screen.set_queue_order, "random"),
                 "seeded shuffle of each pool, so position does not bias the judge",
             ),
-            ("labels: judging queue in rank order", partial(screen.set_queue_order, "rank"), "highest-ranked first"),
-            ("labels: agreement", screen.action_agreement, "key g: evidence rule vs hand grades, kappa, annotators"),
-            ("questions: ad-hoc query and add", screen.action_adhoc, "key a: type any question, add it to the golden set"),
-            ("results: explain hybrid", screen.action_explain, "key e: bm25 and vector ranks, RRF terms, pool ceiling"),
-            ("metrics: recall@k curve", screen.action_curve, "key r: recall at k = 1..depth per retriever"),
-            ("metrics: per-slice report", screen.action_slices, "every metric per slice, with question counts"),
-            ("corpus: chunking diagnostics", screen.action_diagnostics, "key d: straddling evidence, truncation, histogram"),
-            ("chunking: set size and overlap", app.action_chunking_prompt, "re-chunk and re-evaluate; stale labels are kept"),
+            (
+                "labels: judging queue in rank order",
+                partial(screen.set_queue_order, "rank"),
+                "highest-ranked first",
+            ),
+            (
+                "labels: agreement",
+                screen.action_agreement,
+                "key g: evidence rule vs hand grades, kappa, annotators",
+            ),
+            (
+                "questions: ad-hoc query and add",
+                screen.action_adhoc,
+                "key a: type any question, add it to the golden set",
+            ),
+            (
+                "results: explain hybrid",
+                screen.action_explain,
+                "key e: bm25 and vector ranks, RRF terms, pool ceiling",
+            ),
+            (
+                "metrics: recall@k curve",
+                screen.action_curve,
+                "key r: recall at k = 1..depth per retriever",
+            ),
+            (
+                "metrics: per-slice report",
+                screen.action_slices,
+                "every metric per slice, with question counts",
+            ),
+            (
+                "corpus: chunking diagnostics",
+                screen.action_diagnostics,
+                "key d: straddling evidence, truncation, histogram",
+            ),
+            (
+                "chunking: set size and overlap",
+                app.action_chunking_prompt,
+                "re-chunk and re-evaluate; stale labels are kept",
+            ),
         ]
         names = ws.retrievers
         for i, a in enumerate(names):
             for b in names[i + 1 :]:
                 out.append(
-                    (f"compare: {b} against {a}", partial(screen.action_compare, a, b), "win/tie/loss, p-value, 95% CI")
+                    (
+                        f"compare: {b} against {a}",
+                        partial(screen.action_compare, a, b),
+                        "win/tie/loss, p-value, 95% CI",
+                    )
                 )
         folder = app.runs_folder()
         for name in list_runs(folder) if folder is not None else []:
-            out.append((f"baseline: {name}", partial(app.set_baseline, name), f"Δ nDCG@k against {folder}/{name}.json"))
+            out.append(
+                (
+                    f"baseline: {name}",
+                    partial(app.set_baseline, name),
+                    f"Δ nDCG@k against {folder}/{name}.json",
+                )
+            )
         if app.baseline is not None:
-            out.append(("baseline: clear", app.clear_baseline, f"stop comparing against {app.baseline.name}"))
+            out.append(
+                (
+                    "baseline: clear",
+                    app.clear_baseline,
+                    f"stop comparing against {app.baseline.name}",
+                )
+            )
         return out

@@ -23,7 +23,14 @@ from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.hybrid import RRF_K, rrf_fuse
 from ragtui.core.workspace import Workspace
 
-__all__ = ["FusedResult", "HybridExplanation", "PoolCeiling", "SoleResult", "explain_hybrid", "pool_ceilings"]
+__all__ = [
+    "FusedResult",
+    "HybridExplanation",
+    "PoolCeiling",
+    "SoleResult",
+    "explain_hybrid",
+    "pool_ceilings",
+]
 
 #: Fused scores closer than this are a tie.
 TIE_TOLERANCE = 1e-12
@@ -91,7 +98,10 @@ def _lists(ws: Workspace, qid: str) -> tuple[Ranking, Ranking, int]:
     """The bm25 and vector top-depth lists of a question, and the RRF k."""
     missing = [n for n in ("bm25", "vector") if n not in ws.rankings]
     if missing:
-        raise InputError(None, f"hybrid attribution needs the bm25 and vector rankings; {' and '.join(missing)} not loaded")
+        raise InputError(
+            None,
+            f"hybrid attribution needs the bm25 and vector rankings; {' and '.join(missing)} not loaded",
+        )
     if qid not in ws.question_by_id:
         raise InputError(None, f"unknown question {qid!r}")
     depth = ws.settings.depth
@@ -119,7 +129,8 @@ def explain_hybrid(ws: Workspace, qid: str) -> HybridExplanation:
     results = []
     for i, (cid, score) in enumerate(fused):
         tied = any(
-            0 <= j < len(fused) and abs(fused[j][1] - score) <= TIE_TOLERANCE for j in (i - 1, i + 1)
+            0 <= j < len(fused) and abs(fused[j][1] - score) <= TIE_TOLERANCE
+            for j in (i - 1, i + 1)
         )
         br, vr = bm25_rank.get(cid), vector_rank.get(cid)
         results.append(
@@ -146,7 +157,10 @@ def explain_hybrid(ws: Workspace, qid: str) -> HybridExplanation:
         ]
 
     pool = set(bm25_rank) | set(vector_rank)
-    missed = sorted((c for c in relevant if c not in pool), key=lambda c: ws.chunk_order.get(c, len(ws.chunk_order)))
+    missed = sorted(
+        (c for c in relevant if c not in pool),
+        key=lambda c: ws.chunk_order.get(c, len(ws.chunk_order)),
+    )
     return HybridExplanation(
         question=qid,
         k=k,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,11 @@ class Problem:
     def __str__(self) -> str:
         path = _shown_path(self.path)
         where = f"{path}:{self.line}" if self.line else path
-        return f"{where}: {self.question}: {self.problem}" if self.question else f"{where}: {self.problem}"
+        return (
+            f"{where}: {self.question}: {self.problem}"
+            if self.question
+            else f"{where}: {self.problem}"
+        )
 
 
 def _shown_path(path: str) -> str:
@@ -44,9 +49,13 @@ def _straddling_chunks(ws: Workspace, evidence: str) -> list[tuple[str, str]] | 
         if needle not in normalize_ws(doc.text):
             continue
         chunks = by_doc.get(doc.path, [])
-        for a, b in zip(chunks, chunks[1:]):
+        for a, b in itertools.pairwise(chunks):
             joined = normalize_ws(doc.text[a.start : b.end])
-            if needle in joined and needle not in normalize_ws(a.text) and needle not in normalize_ws(b.text):
+            if (
+                needle in joined
+                and needle not in normalize_ws(a.text)
+                and needle not in normalize_ws(b.text)
+            ):
                 pairs.append((a.id, b.id))
         if not pairs:
             pairs.append((f"{doc.path} (across several chunks)", ""))
@@ -66,13 +75,27 @@ def check_workspace(ws: Workspace) -> list[Problem]:
             pairs = _straddling_chunks(ws, evidence)
             if pairs:
                 where = "; ".join(f"{a} and {b}" if b else a for a, b in pairs)
-                problems.append(Problem(questions_file, q.line, q.id, f"evidence {short!r} straddles a chunk boundary: {where}"))
+                problems.append(
+                    Problem(
+                        questions_file,
+                        q.line,
+                        q.id,
+                        f"evidence {short!r} straddles a chunk boundary: {where}",
+                    )
+                )
             else:
-                problems.append(Problem(questions_file, q.line, q.id, f"evidence {short!r} is in no document"))
+                problems.append(
+                    Problem(questions_file, q.line, q.id, f"evidence {short!r} is in no document")
+                )
     for stale in ws.stale_labels():
         lab = stale.label
         problems.append(
-            Problem(str(ws.labels.path), lab.line, lab.question, f"stale label for {lab.chunk} (grade {lab.grade}): {stale.reason}")
+            Problem(
+                str(ws.labels.path),
+                lab.line,
+                lab.question,
+                f"stale label for {lab.chunk} (grade {lab.grade}): {stale.reason}",
+            )
         )
     return problems
 
@@ -87,17 +110,34 @@ def check_notes(ws: Workspace, diagnostics: ChunkDiagnostics | None = None) -> l
     for multi in diag.multi_match:
         short = multi.evidence if len(multi.evidence) <= 60 else multi.evidence[:57] + "..."
         notes.append(
-            Problem(questions_file, multi.line, multi.question, f"note: evidence {short!r} is in {len(multi.chunks)} chunks, all relevant: {', '.join(multi.chunks)}")
+            Problem(
+                questions_file,
+                multi.line,
+                multi.question,
+                f"note: evidence {short!r} is in {len(multi.chunks)} chunks, all relevant: {', '.join(multi.chunks)}",
+            )
         )
     if diag.limit is None:
-        notes.append(Problem(ws.settings.model, 0, "", "note: the model's maximum sequence length is unknown; chunk truncation not checked"))
+        notes.append(
+            Problem(
+                ws.settings.model,
+                0,
+                "",
+                "note: the model's maximum sequence length is unknown; chunk truncation not checked",
+            )
+        )
         return notes
     limit = diag.limit
     for hidden in diag.hidden_evidence:
         short = hidden.evidence if len(hidden.evidence) <= 60 else hidden.evidence[:57] + "..."
         how = "wholly" if hidden.wholly_hidden else "partly"
         notes.append(
-            Problem(questions_file, hidden.line, hidden.question, f"note: evidence {short!r} lies {how} in the tail of {hidden.chunk} that the embedding model cuts off")
+            Problem(
+                questions_file,
+                hidden.line,
+                hidden.question,
+                f"note: evidence {short!r} lies {how} in the tail of {hidden.chunk} that the embedding model cuts off",
+            )
         )
     for cut in diag.truncated:
         notes.append(
@@ -106,7 +146,11 @@ def check_notes(ws: Workspace, diagnostics: ChunkDiagnostics | None = None) -> l
                 0,
                 "",
                 f"note: {cut.token_count} tokens, over the {limit.content_tokens} the embedding model reads: "
-                + ("the last one is" if cut.hidden_tokens == 1 else f"the last {cut.hidden_tokens} are")
+                + (
+                    "the last one is"
+                    if cut.hidden_tokens == 1
+                    else f"the last {cut.hidden_tokens} are"
+                )
                 + " invisible to the vector retriever",
             )
         )

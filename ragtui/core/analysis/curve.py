@@ -19,4 +19,6 @@ def recall_curves(
     depth = ws.settings.depth if depth is None else depth
     wanted = None if questions is None else set(questions)
     chosen = [q for q in ev.question_ids if q in ev.evaluated and (wanted is None or q in wanted)]
-    return {name: system_from_workspace(ws, name).recall_curve(depth, chosen) for name in ws.retrievers}
+    return {
+        name: system_from_workspace(ws, name).recall_curve(depth, chosen) for name in ws.retrievers
+    }

@@ -167,7 +167,10 @@ def model_limit(model: str, counter: TokenCounter | None = None) -> ModelLimit |
     if isinstance(value, int) and value > 0:
         return ModelLimit(value, specials, str(st_file))
     candidates = []
-    for name, key in (("config.json", "max_position_embeddings"), ("tokenizer_config.json", "model_max_length")):
+    for name, key in (
+        ("config.json", "max_position_embeddings"),
+        ("tokenizer_config.json", "model_max_length"),
+    ):
         found = _model_file(model, name)
         number = _read_json(found).get(key)
         if isinstance(number, int) and 0 < number < 1_000_000:  # tokenizers say 1e30 for "no limit"
@@ -181,7 +184,9 @@ def model_limit(model: str, counter: TokenCounter | None = None) -> ModelLimit |
 # ---- the diagnostics -----------------------------------------------------------------------------
 
 
-def token_histogram(counts: Sequence[int], mark: int | None = None, max_bins: int = MAX_BINS) -> list[HistogramBin]:
+def token_histogram(
+    counts: Sequence[int], mark: int | None = None, max_bins: int = MAX_BINS
+) -> list[HistogramBin]:
     """Counts in equal bins from 0, the bin width the smallest power of two giving at most ``max_bins`` bins.
 
     Each bin also counts its values above ``mark`` (the model's limit), if given.
@@ -214,7 +219,9 @@ def histogram_lines(bins: Sequence[HistogramBin], bar_width: int = 40) -> list[s
         if b.count and not bar:
             bar = "#"
         flag = " >" if b.over else "  "
-        lines.append(f"{f'{b.low}-{b.high}':>{label_width}} {flag} {b.count:>{count_width}} {bar}".rstrip())
+        lines.append(
+            f"{f'{b.low}-{b.high}':>{label_width}} {flag} {b.count:>{count_width}} {bar}".rstrip()
+        )
     return lines
 
 
@@ -222,7 +229,11 @@ def diagnose(ws: Workspace) -> ChunkDiagnostics:
     """Every chunking diagnostic of a loaded workspace (no embedding needed)."""
     counter = token_counter(ws.settings.model)
     whole = [c for c in ws.chunks if c.token_count < 0]  # documents as chunks (BEIR without a size)
-    measured = dict(zip([c.id for c in whole], counter.count_batch([c.text for c in whole]))) if whole else {}
+    measured = (
+        dict(zip([c.id for c in whole], counter.count_batch([c.text for c in whole]), strict=True))
+        if whole
+        else {}
+    )
     counts = {c.id: measured.get(c.id, c.token_count) for c in ws.chunks}
     limit = model_limit(ws.settings.model, counter)
 
@@ -232,9 +243,15 @@ def diagnose(ws: Workspace) -> ChunkDiagnostics:
         for c in ws.chunks:
             if counts[c.id] > limit.content_tokens:
                 offsets = counter.offsets(c.text)
-                tail = offsets[limit.content_tokens][0] if limit.content_tokens < len(offsets) else len(c.text)
+                tail = (
+                    offsets[limit.content_tokens][0]
+                    if limit.content_tokens < len(offsets)
+                    else len(c.text)
+                )
                 cut_at[c.id] = tail
-                truncated.append(TruncatedChunk(c.id, c.doc, counts[c.id], limit.content_tokens, c.start + tail))
+                truncated.append(
+                    TruncatedChunk(c.id, c.doc, counts[c.id], limit.content_tokens, c.start + tail)
+                )
 
     index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
     multi: list[MultiMatch] = []
@@ -245,7 +262,9 @@ def diagnose(ws: Workspace) -> ChunkDiagnostics:
             matches = index.matching_chunks([evidence])
             if len(matches) > 1:
                 multi.append(MultiMatch(q.id, q.line, evidence, tuple(matches)))
-            if not matches and any(normalize_ws(evidence) in normalize_ws(d.text) for d in ws.corpus.documents):
+            if not matches and any(
+                normalize_ws(evidence) in normalize_ws(d.text) for d in ws.corpus.documents
+            ):
                 pairs = straddling_pairs(ws.corpus.documents, ws.chunks, evidence)
                 straddling.append(Straddle(q.id, q.line, evidence, tuple(pairs)))
             for cid in matches:

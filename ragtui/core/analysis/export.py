@@ -32,7 +32,9 @@ def run_lines(ws: Workspace, name: str) -> list[str]:
     depth = ws.settings.depth
     for q in ws.questions:
         for rank, (cid, _) in enumerate(ws.ranking(name, q.id), start=1):
-            lines.append(f"{trec_id(q.id)} Q0 {trec_id(cid)} {rank} {depth - rank + 1} ragtui-{name}")
+            lines.append(
+                f"{trec_id(q.id)} Q0 {trec_id(cid)} {rank} {depth - rank + 1} ragtui-{name}"
+            )
     return lines
 
 

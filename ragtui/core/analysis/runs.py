@@ -94,7 +94,9 @@ def manifest(ws: Workspace) -> dict[str, Any]:
             name: {"path": str(run.path), "sha256": run.sha256} for name, run in ws.external.items()
         },
         "labels_sha256": _sha256_file(ws.labels.path),
-        "questions_sha256": _sha256_file(golden / "questions.jsonl") if golden is not None and s.beir is None else None,
+        "questions_sha256": _sha256_file(golden / "questions.jsonl")
+        if golden is not None and s.beir is None
+        else None,
     }
 
 
@@ -131,9 +133,16 @@ class SavedRun:
         """One retriever of the run as a system judged by the run's own grades, labelled ``name:retriever``."""
         if retriever not in self.rankings:
             raise InputError(
-                self.path, f"saved run {self.name!r} has no retriever {retriever!r}; it has {', '.join(self.retrievers)}"
+                self.path,
+                f"saved run {self.name!r} has no retriever {retriever!r}; it has {', '.join(self.retrievers)}",
             )
-        return System(f"{self.name}:{retriever}", self.rankings[retriever], self.grades, self.question_ids, self.threshold)
+        return System(
+            f"{self.name}:{retriever}",
+            self.rankings[retriever],
+            self.grades,
+            self.question_ids,
+            self.threshold,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object written to disk."""
@@ -143,7 +152,8 @@ class SavedRun:
             "name": self.name,
             "manifest": self.manifest,
             "questions": {
-                q: {**self.questions.get(q, {}), "grades": self.grades.get(q, {})} for q in self.question_ids
+                q: {**self.questions.get(q, {}), "grades": self.grades.get(q, {})}
+                for q in self.question_ids
             },
             "retrievers": {
                 r: {
@@ -163,7 +173,8 @@ def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
     ev = ws.evaluation
     assert ev is not None
     questions = {
-        q.id: {"text": q.text, "slices": list(q.slices), "evaluated": q.id in ev.evaluated} for q in ws.questions
+        q.id: {"text": q.text, "slices": list(q.slices), "evaluated": q.id in ev.evaluated}
+        for q in ws.questions
     }
     grades = {q: dict(ev.gains(q)) for q in ev.question_ids}
     rankings: dict[str, dict[str, list[str]]] = {}
@@ -186,10 +197,14 @@ def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
                 "rr": m.rr,
                 "ndcg": m.ndcg,
             }
-    return SavedRun(name, manifest(ws), list(ev.question_ids), questions, grades, rankings, summaries, values)
+    return SavedRun(
+        name, manifest(ws), list(ev.question_ids), questions, grades, rankings, summaries, values
+    )
 
 
-def runs_folder(ws_or_golden: Workspace | Path | str | None, runs_dir: Path | str | None = None) -> Path:
+def runs_folder(
+    ws_or_golden: Workspace | Path | str | None, runs_dir: Path | str | None = None
+) -> Path:
     """Where saved runs live: ``runs_dir`` if given, else ``<golden>/runs``."""
     if runs_dir is not None:
         return Path(runs_dir)
@@ -241,7 +256,11 @@ def resolve_run(spec: str, folder: Path) -> Path:
     if candidate is not None and candidate.is_file():
         return candidate
     known = list_runs(folder)
-    hint = f"saved runs in {folder}: {', '.join(known)}" if known else f"no saved runs in {folder} (ragtui eval --save NAME)"
+    hint = (
+        f"saved runs in {folder}: {', '.join(known)}"
+        if known
+        else f"no saved runs in {folder} (ragtui eval --save NAME)"
+    )
     raise InputError(spec, f"no such saved run or file; {hint}")
 
 
@@ -255,24 +274,37 @@ def load_run(path: Path | str) -> SavedRun:
     except orjson.JSONDecodeError as exc:
         raise InputError(path, f"malformed JSON: {exc}") from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise InputError(path, "not a ragtui saved run (no \"format\": \"ragtui-run\")")
+        raise InputError(path, 'not a ragtui saved run (no "format": "ragtui-run")')
     if obj.get("format_version", 0) > FORMAT_VERSION:
-        raise InputError(path, f"saved by a newer ragtui (format version {obj.get('format_version')})")
+        raise InputError(
+            path, f"saved by a newer ragtui (format version {obj.get('format_version')})"
+        )
     try:
         questions_obj = obj["questions"]
         question_ids = list(questions_obj)
-        grades = {q: {str(c): int(g) for c, g in v.get("grades", {}).items()} for q, v in questions_obj.items()}
-        questions = {q: {k: v for k, v in info.items() if k != "grades"} for q, info in questions_obj.items()}
+        grades = {
+            q: {str(c): int(g) for c, g in v.get("grades", {}).items()}
+            for q, v in questions_obj.items()
+        }
+        questions = {
+            q: {k: v for k, v in info.items() if k != "grades"} for q, info in questions_obj.items()
+        }
         rankings: dict[str, dict[str, list[str]]] = {}
         summaries: dict[str, dict[str, float]] = {}
         values: dict[str, dict[str, dict[str, Any]]] = {}
         for r, body in obj["retrievers"].items():
             per_question = body.get("per_question", {})
-            rankings[r] = {q: [str(c) for c in v.get("ranked", [])] for q, v in per_question.items()}
-            values[r] = {q: {k: x for k, x in v.items() if k != "ranked"} for q, v in per_question.items()}
+            rankings[r] = {
+                q: [str(c) for c in v.get("ranked", [])] for q, v in per_question.items()
+            }
+            values[r] = {
+                q: {k: x for k, x in v.items() if k != "ranked"} for q, v in per_question.items()
+            }
             summaries[r] = {k: v for k, v in body.items() if k != "per_question"}
     except (KeyError, AttributeError, TypeError, ValueError) as exc:
-        raise InputError(path, f"saved run is incomplete or malformed ({type(exc).__name__}: {exc})") from None
+        raise InputError(
+            path, f"saved run is incomplete or malformed ({type(exc).__name__}: {exc})"
+        ) from None
     return SavedRun(
         name=str(obj.get("name") or path.stem),
         manifest=dict(obj.get("manifest") or {}),
@@ -310,7 +342,9 @@ def resolve_saved(spec: str, folder: Path) -> tuple[SavedRun, str | None]:
         return load_run(path), tail
 
 
-def resolve_system(spec: str, ws: Workspace | None, folder: Path, retriever: str | None = None) -> System:
+def resolve_system(
+    spec: str, ws: Workspace | None, folder: Path, retriever: str | None = None
+) -> System:
     """A compare side: a retriever of the workspace, a saved run (name or path, read as ``retriever``), or ``RUN:RETRIEVER``."""
     if ws is not None and spec in ws.retrievers:
         return system_from_workspace(ws, spec)
@@ -320,7 +354,8 @@ def resolve_system(spec: str, ws: Workspace | None, folder: Path, retriever: str
         if ws is None:
             raise
         raise InputError(
-            None, f"{spec!r} is neither a retriever ({', '.join(ws.retrievers)}) nor a saved run: {exc.problem}"
+            None,
+            f"{spec!r} is neither a retriever ({', '.join(ws.retrievers)}) nor a saved run: {exc.problem}",
         ) from None
     return run.system(named or pick_retriever(run, retriever))
 
@@ -344,7 +379,9 @@ class QuestionChange:
     @property
     def rr_change(self) -> float:
         """Reciprocal rank in B minus in A (a rank of None counts as RR 0)."""
-        return (1.0 / self.rank_b if self.rank_b else 0.0) - (1.0 / self.rank_a if self.rank_a else 0.0)
+        return (1.0 / self.rank_b if self.rank_b else 0.0) - (
+            1.0 / self.rank_a if self.rank_a else 0.0
+        )
 
     @property
     def direction(self) -> str:
@@ -398,7 +435,9 @@ _NOT_SETTINGS = {"created", "external_runs"}
 
 def settings_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
     """(field, value in A, value in B) for every manifest field that differs, dates left out."""
-    keys = [k for k in a if k not in _NOT_SETTINGS] + [k for k in b if k not in a and k not in _NOT_SETTINGS]
+    keys = [k for k in a if k not in _NOT_SETTINGS] + [
+        k for k in b if k not in a and k not in _NOT_SETTINGS
+    ]
     return [(k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
 
 

@@ -51,7 +51,8 @@ def slices_json(ws: Workspace) -> dict[str, dict[str, dict[str, Any]]]:
     """``{slice: {retriever: {recall, precision, precision_ceiling, mrr, ndcg, questions}}}`` for ``eval --json``."""
     return {
         report.name: {
-            name: {**summary.as_dict(), "questions": summary.questions} for name, summary in report.summaries.items()
+            name: {**summary.as_dict(), "questions": summary.questions}
+            for name, summary in report.summaries.items()
         }
         for report in slice_reports(ws)
     }

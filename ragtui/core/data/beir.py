@@ -44,7 +44,9 @@ def load_beir_qrels(path: Path) -> dict[str, dict[str, int]]:
         if number == 1 and cols[-1].strip().lower() == "score":
             continue
         if len(cols) != 3:
-            raise InputError(path, f"expected 3 columns (query-id, corpus-id, score), got {len(cols)}", number)
+            raise InputError(
+                path, f"expected 3 columns (query-id, corpus-id, score), got {len(cols)}", number
+            )
         qid, doc, score = (c.strip() for c in cols)
         if not qid or not doc:
             raise InputError(path, "empty query-id or corpus-id", number)
@@ -55,7 +57,9 @@ def load_beir_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_beir(folder: str | Path, split: str = "test") -> tuple[Corpus, list[Question], dict[str, dict[str, int]]]:
+def load_beir(
+    folder: str | Path, split: str = "test"
+) -> tuple[Corpus, list[Question], dict[str, dict[str, int]]]:
     """The corpus, queries and qrels of a BEIR folder; queries without qrels are kept (and skipped later)."""
     root = Path(folder)
     if not root.is_dir():

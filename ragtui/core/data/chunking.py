@@ -10,6 +10,7 @@ Markdown table is one paragraph, so it stays whole whenever it fits in one chunk
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
@@ -178,7 +179,7 @@ class Chunker:
         if not cuts:
             return self._split(text, a, b, level + 1, levels, index)
         bounds = [a, *cuts, b]
-        pieces = list(zip(bounds, bounds[1:]))
+        pieces = list(itertools.pairwise(bounds))
         out: list[tuple[int, int]] = []
         current: list[tuple[int, int]] = []
 

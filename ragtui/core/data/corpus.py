@@ -108,7 +108,9 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise InputError(path, f"malformed JSON ({exc.args[0].split(':')[0]})", number) from None
+            raise InputError(
+                path, f"malformed JSON ({exc.args[0].split(':')[0]})", number
+            ) from None
         if not isinstance(obj, dict):
             raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", number)
         rows.append((number, obj))
@@ -118,7 +120,9 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
 def beir_id(value: object, path: Path, line: int) -> str:
     """A BEIR ``_id``: a non-blank string or a whole number (not a boolean), as a string."""
     if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
-        raise InputError(path, "missing or invalid '_id' (a non-empty string or a whole number)", line)
+        raise InputError(
+            path, "missing or invalid '_id' (a non-empty string or a whole number)", line
+        )
     return str(value)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,9 +19,58 @@ _WORD = re.compile(r"\w+")
 
 #: Words too common to mark in the chunk view; BM25 still scores them.
 _STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from has have how i if in is it its of on or "
-    "our so than that the their then there these they this to was we what when where which "
-    "who whom why will with you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
 
 
@@ -45,7 +95,9 @@ def query_terms(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def _str_list(value: object, path: Path, line: int, field: str, allow_empty: bool) -> tuple[str, ...]:
+def _str_list(
+    value: object, path: Path, line: int, field: str, allow_empty: bool
+) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -86,7 +138,9 @@ def load_questions(path: str | Path, require_evidence: bool = True) -> list[Ques
         question = parse_question(obj, path, line, require_evidence)
         if question.id in first_line:
             raise InputError(
-                path, f"duplicate question id {question.id!r} (first on line {first_line[question.id]})", line
+                path,
+                f"duplicate question id {question.id!r} (first on line {first_line[question.id]})",
+                line,
             )
         first_line[question.id] = line
         questions.append(question)
@@ -109,7 +163,7 @@ class EvidenceIndex:
             return []
         return [
             cid
-            for cid, text in zip(self.chunk_ids, self._normalized)
+            for cid, text in zip(self.chunk_ids, self._normalized, strict=True)
             if any(n in text for n in needles)
         ]
 
@@ -138,7 +192,9 @@ def term_spans(text: str, question: str) -> list[tuple[int, int]]:
     return [m.span() for m in _WORD.finditer(text) if m.group().lower() in terms]
 
 
-def straddling_pairs(documents: Sequence[Document], chunks: Sequence[Chunk], evidence: str) -> list[tuple[str, str]]:
+def straddling_pairs(
+    documents: Sequence[Document], chunks: Sequence[Chunk], evidence: str
+) -> list[tuple[str, str]]:
     """Neighbouring chunk pairs whose joined text holds ``evidence`` when neither chunk alone does."""
     needle = normalize_ws(evidence)
     by_doc: dict[str, list[Chunk]] = {}
@@ -149,7 +205,7 @@ def straddling_pairs(documents: Sequence[Document], chunks: Sequence[Chunk], evi
         if needle not in normalize_ws(doc.text):
             continue
         doc_chunks = by_doc.get(doc.path, [])
-        for a, b in zip(doc_chunks, doc_chunks[1:]):
+        for a, b in itertools.pairwise(doc_chunks):
             if (
                 needle in normalize_ws(doc.text[a.start : b.end])
                 and needle not in normalize_ws(a.text)

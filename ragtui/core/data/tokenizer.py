@@ -88,7 +88,7 @@ def token_counter(model: str | None = None) -> TokenCounter:
 class TokenIndex:
     """The tokens of one text, answering "how many tokens lie inside [start, end)" in O(log n)."""
 
-    __slots__ = ("starts", "ends")
+    __slots__ = ("ends", "starts")
 
     def __init__(self, offsets: list[tuple[int, int]]) -> None:
         self.starts = [s for s, _ in offsets]
@@ -102,7 +102,7 @@ class TokenIndex:
         """The (start, end) of the tokens that start in [start, end)."""
         lo = bisect_left(self.starts, start)
         hi = bisect_left(self.starts, end)
-        return list(zip(self.starts[lo:hi], self.ends[lo:hi]))
+        return list(zip(self.starts[lo:hi], self.ends[lo:hi], strict=True))
 
     def last_end_before(self, pos: int) -> int:
         """End offset of the last token starting before ``pos`` (``pos`` when there is none)."""

@@ -33,7 +33,9 @@ _QRELS_COLUMNS = 4
 # Numbers as C's atoi/atof read them in trec_eval: ASCII only (Python's int() and float() would also
 # take "1_0", other scripts' digits, "infinity").
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf)", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf)", re.IGNORECASE
+)
 
 
 class TrecFormatError(InputError, ValueError):

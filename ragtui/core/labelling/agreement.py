@@ -34,7 +34,7 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     n = len(a)
     if n == 0:
         return None
-    observed = sum(1 for x, y in zip(a, b) if x == y) / n
+    observed = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
     count_a, count_b = Counter(a), Counter(b)
     expected = sum(count_a[c] * count_b[c] for c in count_a) / (n * n)
     if expected >= 1.0:
@@ -42,7 +42,9 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     return (observed - expected) / (1.0 - expected)
 
 
-def weighted_kappa(a: Sequence[int], b: Sequence[int], weights: Weights = "quadratic") -> float | None:
+def weighted_kappa(
+    a: Sequence[int], b: Sequence[int], weights: Weights = "quadratic"
+) -> float | None:
     """Weighted kappa of ordinal grades: 1 - sum(w * observed) / sum(w * expected), w = |i - j| (linear) or (i - j)^2 (quadratic).
 
     The categories are the grades either rater used; None when there are no items or the
@@ -62,9 +64,11 @@ def weighted_kappa(a: Sequence[int], b: Sequence[int], weights: Weights = "quadr
         d = abs(pos[x] - pos[y])
         return float(d if weights == "linear" else d * d)
 
-    observed = sum(weight(x, y) for x, y in zip(a, b)) / n
+    observed = sum(weight(x, y) for x, y in zip(a, b, strict=True)) / n
     count_a, count_b = Counter(a), Counter(b)
-    expected = sum(count_a[x] * count_b[y] * weight(x, y) for x in count_a for y in count_b) / (n * n)
+    expected = sum(count_a[x] * count_b[y] * weight(x, y) for x in count_a for y in count_b) / (
+        n * n
+    )
     if expected == 0.0:
         return None
     return 1.0 - observed / expected
@@ -120,12 +124,16 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
     """
     threshold = ws.settings.threshold
     if annotator is None:
-        hand = {key: label for key, label in ws.labels.current.items()}
+        hand = dict(ws.labels.current.items())
     else:
-        hand = {key: label for key, label in last_grades(ws.labels.history, annotator).items()}
+        hand = dict(last_grades(ws.labels.history, annotator).items())
     order = {q.id: i for i, q in enumerate(ws.questions)}
     applying = sorted(
-        (label for label in hand.values() if label.grade is not None and ws.label_status(label) is None),
+        (
+            label
+            for label in hand.values()
+            if label.grade is not None and ws.label_status(label) is None
+        ),
         key=lambda lab: (order[lab.question], ws.chunk_order[lab.chunk]),
     )
     table: Counter[tuple[bool, int]] = Counter()
@@ -141,7 +149,9 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
         rule.append(match)
         person.append(relevant)
         if match != relevant:
-            disagreements.append(Disagreement(label.question, label.chunk, label.grade, match, label.annotator))
+            disagreements.append(
+                Disagreement(label.question, label.chunk, label.grade, match, label.annotator)
+            )
     grades = sorted({g for _, g in table} | {0, 1, 2})
     n = len(rule)
     return RuleAgreement(
@@ -150,7 +160,7 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
         table=dict(table),
         grades=grades,
         kappa=cohen_kappa(rule, person),
-        observed=sum(1 for x, y in zip(rule, person) if x == y) / n if n else 0.0,
+        observed=sum(1 for x, y in zip(rule, person, strict=True) if x == y) / n if n else 0.0,
         disagreements=disagreements,
     )
 
@@ -225,7 +235,7 @@ def annotator_agreement(
     xs = [grades_a[k].grade for k in shared]
     ys = [grades_b[k].grade for k in shared]
     assert all(x is not None for x in xs) and all(y is not None for y in ys)
-    table: Counter[tuple[int, int]] = Counter(zip(xs, ys))  # type: ignore[arg-type]
+    table: Counter[tuple[int, int]] = Counter(zip(xs, ys, strict=True))  # type: ignore[arg-type]
     n = len(shared)
     return AnnotatorAgreement(
         a=a,
@@ -239,6 +249,6 @@ def annotator_agreement(
         grades=sorted(set(xs) | set(ys) | {0, 1, 2}),  # type: ignore[arg-type]
         kappa=cohen_kappa([x >= threshold for x in xs], [y >= threshold for y in ys]),  # type: ignore[operator]
         weighted_kappa=weighted_kappa(xs, ys, weights),  # type: ignore[arg-type]
-        observed=sum(1 for x, y in zip(xs, ys) if x == y) / n if n else 0.0,
-        disagreements=[(q, c, x, y) for (q, c), x, y in zip(shared, xs, ys) if x != y],  # type: ignore[misc]
+        observed=sum(1 for x, y in zip(xs, ys, strict=True) if x == y) / n if n else 0.0,
+        disagreements=[(q, c, x, y) for (q, c), x, y in zip(shared, xs, ys, strict=True) if x != y],  # type: ignore[misc]
     )

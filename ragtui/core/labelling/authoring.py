@@ -109,7 +109,10 @@ def validate_new_question(
         pairs = straddling_pairs(documents, chunks, item)
         if pairs:
             across = "; ".join(f"{a} and {b}" for a, b in pairs)
-            raise InputError(where, f"evidence {_short(item)!r} is in no single chunk: it straddles a chunk boundary ({across})")
+            raise InputError(
+                where,
+                f"evidence {_short(item)!r} is in no single chunk: it straddles a chunk boundary ({across})",
+            )
         raise InputError(where, f"evidence {_short(item)!r} is found in no chunk of the corpus")
     return question, index.matching_chunks(question.evidence)
 
@@ -141,8 +144,15 @@ def _locked(path: Path) -> Iterator[None]:
 
 def question_line(question: Question) -> bytes:
     """The ``questions.jsonl`` line of a question (the bundled file's style), without the newline."""
-    evidence: object = question.evidence[0] if len(question.evidence) == 1 else list(question.evidence)
-    obj = {"id": question.id, "question": question.text, "evidence": evidence, "slices": list(question.slices)}
+    evidence: object = (
+        question.evidence[0] if len(question.evidence) == 1 else list(question.evidence)
+    )
+    obj = {
+        "id": question.id,
+        "question": question.text,
+        "evidence": evidence,
+        "slices": list(question.slices),
+    }
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
 
@@ -217,7 +227,11 @@ def search_adhoc(ws: Workspace, text: str, depth: int | None = None) -> dict[str
     if not text.strip():
         raise ValueError("the query is empty")
     found = _all_rankings(ws, text, depth if depth is not None else ws.settings.depth)
-    return {name: found[name] for name in RETRIEVER_NAMES if name in ws.settings.retrievers and name in found}
+    return {
+        name: found[name]
+        for name in RETRIEVER_NAMES
+        if name in ws.settings.retrievers and name in found
+    }
 
 
 def add_question(
@@ -231,16 +245,25 @@ def add_question(
     from ragtui.core.metrics.evaluation import Evaluation
 
     if ws.settings.beir is not None:
-        raise InputError(ws.settings.beir, "questions can only be added to a --golden folder, not to a BEIR dataset")
+        raise InputError(
+            ws.settings.beir,
+            "questions can only be added to a --golden folder, not to a BEIR dataset",
+        )
     assert ws.settings.golden is not None
     question = append_question(
-        ws.settings.golden, question_text, evidence, slices, qid, chunks=ws.chunks, documents=ws.corpus.documents
+        ws.settings.golden,
+        question_text,
+        evidence,
+        slices,
+        qid,
+        chunks=ws.chunks,
+        documents=ws.corpus.documents,
     )
     index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
     relevant = index.matching_chunks(question.evidence)
     ws.questions.append(question)
     ws.question_by_id[question.id] = question
-    ws.base_grades[question.id] = {cid: EVIDENCE_GRADE for cid in relevant}
+    ws.base_grades[question.id] = dict.fromkeys(relevant, EVIDENCE_GRADE)
     found = _all_rankings(ws, question.text, ws.settings.depth)
     for name, ranking in found.items():
         if name in ws.rankings:
@@ -248,7 +271,11 @@ def add_question(
     # Rebuilt as set_k does: an Evaluation holds a fixed list of questions.
     shown = {n: ws.rankings[n] for n in ws.retrievers}
     ws.evaluation = Evaluation(
-        [q.id for q in ws.questions], ws.effective_grades, shown, ws.settings.k, ws.settings.threshold
+        [q.id for q in ws.questions],
+        ws.effective_grades,
+        shown,
+        ws.settings.k,
+        ws.settings.threshold,
     )
     rankings = {n: ws.ranking(n, question.id) for n in ws.retrievers}
     metrics = {n: ws.evaluation.per_question[n][question.id] for n in ws.retrievers}

@@ -125,7 +125,10 @@ class LabelJournal:
         folder = self.path.parent
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent  # a journal in a folder not made yet: the first one that exists
-        for target, what in ((self.path, "the label journal"), (folder, "the label journal's folder")):
+        for target, what in (
+            (self.path, "the label journal"),
+            (folder, "the label journal's folder"),
+        ):
             if target is self.path and not target.exists():
                 continue
             try:
@@ -248,7 +251,9 @@ class LabelJournal:
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise InputError(self.path, f"malformed JSON ({exc.args[0].split(':')[0]})", number) from None
+            raise InputError(
+                self.path, f"malformed JSON ({exc.args[0].split(':')[0]})", number
+            ) from None
         if not isinstance(obj, dict):
             raise InputError(self.path, "expected a JSON object", number)
         return parse_label(obj, self.path, number)
@@ -275,7 +280,11 @@ class LabelJournal:
             before = dict(self.current)
             self._read_new()
             # Read again from the start: report the pairs whose grade changed or that are new.
-            return [lab for key, lab in self.current.items() if _same_grade(before.get(key), lab) is not True]
+            return [
+                lab
+                for key, lab in self.current.items()
+                if _same_grade(before.get(key), lab) is not True
+            ]
         assert self._file is not None
         if os.fstat(self._file.fileno()).st_size == self._read_offset:
             return []
@@ -291,7 +300,12 @@ class LabelJournal:
         previous = self.current.get((question, chunk))
         label = self._append(question, chunk, grade, chunk_sha1)
         self._undo.append(
-            (question, chunk, previous.grade if previous else None, previous.chunk_sha1 if previous else chunk_sha1)
+            (
+                question,
+                chunk,
+                previous.grade if previous else None,
+                previous.chunk_sha1 if previous else chunk_sha1,
+            )
         )
         return label
 
@@ -352,7 +366,9 @@ class LabelJournal:
             self.load()
             mode = os.fstat(fd).st_mode & 0o7777
             _replace_synced(backup, _read_fd(fd), mode)
-            lines = [lab.to_json() + b"\n" for lab in sorted(self.current.values(), key=lambda x: x.line)]
+            lines = [
+                lab.to_json() + b"\n" for lab in sorted(self.current.values(), key=lambda x: x.line)
+            ]
             try:
                 _write_synced(tmp, b"".join(lines), mode)
                 os.replace(tmp, self.path)
@@ -389,7 +405,9 @@ def _open_locked(path: Path) -> Iterator[int]:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-                raise ReadOnlyError(f"{path}: cannot write the label journal ({exc.strerror}); the change was not made") from None
+                raise ReadOnlyError(
+                    f"{path}: cannot write the label journal ({exc.strerror}); the change was not made"
+                ) from None
             raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

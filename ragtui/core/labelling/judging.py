@@ -106,9 +106,7 @@ def pool_question(
                 break
             ranks.setdefault(cid, []).append((name, rank))
     position = {name: i for i, name in enumerate(names)}
-    entries = [
-        PoolEntry(qid, cid, min(r for _, r in by), tuple(by)) for cid, by in ranks.items()
-    ]
+    entries = [PoolEntry(qid, cid, min(r for _, r in by), tuple(by)) for cid, by in ranks.items()]
 
     unknown = len(chunk_order)
 
@@ -152,7 +150,9 @@ class JudgingQueue:
         self.retrievers = [n for n in names if n in ws.rankings]
         self.pools = {}
         for q in ws.questions:
-            pool = pool_question(q.id, ws.rankings, self.retrievers, self.pool_depth, ws.chunk_order)
+            pool = pool_question(
+                q.id, ws.rankings, self.retrievers, self.pool_depth, ws.chunk_order
+            )
             if self.order == "random":
                 # Seeded per question, so one question's order does not depend on the others.
                 random.Random(f"{self.seed}:{q.id}").shuffle(pool)
@@ -181,7 +181,8 @@ class JudgingQueue:
         """Judged / pooled overall and per question."""
         per_question = {qid: self.count(qid) for qid in self.pools}
         overall = JudgedCount(
-            sum(c.judged for c in per_question.values()), sum(c.pooled for c in per_question.values())
+            sum(c.judged for c in per_question.values()),
+            sum(c.pooled for c in per_question.values()),
         )
         return QueueProgress(overall, per_question)
 
@@ -190,7 +191,9 @@ class JudgingQueue:
     def _flat(self) -> list[PoolEntry]:
         return [e for q in self.ws.questions for e in self.pools.get(q.id, ())]
 
-    def next_unjudged(self, after: tuple[str, str] | None = None, wrap: bool = True) -> PoolEntry | None:
+    def next_unjudged(
+        self, after: tuple[str, str] | None = None, wrap: bool = True
+    ) -> PoolEntry | None:
         """The first unjudged pooled pair after ``after`` (question id, chunk id), across questions in golden-set order.
 
         Without ``after`` the search starts at the first question. If ``after`` names a question
@@ -213,7 +216,9 @@ class JudgingQueue:
                     order = [q.id for q in self.ws.questions]
                     if qid in order:  # an empty pool: continue with the next question
                         later = set(order[order.index(qid) + 1 :])
-                        start = next((i for i, e in enumerate(flat) if e.question in later), len(flat))
+                        start = next(
+                            (i for i, e in enumerate(flat) if e.question in later), len(flat)
+                        )
         candidates = flat[start:] + (flat[:start] if wrap else [])
         for entry in candidates:
             if not self.is_judged(entry.question, entry.chunk):

@@ -125,9 +125,7 @@ def precision_ceiling_at_k(num_relevant: int, k: int) -> float:
     return min(k, num_relevant) / k
 
 
-def first_relevant_rank(
-    ranked: Sequence[Hashable], relevant: Iterable[Hashable]
-) -> int | None:
+def first_relevant_rank(ranked: Sequence[Hashable], relevant: Iterable[Hashable]) -> int | None:
     """The 1-based rank of the first relevant id in the de-duplicated ranking, i.e. 1 / trec_eval's
     recip_rank, or None when no relevant id was retrieved."""
     rel = _as_set(relevant)

@@ -111,7 +111,9 @@ class Measure:
         if family in ("nDCG", "nDCG_exp"):
             # No cut-off: the whole run against the whole ideal, as trec_eval's ndcg.
             cut = k if k is not None else max(len(ranked), len(gains), 1)
-            return ndcg_at_k(ranked, gains, cut, gain="exponential" if family == "nDCG_exp" else "linear")
+            return ndcg_at_k(
+                ranked, gains, cut, gain="exponential" if family == "nDCG_exp" else "linear"
+            )
         if family == "Judged":
             assert k is not None
             return judged_at_k(ranked, gains.keys(), k)
@@ -219,12 +221,15 @@ class System:
 
     def evaluated(self) -> list[str]:
         """Questions with at least one relevant id, in golden-set order: the ones averaged."""
-        return [q for q in self.question_ids if any(g >= self.threshold for g in self.gains(q).values())]
+        return [
+            q for q in self.question_ids if any(g >= self.threshold for g in self.gains(q).values())
+        ]
 
     def values(self, measure: Measure, questions: Sequence[str]) -> np.ndarray:
         """The measure for each of ``questions``, as a float array in that order."""
         return np.array(
-            [measure.value(self.ranked(q), self.gains(q), self.threshold) for q in questions], dtype=np.float64
+            [measure.value(self.ranked(q), self.gains(q), self.threshold) for q in questions],
+            dtype=np.float64,
         )
 
     def recall_curve(self, depth: int, questions: Sequence[str] | None = None) -> list[float]:
@@ -250,7 +255,9 @@ def system_from_workspace(ws: Workspace, retriever: str) -> System:
     ev = ws.evaluation
     assert ev is not None
     if retriever not in ws.retrievers:
-        raise InputError(None, f"unknown retriever {retriever!r}; this workspace has {', '.join(ws.retrievers)}")
+        raise InputError(
+            None, f"unknown retriever {retriever!r}; this workspace has {', '.join(ws.retrievers)}"
+        )
     rankings = {q: [cid for cid, _ in ws.ranking(retriever, q)] for q in ev.question_ids}
     grades = {q: ev.gains(q) for q in ev.question_ids}
     return System(retriever, rankings, grades, ev.question_ids, ev.threshold)
@@ -273,7 +280,9 @@ def measure_means(
     return out
 
 
-def measure_values(ws: Workspace, measures: Sequence[Measure]) -> dict[str, dict[str, dict[str, float]]]:
+def measure_values(
+    ws: Workspace, measures: Sequence[Measure]
+) -> dict[str, dict[str, dict[str, float]]]:
     """retriever -> question -> measure name -> value, for the evaluated questions."""
     ev = ws.evaluation
     assert ev is not None
@@ -282,5 +291,7 @@ def measure_values(ws: Workspace, measures: Sequence[Measure]) -> dict[str, dict
     for name in ws.retrievers:
         system = system_from_workspace(ws, name)
         columns = {m.name: system.values(m, chosen) for m in measures}
-        out[name] = {q: {m: float(col[i]) for m, col in columns.items()} for i, q in enumerate(chosen)}
+        out[name] = {
+            q: {m: float(col[i]) for m, col in columns.items()} for i, q in enumerate(chosen)
+        }
     return out

@@ -55,7 +55,9 @@ def _as_differences(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nda
     return second - first
 
 
-def win_tie_loss(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> tuple[int, int, int]:
+def win_tie_loss(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
+) -> tuple[int, int, int]:
     """(wins, ties, losses) of B against A, question by question; differences within 1e-12 are ties."""
     diff = _as_differences(a, b)
     wins = int(np.count_nonzero(diff > TOLERANCE))
@@ -223,4 +225,15 @@ def compare_systems(
         )
         for i, q in enumerate(common):
             per_question[q][measure.name] = (float(va[i]), float(vb[i]))
-    return Comparison(a.label, b.label, common, only_a, only_b, results, n_permutations, n_resamples, seed, per_question)
+    return Comparison(
+        a.label,
+        b.label,
+        common,
+        only_a,
+        only_b,
+        results,
+        n_permutations,
+        n_resamples,
+        seed,
+        per_question,
+    )

@@ -31,9 +31,13 @@ class BM25Retriever:
 
     name = "bm25"
 
-    def __init__(self, chunks: Sequence[Chunk], backend: str = "rank-bm25", k1: float = 1.5, b: float = 0.75):
+    def __init__(
+        self, chunks: Sequence[Chunk], backend: str = "rank-bm25", k1: float = 1.5, b: float = 0.75
+    ):
         if backend not in BM25_BACKENDS:
-            raise ValueError(f"unknown BM25 backend {backend!r}; choose from {', '.join(BM25_BACKENDS)}")
+            raise ValueError(
+                f"unknown BM25 backend {backend!r}; choose from {', '.join(BM25_BACKENDS)}"
+            )
         self.ids = [c.id for c in chunks]
         self.backend = backend
         self.k1, self.b = k1, b
@@ -56,7 +60,9 @@ class BM25Retriever:
             vocab: dict[str, int] = {}
             ids = [[vocab.setdefault(t, len(vocab)) for t in toks] for toks in tokenized]
             self._vocab = vocab
-            self._bm25s.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+            self._bm25s.index(
+                bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False
+            )
 
     @property
     def variant(self) -> str:

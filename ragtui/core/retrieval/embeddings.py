@@ -137,7 +137,11 @@ class EmbeddingCache:
                 raise ValueError("manifest 'dim' is not a positive whole number")
             # allow_pickle=False: an object array (a pickle) is refused, never unpickled.
             vectors = np.load(io.BytesIO(raw), allow_pickle=False)
-            if not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32 or vectors.ndim != 2:
+            if (
+                not isinstance(vectors, np.ndarray)
+                or vectors.dtype != np.float32
+                or vectors.ndim != 2
+            ):
                 raise ValueError("vectors.npy is not a float32 matrix")
             if vectors.shape != (len(hashes), dim):
                 raise ValueError(f"shape {vectors.shape} does not match the manifest")
@@ -188,7 +192,12 @@ class EmbeddingCache:
             fh.flush()
             os.fsync(fh.fileno())
         digest = hashlib.sha256(tmp_npy.read_bytes()).hexdigest()
-        manifest = {"model": self.model, "dim": int(merged.shape[1]), "hashes": hashes, "npy_sha256": digest}
+        manifest = {
+            "model": self.model,
+            "dim": int(merged.shape[1]),
+            "hashes": hashes,
+            "npy_sha256": digest,
+        }
         tmp_manifest = self.folder / f"manifest.{os.getpid()}.tmp.json"
         with open(tmp_manifest, "wb") as fh:
             fh.write(orjson.dumps(manifest))
@@ -200,7 +209,10 @@ class EmbeddingCache:
         self.rows = {h: i for i, h in enumerate(hashes)}
 
     def embed(
-        self, texts: Sequence[str], embedder: Embedder | None = None, progress: Progress | None = None
+        self,
+        texts: Sequence[str],
+        embedder: Embedder | None = None,
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """Embeddings of ``texts``, encoding (and caching) only the ones not cached yet."""
         todo = self.missing(texts)
@@ -208,5 +220,7 @@ class EmbeddingCache:
             embedder = embedder or Embedder(self.model)
             self.add(todo, embedder.encode(todo, progress))
         if not texts:
-            return np.zeros((0, self.vectors.shape[1] if self.vectors is not None else 0), np.float32)
+            return np.zeros(
+                (0, self.vectors.shape[1] if self.vectors is not None else 0), np.float32
+            )
         return self.get(texts)

@@ -86,9 +86,14 @@ def parse_run_spec(text: str) -> tuple[str, Path]:
     except ValueError:
         ok = False
     if not ok:
-        raise InputError(None, f"--run {text!r}: a run name may hold only letters, digits, '-', '_' and '.' (not first)")
+        raise InputError(
+            None,
+            f"--run {text!r}: a run name may hold only letters, digits, '-', '_' and '.' (not first)",
+        )
     if name in RETRIEVER_NAMES:
-        raise InputError(None, f"--run {text!r}: {name!r} is a built-in retriever; choose another name")
+        raise InputError(
+            None, f"--run {text!r}: {name!r} is a built-in retriever; choose another name"
+        )
     return name, Path(path)
 
 

@@ -10,7 +10,9 @@ from ragtui.core.retrieval.base import Ranking, Retriever
 RRF_K = 60
 
 
-def rrf_fuse(rankings: Sequence[Ranking], order: dict[str, int], depth: int, k: int = RRF_K) -> Ranking:
+def rrf_fuse(
+    rankings: Sequence[Ranking], order: dict[str, int], depth: int, k: int = RRF_K
+) -> Ranking:
     """Reciprocal Rank Fusion: score = sum over lists of 1 / (k + rank), rank from 1; ties by chunk order."""
     fused: dict[str, float] = {}
     for ranking in rankings:
@@ -25,14 +27,18 @@ class HybridRetriever:
 
     name = "hybrid"
 
-    def __init__(self, first: Retriever, second: Retriever, chunk_order: dict[str, int], k: int = RRF_K):
+    def __init__(
+        self, first: Retriever, second: Retriever, chunk_order: dict[str, int], k: int = RRF_K
+    ):
         self.first, self.second = first, second
         self.order = chunk_order
         self.k = k
 
     def search(self, question: str, depth: int) -> Ranking:
         """The fused top ``depth``."""
-        return self.fuse(self.first.search(question, depth), self.second.search(question, depth), depth)
+        return self.fuse(
+            self.first.search(question, depth), self.second.search(question, depth), depth
+        )
 
     def fuse(self, first: Ranking, second: Ranking, depth: int) -> Ranking:
         """Fuse two rankings already computed (each cut to ``depth``)."""

@@ -15,7 +15,9 @@ class VectorRetriever:
 
     name = "vector"
 
-    def __init__(self, chunks: Sequence[Chunk], matrix: np.ndarray, embed_query: Callable[[str], np.ndarray]):
+    def __init__(
+        self, chunks: Sequence[Chunk], matrix: np.ndarray, embed_query: Callable[[str], np.ndarray]
+    ):
         if matrix.shape[0] != len(chunks):
             raise ValueError("one embedding per chunk is needed")
         self.ids = [c.id for c in chunks]
@@ -40,5 +42,7 @@ class VectorRetriever:
             block = self.matrix @ queries[start : start + batch].T
             for j in range(block.shape[1]):
                 scores = np.ascontiguousarray(block[:, j])
-                out.append([(self.ids[i], float(scores[i])) for i in top_indices(scores, self._all, depth)])
+                out.append(
+                    [(self.ids[i], float(scores[i])) for i in top_indices(scores, self._all, depth)]
+                )
         return out

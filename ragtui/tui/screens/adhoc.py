@@ -113,15 +113,22 @@ class AdhocScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         """Query, the lists side by side, the chunk text, evidence and slices, a message line."""
-        yield Input(placeholder="type any question, enter to search every retriever", id="adhoc-query")
+        yield Input(
+            placeholder="type any question, enter to search every retriever", id="adhoc-query"
+        )
         with Horizontal(id="adhoc-lists"):
             for name in self.retrievers:
                 with Vertical(classes="adhoc-pane") as pane:
                     pane.border_title = name
                     yield AdhocList(name)
-        yield TextArea("", read_only=True, soft_wrap=True, id="adhoc-chunk", show_line_numbers=False)
+        yield TextArea(
+            "", read_only=True, soft_wrap=True, id="adhoc-chunk", show_line_numbers=False
+        )
         with Horizontal(id="adhoc-form"):
-            yield Input(placeholder="evidence: exact text of a chunk (or select above, F2)", id="adhoc-evidence")
+            yield Input(
+                placeholder="evidence: exact text of a chunk (or select above, F2)",
+                id="adhoc-evidence",
+            )
             yield Input(placeholder="slices, comma-separated", id="adhoc-slices")
         yield Static("", id="adhoc-message", markup=False)
         yield Footer(compact=True)
@@ -129,7 +136,9 @@ class AdhocScreen(Screen[None]):
     def on_mount(self) -> None:
         """Focus the query."""
         self.set_focus(self.query_one("#adhoc-query", Input))
-        self.query_one("#adhoc-chunk").border_title = "chunk (select evidence: shift+arrows, then F2)"
+        self.query_one(
+            "#adhoc-chunk"
+        ).border_title = "chunk (select evidence: shift+arrows, then F2)"
 
     def say(self, text: str, error: bool = False) -> None:
         """Show a one-line message (errors also as a notification)."""
@@ -158,7 +167,7 @@ class AdhocScreen(Screen[None]):
         """Rank the text with every ready retriever (the workspace is only read)."""
         try:
             rankings = self.ws.search_adhoc(text)
-        except Exception as exc:  # noqa: BLE001 - a model failure is a message
+        except Exception as exc:
             self.post_message(self.Results(generation, text, {}, f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(self.Results(generation, text, rankings))
@@ -175,8 +184,12 @@ class AdhocScreen(Screen[None]):
         for name in self.retrievers:
             table = self.query_one(f"#adhoc-{name}", AdhocList)
             table.show(self.ws, message.rankings.get(name, []))
-            table.parent.border_subtitle = "" if name in message.rankings else "not available for typed text"  # type: ignore[union-attr]
-        self.say(f"{len(message.rankings)} lists for: {message.query}. Tab to a list; F3 adds it to the golden set.")
+            table.parent.border_subtitle = (
+                "" if name in message.rankings else "not available for typed text"
+            )  # type: ignore[union-attr]
+        self.say(
+            f"{len(message.rankings)} lists for: {message.query}. Tab to a list; F3 adds it to the golden set."
+        )
         self._show_chunk()
 
     @on(DataTable.RowHighlighted)
@@ -202,7 +215,9 @@ class AdhocScreen(Screen[None]):
         area = self.query_one("#adhoc-chunk", TextArea)
         chunk = self.ws.chunk_by_id.get(cid) if cid else None
         area.load_text(chunk.text if chunk else "")
-        area.border_title = f"chunk {cid} (select evidence: shift+arrows, then F2)" if cid else "chunk"
+        area.border_title = (
+            f"chunk {cid} (select evidence: shift+arrows, then F2)" if cid else "chunk"
+        )
 
     # ---- adding ------------------------------------------------------------------------------
 
@@ -210,7 +225,9 @@ class AdhocScreen(Screen[None]):
         """Copy the chunk view's selection into the evidence field."""
         selected = self.query_one("#adhoc-chunk", TextArea).selected_text
         if not selected.strip():
-            self.say("Select text in the chunk view first (focus it, shift+arrows), then F2.", error=True)
+            self.say(
+                "Select text in the chunk view first (focus it, shift+arrows), then F2.", error=True
+            )
             return
         evidence = self.query_one("#adhoc-evidence", Input)
         evidence.value = " ".join(selected.split())
@@ -226,12 +243,17 @@ class AdhocScreen(Screen[None]):
         """Validate and append the question (atomic), evaluate it, and show it in the main list."""
         query = self.query_text or " ".join(self.query_one("#adhoc-query", Input).value.split())
         evidence = self.query_one("#adhoc-evidence", Input).value.strip()
-        slices = [s.strip() for s in self.query_one("#adhoc-slices", Input).value.split(",") if s.strip()]
+        slices = [
+            s.strip() for s in self.query_one("#adhoc-slices", Input).value.split(",") if s.strip()
+        ]
         if not query:
             self.say("Type the question first.", error=True)
             return
         if not evidence:
-            self.say("Give the evidence: exact text of a chunk (select it and press F2, or type it).", error=True)
+            self.say(
+                "Give the evidence: exact text of a chunk (select it and press F2, or type it).",
+                error=True,
+            )
             return
         try:
             added = self.ragtui.add_question(query, evidence, slices)
@@ -243,7 +265,9 @@ class AdhocScreen(Screen[None]):
             return
         self.added = added
         values = " · ".join(f"{n} nDCG {fmt(m.ndcg)}" for n, m in added.metrics.items())
-        self.say(f"Added {added.question.id} ({len(added.relevant_chunks)} relevant chunk(s)): {values}")
+        self.say(
+            f"Added {added.question.id} ({len(added.relevant_chunks)} relevant chunk(s)): {values}"
+        )
 
     def action_close(self) -> None:
         """Back to the main screen."""

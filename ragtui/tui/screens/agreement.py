@@ -39,7 +39,9 @@ def agreement_text(ws: Workspace) -> Text:
     for d in rule.disagreements:
         out.append(f"  {d.question} {d.chunk} grade {d.hand_grade} by {d.annotator}: {d.kind}\n")
     names = annotators(ws.labels.history)
-    out.append(f"\nannotators: {', '.join(f'{n} ({c})' for n, c in names.items()) or 'none'}\n", "bold")
+    out.append(
+        f"\nannotators: {', '.join(f'{n} ({c})' for n, c in names.items()) or 'none'}\n", "bold"
+    )
     people = list(names)
     for i, a in enumerate(people):
         for b in people[i + 1 :]:
@@ -94,14 +96,21 @@ def diagnostics_text(ws: Workspace, diagnostics: ChunkDiagnostics) -> Text:
         out.append(f"  {m.question}: {m.evidence!r} in {', '.join(m.chunks)}\n")
     out.append(f"\nchunks longer than the model reads ({len(d.truncated)}):\n", "bold")
     for t in d.truncated:
-        out.append(f"  {t.chunk}: {t.token_count} tokens, {t.hidden_tokens} never seen by vector search\n")
+        out.append(
+            f"  {t.chunk}: {t.token_count} tokens, {t.hidden_tokens} never seen by vector search\n"
+        )
     out.append(f"\nevidence in a cut-off tail ({len(d.hidden_evidence)}):\n", "bold")
     for h in d.hidden_evidence:
-        out.append(f"  {h.question} {h.chunk}: {'wholly' if h.wholly_hidden else 'partly'} hidden\n")
+        out.append(
+            f"  {h.question} {h.chunk}: {'wholly' if h.wholly_hidden else 'partly'} hidden\n"
+        )
     out.append("\nchunk token counts (> marks bins over the model's limit):\n", "bold")
     for line in histogram_lines(d.histogram):
         out.append("  " + line + "\n")
-    out.append("\nctrl+p, chunking: set size and overlap to re-chunk (hand labels of vanished chunks stay, as stale).", "dim")
+    out.append(
+        "\nctrl+p, chunking: set size and overlap to re-chunk (hand labels of vanished chunks stay, as stale).",
+        "dim",
+    )
     return out
 
 
@@ -132,7 +141,7 @@ class DiagnosticsScreen(ReportScreen):
         """Diagnose off the UI thread; post the result."""
         try:
             self.post_message(self.Ready(diagnose(self.ws)))
-        except Exception as exc:  # noqa: BLE001 - a tokenizer problem is a message, not a crash
+        except Exception as exc:
             self.post_message(self.Ready(None, f"{type(exc).__name__}: {exc}"))
 
     def on_diagnostics_screen_ready(self, message: Ready) -> None:

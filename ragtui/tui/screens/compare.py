@@ -26,13 +26,17 @@ def comparison_text(comparison: Comparison) -> Text:
     """One row per measure: both means, B - A, win/tie/loss, p-value, 95% interval."""
     c = comparison
     out = Text()
-    out.append(f"B = {c.b} against A = {c.a} · {len(c.questions)} questions both evaluate\n", "bold")
+    out.append(
+        f"B = {c.b} against A = {c.a} · {len(c.questions)} questions both evaluate\n", "bold"
+    )
     out.append(
         f"paired randomisation test (two-sided, {c.n_permutations} permutations, seed {c.seed}); "
         f"bootstrap 95% interval of the mean difference ({c.n_resamples} resamples)\n\n",
         "dim",
     )
-    out.append(f"{'measure':<9}{'A':>7}{'B':>7}{'B-A':>8}{'win/tie/loss':>14}{'p':>8}  95% CI\n", "bold")
+    out.append(
+        f"{'measure':<9}{'A':>7}{'B':>7}{'B-A':>8}{'win/tie/loss':>14}{'p':>8}  95% CI\n", "bold"
+    )
     for m in c.metrics:
         significant = m.p_value < 0.05
         line = Text(
@@ -44,7 +48,9 @@ def comparison_text(comparison: Comparison) -> Text:
             line.append("  p < 0.05")
         out.append_text(line)
         out.append("\n")
-    out.append("\nwin: B better than A on that question. a: change A · b: change B · escape: close", "dim")
+    out.append(
+        "\nwin: B better than A on that question. a: change A · b: change B · escape: close", "dim"
+    )
     return out
 
 
@@ -52,8 +58,12 @@ class CompareScreen(ReportScreen):
     """Two retrievers compared, computed in a worker; ``a`` and ``b`` cycle through the retrievers."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "cycle('a')", "Change A", tooltip="Compare another retriever as A.", id="compare.a"),
-        Binding("b", "cycle('b')", "Change B", tooltip="Compare another retriever as B.", id="compare.b"),
+        Binding(
+            "a", "cycle('a')", "Change A", tooltip="Compare another retriever as A.", id="compare.a"
+        ),
+        Binding(
+            "b", "cycle('b')", "Change B", tooltip="Compare another retriever as B.", id="compare.b"
+        ),
     ]
 
     @dataclass
@@ -95,7 +105,9 @@ class CompareScreen(ReportScreen):
         """compare_systems off the UI thread."""
         ws = self.ws
         comparison = compare_systems(
-            system_from_workspace(ws, a), system_from_workspace(ws, b), default_measures(ws.settings.k)
+            system_from_workspace(ws, a),
+            system_from_workspace(ws, b),
+            default_measures(ws.settings.k),
         )
         self.post_message(self.Ready(generation, comparison))
 
@@ -132,7 +144,11 @@ class CurveScreen(ReportScreen):
         super().__init__(id="curve")
         self.ws = ws
         self.questions = questions
-        scope = f"{len(questions)} filtered questions" if questions is not None else "every evaluated question"
+        scope = (
+            f"{len(questions)} filtered questions"
+            if questions is not None
+            else "every evaluated question"
+        )
         self.report_title = f"recall@k, k = 1..{ws.settings.depth} · {scope}"
         self.curves: dict[str, list[float]] = {}
 
@@ -151,12 +167,19 @@ def slices_text(ws: Workspace) -> Text:
     out = Text()
     k = ws.settings.k
     heads = [f"R@{k}", f"P@{k}", "ceil", "MRR", f"nDCG@{k}"]
-    out.append(f"{'slice':<16}{'retriever':<10}{'n':>4}" + "".join(h.rjust(8) for h in heads) + "\n", "bold")
+    out.append(
+        f"{'slice':<16}{'retriever':<10}{'n':>4}" + "".join(h.rjust(8) for h in heads) + "\n",
+        "bold",
+    )
     for report in slice_reports(ws, include_all=True):
         for i, (name, s) in enumerate(report.summaries.items()):
             label = report.name if i == 0 else ""
             values = (s.recall, s.precision, s.precision_ceiling, s.mrr, s.ndcg)
-            out.append(f"{label[:15]:<16}{name[:9]:<10}{s.questions:>4}" + "".join(fmt(v).rjust(8) for v in values) + "\n")
+            out.append(
+                f"{label[:15]:<16}{name[:9]:<10}{s.questions:>4}"
+                + "".join(fmt(v).rjust(8) for v in values)
+                + "\n"
+            )
         if report.skipped:
             out.append(f"{'':<16}{len(report.skipped)} skipped (no relevant chunk)\n", "dim")
     return out

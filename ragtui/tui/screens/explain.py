@@ -16,11 +16,16 @@ def _rank(rank: int | None) -> str:
     return "–" if rank is None else str(rank)
 
 
-def explanation_text(ws: Workspace, explanation: HybridExplanation, mean_ceiling: tuple[float, float] | None) -> Text:
+def explanation_text(
+    ws: Workspace, explanation: HybridExplanation, mean_ceiling: tuple[float, float] | None
+) -> Text:
     """The attribution table, the chunks only one list found, and the pool ceiling beside hybrid recall."""
     e = explanation
     out = Text()
-    out.append(f"RRF: score = 1/({e.rrf_k} + bm25 rank) + 1/({e.rrf_k} + vector rank), top {e.depth} of each\n\n", "dim")
+    out.append(
+        f"RRF: score = 1/({e.rrf_k} + bm25 rank) + 1/({e.rrf_k} + vector rank), top {e.depth} of each\n\n",
+        "dim",
+    )
     chunk_width = max([len(r.chunk) for r in e.results] + [5])
     out.append(
         f"{'#':>3}  {'chunk':<{chunk_width}}  {'bm25':>4}  {'vec':>4}  {'bm25 term':>9}  {'vec term':>9}  {'score':>7}  tie  grade\n",
@@ -44,7 +49,9 @@ def explanation_text(ws: Workspace, explanation: HybridExplanation, mean_ceiling
         if not sole:
             out.append("  none\n", "dim")
         for s in sole:
-            where = f"hybrid #{s.hybrid_rank}" if s.hybrid_rank is not None else "fused out of the top"
+            where = (
+                f"hybrid #{s.hybrid_rank}" if s.hybrid_rank is not None else "fused out of the top"
+            )
             mark = " relevant" if s.relevant else ""
             out.append(f"  {s.chunk} (#{s.rank} in {s.retriever}, {where}){mark}\n")
     if e.missed:
@@ -81,4 +88,6 @@ class ExplainScreen(ReportScreen):
         except InputError as exc:
             self.set_body(Text(exc.message))
             return
-        self.set_body(explanation_text(self.ws, explanation, (ceiling.pool_ceiling, ceiling.hybrid_recall)))
+        self.set_body(
+            explanation_text(self.ws, explanation, (ceiling.pool_ceiling, ceiling.hybrid_recall))
+        )

@@ -146,7 +146,9 @@ class LabellingMixin:
         text = f"judged {judged}/{pooled}"
         if self.current_qid in counts:
             j, p = counts[self.current_qid]
-            text += f" · this {j}/{p}" if self.has_class("-compact") else f" · this question {j}/{p}"
+            text += (
+                f" · this {j}/{p}" if self.has_class("-compact") else f" · this question {j}/{p}"
+            )
         if self.queue_order == "random":
             text += " · random order"
         return text
@@ -185,11 +187,18 @@ class LabellingMixin:
         else the one that ranked it best."""
         focused = self.focused
         retriever = getattr(focused, "retriever", None)
-        if retriever in self.retrievers and self._ready(retriever) and any(
-            cid == entry.chunk for cid, _ in self.ws.ranking(retriever, entry.question)  # type: ignore[union-attr]
+        if (
+            retriever in self.retrievers
+            and self._ready(retriever)
+            and any(
+                cid == entry.chunk
+                for cid, _ in self.ws.ranking(retriever, entry.question)  # type: ignore[union-attr]
+            )
         ):
             return str(retriever)
-        ranked = [(rank, self.retrievers.index(n), n) for n, rank in entry.ranks if n in self.retrievers]
+        ranked = [
+            (rank, self.retrievers.index(n), n) for n, rank in entry.ranks if n in self.retrievers
+        ]
         return min(ranked)[2] if ranked else None
 
     def action_next_unjudged(self: MainScreen) -> None:  # type: ignore[misc]
@@ -237,9 +246,9 @@ class LabellingMixin:
         self.show_workspace(ws)
         baseline = getattr(self.app, "baseline", None)
         if baseline is not None:
-            self.query_one("#questions").border_title = (
-                f"{self.query_one('#questions').border_title} · Δ vs {baseline.name}"
-            )
+            self.query_one(
+                "#questions"
+            ).border_title = f"{self.query_one('#questions').border_title} · Δ vs {baseline.name}"
 
     def _refresh_deltas(self: MainScreen, qid: str | None) -> None:  # type: ignore[misc]
         """Grades or k changed: recompute the Δ column (one question, or all)."""
@@ -267,7 +276,9 @@ class LabellingMixin:
         self.query_one("#filter").value = ""  # type: ignore[attr-defined]
         self.filter_text = ""
         self.set_class(False, "-filtered")
-        self.question_list.deltas = self.baseline_deltas(ws) if self.question_list.deltas is not None else None
+        self.question_list.deltas = (
+            self.baseline_deltas(ws) if self.question_list.deltas is not None else None
+        )
         self._fill_questions(keep=qid, refill=True)
         self.judging_changed()
         self.update_header()
@@ -277,7 +288,9 @@ class LabellingMixin:
         from ragtui.tui.screens.adhoc import AdhocScreen
 
         if self.ws is not None:
-            self.app.push_screen(AdhocScreen(self.ws, [n for n in self.retrievers if self._ready(n)]))
+            self.app.push_screen(
+                AdhocScreen(self.ws, [n for n in self.retrievers if self._ready(n)])
+            )
 
     def action_explain(self: MainScreen) -> None:  # type: ignore[misc]
         """Hybrid attribution of the current question."""
@@ -287,7 +300,9 @@ class LabellingMixin:
         if ws is None or self.current_qid is None:
             return
         if "vector" not in ws.rankings or "bm25" not in ws.rankings:
-            self.notify("Hybrid attribution needs bm25 and vector rankings (still embedding?).", timeout=5)
+            self.notify(
+                "Hybrid attribution needs bm25 and vector rankings (still embedding?).", timeout=5
+            )
             return
         self.app.push_screen(ExplainScreen(ws, self.current_qid))
 
@@ -312,7 +327,9 @@ class LabellingMixin:
 
         ws = self.ws
         if ws is not None and ws.evaluation is not None:
-            self.app.push_screen(CurveScreen(ws, list(self.visible_ids) if self.filter_text else None))
+            self.app.push_screen(
+                CurveScreen(ws, list(self.visible_ids) if self.filter_text else None)
+            )
 
     def action_slices(self: MainScreen) -> None:  # type: ignore[misc]
         """Every metric per slice."""

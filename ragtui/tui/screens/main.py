@@ -575,10 +575,7 @@ class MainScreen(LabellingMixin, Screen[None]):
         """Move the focus to the next (or previous) list, showing it in the compact layout."""
         order = self._focus_order()
         focused = self.focused
-        if focused in order:
-            index = order.index(focused)
-        else:
-            index = 0
+        index = order.index(focused) if focused in order else 0
         target = order[(index + step) % len(order)]
         if isinstance(target, ResultList):
             self.focus_retriever(target.retriever)
@@ -718,7 +715,9 @@ class MainScreen(LabellingMixin, Screen[None]):
             self.update_header()
             return
         except OSError as exc:
-            self.notify(f"Could not save the label: {exc}", severity="error", timeout=8, markup=False)
+            self.notify(
+                f"Could not save the label: {exc}", severity="error", timeout=8, markup=False
+            )
             return
         self.apply_change(change)
 
@@ -736,7 +735,10 @@ class MainScreen(LabellingMixin, Screen[None]):
             return
         if ws.labels.read_only:
             self.notify(
-                f"{ws.labels.read_only_reason or f'{ws.labels.path} is read-only'}: cannot undo.", severity="error", timeout=5, markup=False
+                f"{ws.labels.read_only_reason or f'{ws.labels.path} is read-only'}: cannot undo.",
+                severity="error",
+                timeout=5,
+                markup=False,
             )
             return
         try:

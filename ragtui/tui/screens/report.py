@@ -16,7 +16,9 @@ class ReportScreen(ModalScreen[None]):
     """A read-only report; subclasses fill ``body`` (a Static) with a ``Text``; escape closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "dismiss", "Close", tooltip="Back to the main screen.", id="report.close"),
+        Binding(
+            "escape,q", "dismiss", "Close", tooltip="Back to the main screen.", id="report.close"
+        ),
     ]
 
     #: The frame title.

@@ -78,7 +78,9 @@ class ChunkView(VerticalScroll, can_focus=False):
         new_header = chunk_header(ws, qid, cid)
         old_header = header.content
         # Skip the costly layout (a grade changed) when the size cannot change.
-        header_same_size = isinstance(old_header, Text) and len(old_header.plain) == len(new_header.plain)
+        header_same_size = isinstance(old_header, Text) and len(old_header.plain) == len(
+            new_header.plain
+        )
         header.update(new_header, layout=not (same and header_same_size))
         body.update(
             highlighted_text(

@@ -36,7 +36,9 @@ def curve_text(curves: Mapping[str, Sequence[float]], height: int = 10, column: 
         for k, value in enumerate(curves[name]):
             row = height - round(value * height)
             current = grid[row][k][0]
-            grid[row][k] = ("*", "bold") if current not in (" ", marks[name]) else (marks[name], style)
+            grid[row][k] = (
+                ("*", "bold") if current not in (" ", marks[name]) else (marks[name], style)
+            )
     out = Text()
     for row in range(height + 1):
         level = (height - row) / height
@@ -51,7 +53,10 @@ def curve_text(curves: Mapping[str, Sequence[float]], height: int = 10, column: 
         out.append(f" {marks[name]} ", STYLES[index % len(STYLES)] + " bold")
         out.append(f"{name}\n")
     out.append(" * two or more at the same point\n", "dim")
-    out.append("\n" + "recall@k".ljust(10) + "".join(str(k).rjust(6) for k in range(1, depth + 1)) + "\n", "bold")
+    out.append(
+        "\n" + "recall@k".ljust(10) + "".join(str(k).rjust(6) for k in range(1, depth + 1)) + "\n",
+        "bold",
+    )
     for name in names:
         out.append(name[:9].ljust(10) + "".join(fmt(v).rjust(6) for v in curves[name]) + "\n")
     return out

@@ -46,7 +46,8 @@ def metrics_text(
     out = Text()
     heads = [f"R@{k}", f"P@{k}", "ceil", "MRR", f"nDCG@{k}"]
     out.append(
-        " " * (NAME_WIDTH + SCOPE_WIDTH) + "".join(h.rjust(w) for h, w in zip(heads, widths)),
+        " " * (NAME_WIDTH + SCOPE_WIDTH)
+        + "".join(h.rjust(w) for h, w in zip(heads, widths, strict=True)),
         "bold",
     )
     scope_id = (qid or "")[:SCOPE_WIDTH]
@@ -70,7 +71,7 @@ def metrics_text(
             if isinstance(values, str):
                 out.append(values, "dim")
             else:
-                out.append("".join(v.rjust(w) for v, w in zip(values, widths)))
+                out.append("".join(v.rjust(w) for v, w in zip(values, widths, strict=True)))
     out.append_text(judged_text(ws, retrievers))
     for note in notes:
         out.append("\n" + note, "italic")

@@ -124,7 +124,9 @@ class QuestionList(RowCachedTable[Text]):
             return
         width = sum(c.get_render_width(self) for c in self.columns.values())
         header = self.header_height if self.show_header else 0
-        self.virtual_size = Size(width + self._row_label_column_width, self._total_row_height + header)
+        self.virtual_size = Size(
+            width + self._row_label_column_width, self._total_row_height + header
+        )
 
     def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
         """Skip DataTable's re-measuring after ``update_cell`` (a narrower cell re-measures the whole
@@ -227,7 +229,8 @@ class QuestionList(RowCachedTable[Text]):
         """The (column, new cell) pairs of one row whose content differs from what is shown."""
         keys = ["mark", "id", *self.retrievers, *(["delta"] if self.deltas is not None else [])]
         changed = []
-        for key, value in zip(keys, self.row_cells(ws, qid, status)):
+        # The text and slice cells never change: only the first len(keys) cells are compared.
+        for key, value in zip(keys, self.row_cells(ws, qid, status), strict=False):
             old = self.get_cell(qid, key)
             # Text equality ignores the base style: a rank that moves beyond k keeps its digits.
             if old != value or old.style != value.style:

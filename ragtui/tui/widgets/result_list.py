@@ -165,7 +165,7 @@ class ResultList(RowCachedTable[Text]):
         for rank, (cid, score) in enumerate(ws.ranking(self.retriever, self.qid), start=1):
             if cid not in self.rows:
                 continue
-            for key, value in zip(keys, self._cells(ws, self.qid, rank, cid, score)):
+            for key, value in zip(keys, self._cells(ws, self.qid, rank, cid, score), strict=True):
                 # Only changed cells: every update_cell makes the table re-render all its rows.
                 old = self.get_cell(cid, key)
                 if old != value or old.style != value.style:  # Text equality ignores the base style

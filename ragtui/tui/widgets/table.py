@@ -36,9 +36,9 @@ class RowCachedTable(DataTable[CellType], Generic[CellType]):
         self._data[row][column] = value
         row_index = self._row_locations.get(row)
         for cache in (self._cell_render_cache, self._row_render_cache):
-            for key in [k for k in cache.keys() if k[0] == row]:
+            for key in [k for k in cache.keys() if k[0] == row]:  # noqa: SIM118 (LRUCache is not iterable)
                 cache.discard(key)
-        for key in [k for k in self._row_renderable_cache.keys() if k[1] == row_index]:
+        for key in [k for k in self._row_renderable_cache.keys() if k[1] == row_index]:  # noqa: SIM118
             self._row_renderable_cache.discard(key)
         self._line_cache.clear()
         self.refresh()

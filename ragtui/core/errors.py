@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragtui.core.text import visible_line
+
 
 class InputError(Exception):
     """Bad input: a file, an optional 1-based line number and the problem, shown on one line."""
@@ -16,9 +18,9 @@ class InputError(Exception):
 
     @property
     def message(self) -> str:
-        """The one-line message: ``file:line: problem``."""
-        where = self.path or ""
+        """The one-line message ``file:line: problem``, control characters shown as escapes."""
+        where = visible_line(self.path or "")
         if self.line is not None:
             where = f"{where}:{self.line}"
-        flat = " ".join(self.problem.split())
+        flat = visible_line(" ".join(self.problem.split()))
         return f"{where}: {flat}" if where else flat

@@ -102,7 +102,7 @@ class Workspace:
         for name in settings.retrievers:
             if name not in RETRIEVER_NAMES:
                 raise InputError(
-                    None, f"unknown retriever {name!r}; choose from {', '.join(RETRIEVER_NAMES)}"
+                    None, f"--retrievers: unknown {name}; choose from {', '.join(RETRIEVER_NAMES)}"
                 )
         if settings.k < 1 or settings.depth < 1:
             raise InputError(None, "--k and --depth must be at least 1")

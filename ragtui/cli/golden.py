@@ -1,12 +1,12 @@
-"""The labelling commands: ``add-question``, ``agreement``, and the diagnostics ``check`` prints (plain text)."""
+"""The golden-set commands: ``check``, ``add-question``, ``agreement`` and ``labels compact``."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragtui.core.analysis.check import check_notes
+from ragtui.cli.output import load_workspace, out, rich_progress, warn_all
+from ragtui.core.analysis.check import check_notes, check_workspace
 from ragtui.core.analysis.diagnostics import diagnose, histogram_lines
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.agreement import (
@@ -19,10 +19,6 @@ from ragtui.core.labelling.agreement import (
 from ragtui.core.labelling.authoring import QUESTIONS_FILE, validate_new_question
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-
-
-def _stderr(text: str) -> None:
-    print(text, file=sys.stderr)
 
 
 def _table(rows: Sequence[Sequence[str]], left: Sequence[int] = (0,)) -> str:
@@ -52,7 +48,7 @@ def print_diagnostics(ws: Workspace) -> None:
     """The information part of ``ragtui check``: ``note:`` lines, the token histogram and a count line (never an exit 1)."""
     diag = diagnose(ws)
     for note in check_notes(ws, diag):
-        print(note)
+        out(str(note))
     limit = diag.limit
     reads = (
         f"the embedding model reads {limit.content_tokens}: max_seq_length {limit.max_seq_length} "
@@ -60,10 +56,10 @@ def print_diagnostics(ws: Workspace) -> None:
         if limit
         else "the model's limit is unknown"
     )
-    print(f"chunk token counts ({len(diag.token_counts)} chunks; {reads}):")
+    out(f"chunk token counts ({len(diag.token_counts)} chunks; {reads}):")
     for line in histogram_lines(diag.histogram):
-        print(f"  {line}")
-    print(
+        out(f"  {line}")
+    out(
         f"notes: {len(diag.truncated)} of {len(ws.chunks)} chunks longer than the embedding model reads, "
         f"{_count(len(diag.hidden_evidence), 'evidence string')} in a cut-off tail, "
         f"{_count(len(diag.multi_match), 'evidence string')} in several chunks"
@@ -81,11 +77,7 @@ def run_add_question(
     qid: str | None,
 ) -> int:
     """``ragtui add-question``: validate, append to questions.jsonl atomically, and print how every retriever ranks it."""
-    from ragtui.commands import rich_progress
-
-    ws = Workspace.load(settings)
-    for warning in ws.warnings:
-        _stderr(f"ragtui: warning: {warning}")
+    ws = load_workspace(settings)
     if ws.settings.beir is not None:
         raise InputError(
             ws.settings.beir,
@@ -103,11 +95,10 @@ def run_add_question(
         ws.corpus.documents,
         path,
     )
-    progress, _ = rich_progress()
-    ws.prepare_vectors(progress)
+    ws.prepare_vectors(rich_progress())
     added = ws.add_question(question, list(evidence), list(slices), qid)
     q = added.question
-    print(f"{path}:{q.line}: added {q.id}; relevant (evidence): {', '.join(added.relevant_chunks)}")
+    out(f"{path}:{q.line}: added {q.id}; relevant (evidence): {', '.join(added.relevant_chunks)}")
     k = ws.settings.k
     rows = [("retriever", "first relevant rank", f"recall@{k}", f"nDCG@{k}", "top 3")]
     for name, ranking in added.rankings.items():
@@ -115,7 +106,7 @@ def run_add_question(
         rank = str(m.first_relevant_rank) if m.first_relevant_rank is not None else "-"
         top = ", ".join(cid for cid, _ in ranking[:3])
         rows.append((name, rank, f"{m.recall:.3f}", f"{m.ndcg:.3f}", top))
-    print(_table(rows, left=(0, 4)))
+    out(_table(rows, left=(0, 4)))
     return 0
 
 
@@ -183,9 +174,7 @@ def format_annotator_agreement(result: AnnotatorAgreement) -> list[str]:
 
 def run_agreement(settings: Settings, pair: Sequence[str] | None) -> int:
     """``ragtui agreement [--annotators A B]``: the evidence rule against hand grades, and optionally two annotators."""
-    ws = Workspace.load(settings)
-    for warning in ws.warnings:
-        _stderr(f"ragtui: warning: {warning}")
+    ws = load_workspace(settings)
     names = annotators(ws.labels.history)
     if pair is not None:
         missing = [n for n in pair if n not in names]
@@ -195,11 +184,50 @@ def run_agreement(settings: Settings, pair: Sequence[str] | None) -> int:
                 ws.labels.path, f"no labels by {', '.join(missing)} (annotators: {known})"
             )
     for line in format_rule_agreement(rule_agreement(ws), ws.base_source):
-        print(line)
+        out(line)
     listed = ", ".join(f"{n or '(unnamed)'} ({c} pairs)" for n, c in names.items()) or "none"
-    print(f"annotators: {listed}")
+    out(f"annotators: {listed}")
     if pair is not None:
         result = annotator_agreement(ws.labels.history, pair[0], pair[1], ws.settings.threshold)
         for line in format_annotator_agreement(result):
-            print(line)
+            out(line)
+    return 0
+
+
+def run_check(settings: Settings) -> int:
+    """``ragtui check``: print every problem; exit 1 if there is any."""
+    ws = load_workspace(settings)
+    problems = check_workspace(ws)
+    for problem in problems:
+        out(str(problem))
+    print_diagnostics(ws)
+    ev = ws.evaluation
+    assert ev is not None
+    relevant_counts = [
+        sum(1 for g in ws.effective_grades(q.id).values() if g >= ws.settings.threshold)
+        for q in ws.questions
+    ]
+    out(
+        f"{len(ws.corpus.documents)} documents, {len(ws.chunks)} chunks, {len(ws.questions)} questions "
+        f"({sum(1 for n in relevant_counts if n == 1)} with one relevant chunk, "
+        f"{sum(1 for n in relevant_counts if n > 1)} with several, {sum(1 for n in relevant_counts if n == 0)} with none); "
+        f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    )
+    return 1 if problems else 0
+
+
+def run_labels_compact(settings: Settings) -> int:
+    """``ragtui labels compact``: rewrite the journal to one line per labelled pair, keeping a backup."""
+    from ragtui.core.labelling.journal import LabelJournal
+
+    golden = settings.resolved().golden
+    assert golden is not None
+    journal = LabelJournal(Path(golden) / "labels.jsonl", settings.annotator)
+    warn_all(journal.warnings)
+    lines_before = len(journal.history)
+    backup = journal.compact()
+    out(
+        f"{journal.path}: {lines_before} line{'s' if lines_before != 1 else ''} -> {len(journal.history)} "
+        f"(one per labelled pair; stale labels kept); backup: {backup}"
+    )
     return 0

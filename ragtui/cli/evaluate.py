@@ -1,17 +1,15 @@
-"""The compare-and-explain side of the CLI: ``eval --by-slice/--curve/--metrics/--compare/--save/--explain``,
-``ragtui diff`` and ``ragtui explain``, as plain-text tables (the numbers come from the core)."""
+"""The evaluation commands: ``eval`` (with ``--by-slice/--curve/--metrics/--compare/--save/--explain``),
+``export``, ``diff`` and ``explain``; the numbers come from the core, ``output`` prints them."""
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ragtui.cli.output import err, format_columns, open_workspace, out, print_json
 from ragtui.core.analysis.attribution import (
     HybridExplanation,
     PoolCeiling,
@@ -19,6 +17,8 @@ from ragtui.core.analysis.attribution import (
     pool_ceilings,
 )
 from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.eval_report import eval_report, format_table
+from ragtui.core.analysis.export import export_trec
 from ragtui.core.analysis.runs import (
     RunDiff,
     diff_runs,
@@ -38,8 +38,6 @@ from ragtui.core.metrics.measures import (
     parse_measures,
 )
 from ragtui.core.metrics.significance import (
-    N_PERMUTATIONS,
-    N_RESAMPLES,
     Comparison,
     compare_systems,
 )
@@ -65,25 +63,6 @@ class EvalOptions:
     def any(self) -> bool:
         """Whether anything beyond the default table was asked for."""
         return any((self.by_slice, self.curve, self.metrics, self.compare, self.save, self.explain))
-
-
-def _stderr(text: str) -> None:
-    print(text, file=sys.stderr)
-
-
-def format_columns(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
-    """Rows of cells as aligned columns separated by two spaces (columns in ``right`` right-aligned)."""
-    if not rows:
-        return ""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
 
 
 def _f(value: float) -> str:
@@ -358,7 +337,7 @@ def save_if_asked(ws: Workspace, options: EvalOptions) -> None:
     """``--save NAME``: write the saved run and say where on stderr."""
     if options.save:
         path = save_run(ws, options.save, options.runs_dir)
-        _stderr(f"ragtui: saved run {options.save!r} to {path}")
+        err(f"ragtui: saved run {options.save!r} to {path}")
 
 
 def run_diff(
@@ -407,39 +386,66 @@ def run_diff(
             entry["direction"] = change.direction
         body["mean_change"] = diff.mean_change
         body["retrievers"] = [name_a, name_b]
-        sys.stdout.write(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json(body)
         return 0
-    print(format_diff(diff, limit))
+    out(format_diff(diff, limit))
     return 0
 
 
-def run_explain(ws: Workspace, qid: str, as_json: bool = False) -> int:
+def run_explain(settings: Settings, qid: str, as_json: bool = False) -> int:
     """``ragtui explain QID``: the hybrid attribution table of one question."""
+    ws = open_workspace(settings)
     expl = explain_hybrid(ws, qid)
     pool = pool_ceilings(ws)
     if as_json:
-        sys.stdout.write(
-            orjson.dumps(_explanation_json(expl, pool), option=orjson.OPT_INDENT_2).decode() + "\n"
-        )
+        print_json(_explanation_json(expl, pool))
         return 0
-    print(format_explanation(ws, expl, pool))
+    out(format_explanation(ws, expl, pool))
     return 0
 
 
-__all__ = [
-    "N_PERMUTATIONS",
-    "N_RESAMPLES",
-    "EvalOptions",
-    "add_json_extras",
-    "format_columns",
-    "format_comparison",
-    "format_curve",
-    "format_diff",
-    "format_explanation",
-    "format_measure_table",
-    "format_slices",
-    "run_diff",
-    "run_explain",
-    "save_if_asked",
-    "text_extras",
-]
+def run_eval(
+    settings: Settings, as_json: bool, judged: bool = False, options: EvalOptions | None = None
+) -> int:
+    """``ragtui eval``: the metric table (or the JSON object) of every chosen retriever; ``judged`` adds Judged@k.
+
+    ``options`` adds slices, curves, ir_measures columns, a comparison, an attribution or a saved run.
+    """
+    options = options or EvalOptions()
+    measures = parse_options_measures(options)
+    ws = open_workspace(settings)
+    save_if_asked(ws, options)
+    if as_json:
+        report = eval_report(ws)
+        add_json_extras(ws, report, options)
+        print_json(report)
+        return 0
+    extras = text_extras(ws, options)
+    ev = ws.evaluation
+    assert ev is not None
+    skipped = ev.skipped
+    note = f"{len(ev.evaluated)} questions"
+    if skipped:
+        shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
+        note += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
+    out(f"{note}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}")
+    out(format_measure_table(ws, measures) if measures else format_table(ws, judged=judged))
+    if judged and not measures:
+        from ragtui.core.labelling.judging import THIN_JUDGED
+
+        out(
+            f"judged@{ws.settings.k}: share of the top {ws.settings.k} with a hand grade or an evidence match; "
+            f"thin = below {THIN_JUDGED}: the metrics rest on unjudged chunks"
+        )
+    for section in extras:
+        out()
+        out(section)
+    return 0
+
+
+def run_export(settings: Settings, folder: Path) -> int:
+    """``ragtui export DIR``: TREC qrels and runs."""
+    ws = open_workspace(settings)
+    for path in export_trec(ws, folder):
+        out(str(path))
+    return 0

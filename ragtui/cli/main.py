@@ -1,4 +1,4 @@
-"""The command line: ``ragtui`` (the app), ``ragtui eval``, ``ragtui export DIR``, ``ragtui check``."""
+"""The entry point: the argument parser (built from the shared option table) and the dispatch."""
 
 from __future__ import annotations
 
@@ -7,157 +7,62 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ragtui import __version__
-from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
-from ragtui.core.data.corpus import MAX_FILE_BYTES
-from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.errors import InputError
-from ragtui.core.retrieval.base import RETRIEVER_NAMES
-from ragtui.core.retrieval.bm25 import BM25_BACKENDS
-from ragtui.core.retrieval.external import parse_run_spec
+from ragtui.core.options import OPTIONS, OptionError, settings_from_values, whole_number
 from ragtui.core.settings import Settings
+from ragtui.core.text import visible_line
 
 if TYPE_CHECKING:
-    from ragtui.analysis_commands import EvalOptions
-
-#: Defaults of the shared options; ``argparse.SUPPRESS`` lets them appear before or after the command.
-_DEFAULTS = {
-    "corpus": None,
-    "golden": None,
-    "beir": None,
-    "chunk_size": None,
-    "overlap": 0,
-    "model": DEFAULT_MODEL,
-    "k": 3,
-    "depth": 10,
-    "retrievers": ",".join(RETRIEVER_NAMES),
-    "threshold": 1,
-    "bm25_backend": "rank-bm25",
-    "annotator": None,
-    "run": None,
-    "max_file_mb": MAX_FILE_BYTES / 1048576,
-}
+    from ragtui.cli.evaluate import EvalOptions
 
 
-def _whole_number_at_least(minimum: int):
-    """An argparse type: a whole number no smaller than ``minimum``."""
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, as every other error is."""
 
-    def parse(text: str) -> int:
+    def error(self, message: str) -> NoReturn:
+        """``ragtui: error: MESSAGE (ragtui COMMAND --help lists the options)``, exit 2."""
+        hint = f"{self.prog} --help lists the options"
+        self.exit(2, f"ragtui: error: {visible_line(message)} ({hint})\n")
+
+
+def _argparse_type(parse: Any) -> Any:
+    """An option's parser as an argparse type (argparse reports its message as the problem)."""
+
+    def convert(raw: str) -> Any:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
-        return value
+            return parse(raw)
+        except OptionError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-    return parse
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
 
 
-_positive = _whole_number_at_least(1)
-_non_negative = _whole_number_at_least(0)
-
-
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive number")
-    return value
+_positive = _argparse_type(whole_number(1))
 
 
 def _shared_options(parser: argparse.ArgumentParser) -> None:
-    s = argparse.SUPPRESS
-    data = parser.add_argument_group("data")
-    data.add_argument(
-        "--corpus",
-        type=Path,
-        default=s,
-        metavar="DIR",
-        help="folder of .md/.txt documents (default: the bundled corpus)",
-    )
-    data.add_argument(
-        "--golden",
-        type=Path,
-        default=s,
-        metavar="DIR",
-        help="folder with questions.jsonl and labels.jsonl (default: the bundled golden set)",
-    )
-    data.add_argument(
-        "--beir",
-        type=Path,
-        default=s,
-        metavar="DIR",
-        help="a BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) instead of --corpus/--golden",
-    )
-    opts = parser.add_argument_group("retrieval and metrics")
-    opts.add_argument(
-        "--chunk-size",
-        type=_positive,
-        default=s,
-        metavar="N",
-        help=f"chunk size in tokens (default {DEFAULT_CHUNK_SIZE}; BEIR: whole documents)",
-    )
-    opts.add_argument(
-        "--overlap",
-        type=_non_negative,
-        default=s,
-        metavar="N",
-        help="tokens shared by consecutive chunks (default 0)",
-    )
-    opts.add_argument(
-        "--model",
-        default=s,
-        metavar="NAME_OR_PATH",
-        help=f"sentence-transformers model (default: the bundled {DEFAULT_MODEL})",
-    )
-    opts.add_argument(
-        "--k",
-        type=_positive,
-        default=s,
-        metavar="N",
-        help="cut-off for recall, precision and nDCG (default 3)",
-    )
-    opts.add_argument(
-        "--depth", type=_positive, default=s, metavar="N", help="results per retriever (default 10)"
-    )
-    opts.add_argument(
-        "--retrievers",
-        default=s,
-        metavar="LIST",
-        help="comma-separated subset of bm25,vector,hybrid",
-    )
-    opts.add_argument(
-        "--threshold",
-        type=_positive,
-        default=s,
-        metavar="G",
-        help="lowest grade that counts as relevant (trec_eval -l; default 1)",
-    )
-    opts.add_argument(
-        "--bm25-backend", choices=BM25_BACKENDS, default=s, help="rank-bm25 (default) or bm25s"
-    )
-    opts.add_argument(
-        "--annotator", default=s, metavar="NAME", help="who is labelling (default: the login name)"
-    )
-    opts.add_argument(
-        "--max-file-mb",
-        type=_positive_number,
-        default=s,
-        metavar="MB",
-        help=f"largest corpus document read (default {MAX_FILE_BYTES // 1048576}); bigger files are refused",
-    )
-    opts.add_argument(
-        "--run",
-        action="append",
-        default=s,
-        metavar="NAME=PATH",
-        help="add a retriever whose rankings come from a TREC run file (repeatable)",
-    )
+    """The options every command takes, from ``ragtui.core.options.OPTIONS``.
+
+    Their argparse default is SUPPRESS, so an option may come before or after the command name.
+    """
+    groups: dict[str, Any] = {}
+    for option in OPTIONS:
+        group = groups.get(option.group)
+        if group is None:
+            group = groups[option.group] = parser.add_argument_group(option.group)
+        group.add_argument(
+            option.flag,
+            dest=option.name,
+            type=_argparse_type(option.parse),
+            default=argparse.SUPPRESS,
+            metavar=option.metavar,
+            action="append" if option.repeatable else "store",
+            help=option.help,
+        )
 
 
 def _analysis_options(p_eval: argparse.ArgumentParser) -> None:
@@ -211,7 +116,7 @@ def _analysis_options(p_eval: argparse.ArgumentParser) -> None:
 
 
 def _eval_options(args: argparse.Namespace) -> EvalOptions:
-    from ragtui.analysis_commands import EvalOptions
+    from ragtui.cli.evaluate import EvalOptions
 
     return EvalOptions(
         by_slice=args.by_slice,
@@ -228,7 +133,7 @@ def _eval_options(args: argparse.Namespace) -> EvalOptions:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ragtui",
         description="See whether retrieval found the evidence: BM25, vector and hybrid side by side.",
     )
@@ -344,33 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings from parsed arguments, defaults filled in."""
-    values = {**_DEFAULTS, **{k: v for k, v in vars(args).items() if k in _DEFAULTS}}
-    retrievers = tuple(r.strip() for r in values["retrievers"].split(",") if r.strip())
-    unknown = [r for r in retrievers if r not in RETRIEVER_NAMES]
-    if unknown or not retrievers:
-        raise InputError(
-            None,
-            f"--retrievers: unknown {', '.join(unknown) or '(empty)'}; choose from {', '.join(RETRIEVER_NAMES)}",
-        )
-    chunk_size = values["chunk_size"]
-    if chunk_size is None and values["beir"] is None:
-        chunk_size = DEFAULT_CHUNK_SIZE
-    return Settings(
-        corpus=values["corpus"],
-        golden=values["golden"],
-        beir=values["beir"],
-        chunk_size=chunk_size,
-        overlap=values["overlap"],
-        model=values["model"],
-        k=values["k"],
-        depth=values["depth"],
-        retrievers=retrievers,
-        threshold=values["threshold"],
-        bm25_backend=values["bm25_backend"],
-        annotator=values["annotator"],
-        max_file_mb=values["max_file_mb"],
-        runs=tuple(parse_run_spec(spec) for spec in values["run"] or ()),
-    )
+    names = {o.name for o in OPTIONS}
+    return settings_from_values({k: v for k, v in vars(args).items() if k in names})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -383,45 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ragtui.tui.app import run_app
 
             return run_app(settings, mouse=not args.no_mouse)
-        from ragtui import commands
-
-        if args.command == "eval":
-            return commands.run_eval(
-                settings, as_json=args.json, judged=args.judged, options=_eval_options(args)
-            )
-        if args.command in ("diff", "explain"):
-            from ragtui import analysis_commands
-
-            if args.command == "diff":
-                return analysis_commands.run_diff(
-                    settings,
-                    args.run_a,
-                    args.run_b,
-                    retriever=args.retriever,
-                    k=getattr(args, "k", None),
-                    runs_dir=args.runs_dir,
-                    limit=args.limit,
-                    as_json=args.json,
-                )
-            return analysis_commands.run_explain(
-                commands.open_workspace(settings), args.qid, as_json=args.json
-            )
-        if args.command == "export":
-            return commands.run_export(settings, args.dir)
-        if args.command == "check":
-            return commands.run_check(settings)
-        if args.command in ("add-question", "agreement"):
-            from ragtui import commands_labelling
-
-            if args.command == "add-question":
-                return commands_labelling.run_add_question(
-                    settings, args.question, args.evidence, args.slices, args.qid
-                )
-            return commands_labelling.run_agreement(settings, args.annotators)
-        if args.command == "labels":
-            return commands.run_labels_compact(settings)
+        return _run(args, settings)
     except InputError as exc:
-        print(f"ragtui: error: {exc.message}", file=sys.stderr)
+        print(f"ragtui: error: {exc.message}", file=sys.stderr)  # message is made visible
         return 2
     except BrokenPipeError:
         # The reader went away (``ragtui eval | head``): stop quietly, as Unix tools do.
@@ -430,8 +274,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         # A folder that cannot be written, a full disk: one line, no traceback.
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"ragtui: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(visible_line(f"ragtui: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    raise AssertionError(args.command)
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the command ``args`` names (the app when none)."""
+    command = args.command
+    if command is None:
+        from ragtui.tui.app import run_app
+
+        return run_app(settings, mouse=not args.no_mouse)
+    if command in ("eval", "export", "diff", "explain"):
+        from ragtui.cli import evaluate
+
+        if command == "eval":
+            return evaluate.run_eval(
+                settings, as_json=args.json, judged=args.judged, options=_eval_options(args)
+            )
+        if command == "export":
+            return evaluate.run_export(settings, args.dir)
+        if command == "diff":
+            return evaluate.run_diff(
+                settings,
+                args.run_a,
+                args.run_b,
+                retriever=args.retriever,
+                k=getattr(args, "k", None),
+                runs_dir=args.runs_dir,
+                limit=args.limit,
+                as_json=args.json,
+            )
+        return evaluate.run_explain(settings, args.qid, as_json=args.json)
+    from ragtui.cli import golden
+
+    if command == "check":
+        return golden.run_check(settings)
+    if command == "add-question":
+        return golden.run_add_question(
+            settings, args.question, args.evidence, args.slices, args.qid
+        )
+    if command == "agreement":
+        return golden.run_agreement(settings, args.annotators)
+    if command == "labels":
+        return golden.run_labels_compact(settings)
+    raise AssertionError(command)

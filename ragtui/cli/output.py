@@ -1,0 +1,134 @@
+"""Everything the command line prints: reports as plain text, JSON, warnings, errors, the progress bar.
+
+Text from files is data: whatever is printed goes through ``visible`` first, so no control
+character from a corpus, a question or a file name reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from ragtui.core.report import Report, Section
+from ragtui.core.retrieval.embeddings import Progress
+from ragtui.core.settings import Settings
+from ragtui.core.text import visible, visible_line
+from ragtui.core.workspace import Workspace
+
+
+def out(text: str = "") -> None:
+    """Print a line (or lines) on stdout, control characters made visible."""
+    print(visible(text))
+
+
+def err(text: str) -> None:
+    """Print one line on stderr, control characters made visible."""
+    print(visible_line(text), file=sys.stderr)
+
+
+def warn(text: str) -> None:
+    """``ragtui: warning: …`` on stderr."""
+    err(f"ragtui: warning: {text}")
+
+
+def warn_all(warnings: Sequence[str]) -> None:
+    """Every warning, one a line."""
+    for warning in warnings:
+        warn(warning)
+
+
+def print_json(value: Any) -> None:
+    """A JSON document on stdout (orjson escapes every control character)."""
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def format_columns(
+    rows: Sequence[Sequence[str]], right: Sequence[int] = (), indent: str = ""
+) -> str:
+    """Rows of cells as aligned columns separated by two spaces (columns in ``right`` right-aligned)."""
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append(indent + "  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def render_section(section: Section) -> str:
+    """One section as plain text: heading, aligned table, notes."""
+    lines: list[str] = []
+    if section.heading:
+        lines.append(section.heading)
+    if section.has_table:
+        right = [i for i, c in enumerate(section.columns) if c.align == "right"]
+        rows = [[c.title for c in section.columns], *(list(r.cells) for r in section.rows)]
+        indent = "  " if section.heading else ""
+        lines.append(format_columns(rows, right, indent))
+    lines.extend(n.text for n in section.notes)
+    return "\n".join(lines)
+
+
+def render_report(report: Report, title: bool = True) -> str:
+    """A report as plain text: the title, then each section, a blank line between sections."""
+    parts = [report.title] if title and report.title else []
+    parts.extend(render_section(s) for s in report.sections)
+    return "\n".join(p for p in parts if p)
+
+
+def print_report(report: Report, title: bool = True) -> None:
+    """Print a report on stdout."""
+    out(render_report(report, title))
+
+
+def rich_progress() -> Progress:
+    """A progress callback drawing a Rich bar on stderr (texts per second and time left)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as RichProgress
+
+    bar = RichProgress(
+        TextColumn("embedding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = None
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("embedding", total=total, rate="")
+        elapsed = max(time.monotonic() - started, 1e-6)
+        bar.update(task, completed=done, rate=f"{done / elapsed:.1f} texts/s")
+        if done >= total:
+            bar.stop()
+
+    return progress
+
+
+def open_workspace(settings: Settings) -> Workspace:
+    """Load everything, embeddings included, showing a progress bar while texts are embedded."""
+    ws = Workspace.open(settings, rich_progress())
+    warn_all(ws.warnings)
+    return ws
+
+
+def load_workspace(settings: Settings) -> Workspace:
+    """Load everything but the embeddings (BM25 only), printing the warnings."""
+    ws = Workspace.load(settings)
+    warn_all(ws.warnings)
+    return ws

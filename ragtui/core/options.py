@@ -1,0 +1,244 @@
+"""The options every command shares, declared once: the command line, the project file and
+``ragtui config`` are all built from this table.
+
+An option's name is its ``Settings`` field; its flag is ``--`` plus the name with dashes, and its
+key in a project file is the name with dashes too (``chunk-size = 256``). Values are checked here,
+so a bad value gets the same one-line message wherever it came from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
+from ragtui.core.data.corpus import MAX_FILE_BYTES
+from ragtui.core.data.tokenizer import DEFAULT_MODEL
+from ragtui.core.retrieval.bm25 import BM25_BACKENDS
+from ragtui.core.retrieval.external import parse_run_spec
+from ragtui.core.settings import Settings
+
+
+class OptionError(ValueError):
+    """A value an option cannot take; the message says why, without naming where it came from."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One shared option: its ``Settings`` field, how its value is read, and its help."""
+
+    name: str
+    """The ``Settings`` field (``chunk_size``)."""
+    parse: Callable[[Any], Any]
+    """Turns a raw value (a command-line string or a project-file value) into the field's value."""
+    help: str
+    """One line for ``--help`` and ``ragtui config``."""
+    metavar: str | None = None
+    """How ``--help`` shows the value (None: a switch with no value)."""
+    group: str = "retrieval and metrics"
+    """The ``--help`` section."""
+    repeatable: bool = False
+    """Given several times on the command line (each adds one item); a list in a project file."""
+    choices: tuple[str, ...] = ()
+    """The allowed values, when the option is a choice."""
+    flag_name: str | None = None
+    """The flag without dashes when it differs from the key (``run`` for ``runs``, one run a flag)."""
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag: ``--chunk-size``."""
+        return "--" + (self.flag_name or self.key)
+
+    @property
+    def key(self) -> str:
+        """The project-file key: ``chunk-size``."""
+        return self.name.replace("_", "-")
+
+    @property
+    def default(self) -> Any:
+        """The value when nothing sets the option (the ``Settings`` default)."""
+        return _SETTINGS_DEFAULTS[self.name]
+
+
+_SETTINGS_DEFAULTS = {f.name: f.default for f in fields(Settings)}
+
+
+# ---- value parsers (each accepts a command-line string or a project-file value) -------------------
+
+
+def whole_number(minimum: int) -> Callable[[Any], int]:
+    """A whole number no smaller than ``minimum``."""
+
+    def parse(raw: Any) -> int:
+        if isinstance(raw, bool):
+            raise OptionError(f"{raw!r} is not a whole number")
+        if isinstance(raw, int):
+            value = raw
+        else:
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                raise OptionError(f"{raw!r} is not a whole number") from None
+        if value < minimum:
+            raise OptionError(f"{value} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def positive_number(raw: Any) -> float:
+    """A finite number above 0."""
+    if isinstance(raw, bool):
+        raise OptionError(f"{raw!r} is not a number")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise OptionError(f"{raw!r} is not a number") from None
+    if not value > 0 or math.isinf(value):
+        raise OptionError(f"{raw} must be a positive number")
+    return value
+
+
+def text(raw: Any) -> str:
+    """A non-empty string."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise OptionError(f"{raw!r} is not a non-empty text")
+    return raw
+
+
+def path(raw: Any) -> Path:
+    """A file or folder path (``~`` expanded)."""
+    return Path(text(raw)).expanduser()
+
+
+def name_list(raw: Any) -> tuple[str, ...]:
+    """Comma-separated names (or a list of names in a project file), in order, without repeats."""
+    items = raw if isinstance(raw, list | tuple) else str(raw).split(",")
+    names: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise OptionError(f"{item!r} is not a name")
+        name = item.strip()
+        if name and name not in names:
+            names.append(name)
+    if not names:
+        raise OptionError("the list is empty")
+    return tuple(names)
+
+
+def choice(options: Iterable[str]) -> Callable[[Any], str]:
+    """One of ``options``."""
+    allowed = tuple(options)
+
+    def parse(raw: Any) -> str:
+        if raw not in allowed:
+            raise OptionError(f"{raw!r} is not one of {', '.join(allowed)}")
+        return str(raw)
+
+    return parse
+
+
+def run_spec(raw: Any) -> tuple[str, Path]:
+    """``NAME=path.trec``: an external run."""
+    try:
+        return parse_run_spec(text(raw))
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
+
+
+# ---- the table ------------------------------------------------------------------------------------------
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "corpus",
+        path,
+        "folder of .md/.txt documents (default: the bundled corpus)",
+        "DIR",
+        group="data",
+    ),
+    Option(
+        "golden",
+        path,
+        "folder with questions.jsonl and labels.jsonl (default: the bundled golden set)",
+        "DIR",
+        group="data",
+    ),
+    Option(
+        "beir",
+        path,
+        "a BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) instead of --corpus",
+        "DIR",
+        group="data",
+    ),
+    Option(
+        "chunk_size",
+        whole_number(1),
+        f"chunk size in tokens (default {DEFAULT_CHUNK_SIZE}; BEIR: whole documents)",
+        "N",
+    ),
+    Option("overlap", whole_number(0), "tokens shared by consecutive chunks (default 0)", "N"),
+    Option(
+        "model",
+        text,
+        f"sentence-transformers model, a name or a folder (default: the bundled {DEFAULT_MODEL})",
+        "NAME_OR_PATH",
+    ),
+    Option("k", whole_number(1), "cut-off for recall, precision and nDCG (default 3)", "N"),
+    Option("depth", whole_number(1), "results per retriever (default 10)", "N"),
+    Option(
+        "retrievers",
+        name_list,
+        "comma-separated retrievers to show (default bm25,vector,hybrid)",
+        "LIST",
+    ),
+    Option(
+        "threshold",
+        whole_number(1),
+        "lowest grade that counts as relevant (trec_eval -l; default 1)",
+        "G",
+    ),
+    Option(
+        "bm25_backend",
+        choice(BM25_BACKENDS),
+        "rank-bm25 (default) or bm25s",
+        "NAME",
+        choices=BM25_BACKENDS,
+    ),
+    Option("annotator", text, "who is labelling (default: the login name)", "NAME"),
+    Option(
+        "max_file_mb",
+        positive_number,
+        f"largest corpus document read, in MB (default {MAX_FILE_BYTES // 1048576})",
+        "MB",
+    ),
+    Option(
+        "runs",
+        run_spec,
+        "add a retriever whose rankings come from a TREC run file (repeatable)",
+        "NAME=PATH",
+        repeatable=True,
+        flag_name="run",
+    ),
+)
+
+#: The options by name.
+OPTIONS_BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
+
+
+def settings_from_values(values: Mapping[str, Any]) -> Settings:
+    """Settings from parsed option values (missing ones take their defaults).
+
+    A corpus chunked by default takes the default chunk size; a BEIR dataset without a size keeps
+    each document whole.
+    """
+    given = dict(values)
+    if given.get("chunk_size") is None and given.get("beir") is None:
+        given["chunk_size"] = DEFAULT_CHUNK_SIZE
+    elif "chunk_size" not in given:
+        given["chunk_size"] = None
+    if "runs" in given:
+        given["runs"] = tuple(given["runs"])
+    return Settings(**given)

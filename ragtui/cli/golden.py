@@ -16,7 +16,7 @@ from ragtui.core.labelling.agreement import (
     annotators,
     rule_agreement,
 )
-from ragtui.core.labelling.authoring import QUESTIONS_FILE, validate_new_question
+from ragtui.core.labelling.authoring import QUESTIONS_FILE, question_key, validate_new_question
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 
@@ -94,6 +94,7 @@ def run_add_question(
         ws.chunks,
         ws.corpus.documents,
         path,
+        {question_key(q.text): q.id for q in ws.questions},
     )
     ws.prepare_vectors(rich_progress())
     added = ws.add_question(question, list(evidence), list(slices), qid)

@@ -404,3 +404,31 @@ class Workspace:
         from ragtui.core.labelling.authoring import add_question
 
         return add_question(self, text, evidence, list(slices), qid)
+
+    def insert_question(self, question: Question, rankings: dict[str, Ranking]) -> AddedQuestion:
+        """Add a question already appended to questions.jsonl, with its rankings (computed off the UI
+        thread by ``search_adhoc``), and evaluate it."""
+        from ragtui.core.labelling.authoring import AddedQuestion
+
+        index = EvidenceIndex([c.id for c in self.chunks], [c.text for c in self.chunks])
+        relevant = index.matching_chunks(question.evidence)
+        self.questions.append(question)
+        self.question_by_id[question.id] = question
+        self.base_grades[question.id] = dict.fromkeys(relevant, EVIDENCE_GRADE)
+        for name, by_question in self.rankings.items():
+            if name in rankings:
+                by_question[question.id] = rankings[name]
+            else:
+                by_question.setdefault(question.id, self._rank_new(name, question.text))
+        # Rebuilt as set_k does: an Evaluation holds a fixed list of questions.
+        shown = {n: self.rankings[n] for n in self.retrievers}
+        self.evaluation = Evaluation(
+            [q.id for q in self.questions],
+            self.effective_grades,
+            shown,
+            self.settings.k,
+            self.settings.threshold,
+        )
+        ranked = {n: self.ranking(n, question.id) for n in self.retrievers}
+        metrics = {n: self.evaluation.per_question[n][question.id] for n in self.retrievers}
+        return AddedQuestion(question, relevant, ranked, metrics)

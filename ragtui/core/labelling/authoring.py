@@ -14,7 +14,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document, read_jsonl
 from ragtui.core.data.golden import (
-    EVIDENCE_GRADE,
     EvidenceIndex,
     Question,
     parse_question,
@@ -66,6 +65,11 @@ def next_question_id(existing: Sequence[str]) -> str:
     return f"{prefix}{number:0{width}d}"
 
 
+def question_key(text: str) -> str:
+    """A question's text compared for duplicates: white space collapsed, case folded."""
+    return " ".join(text.split()).casefold()
+
+
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -79,12 +83,15 @@ def validate_new_question(
     chunks: Sequence[Chunk],
     documents: Sequence[Document] = (),
     path: Path | None = None,
+    existing_texts: Mapping[str, str] | None = None,
 ) -> tuple[Question, list[str]]:
     """The question to append and its matching chunk ids, or an InputError saying what is wrong.
 
     Every evidence string must lie inside some chunk of ``chunks``; the message says when one
     straddles a chunk boundary (naming the two chunks) or is in no document. The id, if given, must
     be new and hold no white space (TREC files split on it); if not given, :func:`next_question_id`.
+    ``existing_texts`` maps each existing question's text (white space collapsed, lower-cased) to
+    its id: the same question twice is refused, naming the one already there.
     """
     items = (evidence,) if isinstance(evidence, str) else tuple(evidence)
     obj: dict[str, object] = {
@@ -102,6 +109,9 @@ def validate_new_question(
         raise InputError(where, f"question id {question.id!r} must not contain white space")
     if question.id in existing_ids:
         raise InputError(where, f"question id {question.id!r} is already in the golden set")
+    same = (existing_texts or {}).get(question_key(question.text))
+    if same is not None:
+        raise InputError(where, f"the golden set has this question already, as {same}")
     index = EvidenceIndex([c.id for c in chunks], [c.text for c in chunks])
     for item in question.evidence:
         if index.matching_chunks([item]):
@@ -177,9 +187,11 @@ def append_question(
         raise InputError(path.parent, "golden-set folder not found")
     with _locked(path):
         old = path.read_bytes()
-        existing_ids = [str(obj.get("id")) for _, obj in read_jsonl(path)] if old.strip() else []
+        existing = [obj for _, obj in read_jsonl(path)] if old.strip() else []
+        existing_ids = [str(obj.get("id")) for obj in existing]
+        texts = {question_key(str(obj.get("question", ""))): str(obj.get("id")) for obj in existing}
         question, _ = validate_new_question(
-            question_text, evidence, slices, qid, existing_ids, chunks, documents, path
+            question_text, evidence, slices, qid, existing_ids, chunks, documents, path, texts
         )
         lead = b"" if not old or old.endswith(b"\n") else b"\n"
         line_number = old.count(b"\n") + (1 if lead else 0) + 1
@@ -242,8 +254,6 @@ def add_question(
     qid: str | None = None,
 ) -> AddedQuestion:
     """Append a question to the workspace's golden set and evaluate it at once with every ready retriever."""
-    from ragtui.core.metrics.evaluation import Evaluation
-
     if ws.settings.beir is not None:
         raise InputError(
             ws.settings.beir,
@@ -259,24 +269,4 @@ def add_question(
         chunks=ws.chunks,
         documents=ws.corpus.documents,
     )
-    index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
-    relevant = index.matching_chunks(question.evidence)
-    ws.questions.append(question)
-    ws.question_by_id[question.id] = question
-    ws.base_grades[question.id] = dict.fromkeys(relevant, EVIDENCE_GRADE)
-    found = _all_rankings(ws, question.text, ws.settings.depth)
-    for name, ranking in found.items():
-        if name in ws.rankings:
-            ws.rankings[name][question.id] = ranking
-    # Rebuilt as set_k does: an Evaluation holds a fixed list of questions.
-    shown = {n: ws.rankings[n] for n in ws.retrievers}
-    ws.evaluation = Evaluation(
-        [q.id for q in ws.questions],
-        ws.effective_grades,
-        shown,
-        ws.settings.k,
-        ws.settings.threshold,
-    )
-    rankings = {n: ws.ranking(n, question.id) for n in ws.retrievers}
-    metrics = {n: ws.evaluation.per_question[n][question.id] for n in ws.retrievers}
-    return AddedQuestion(question, relevant, rankings, metrics)
+    return ws.insert_question(question, _all_rankings(ws, question.text, ws.settings.depth))

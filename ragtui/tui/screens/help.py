@@ -13,8 +13,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from ragtui.tui.widgets.question_list import FAILURE_MARK
 from ragtui.tui.widgets.text import (
+    FAILURE_MARK,
     JUDGED_MARK,
     MISS_MARK,
     PENDING_MARK,

@@ -1,4 +1,5 @@
-"""Shared fixtures: the small fixed corpus copied to a temporary folder, and one embedding cache per run."""
+"""Shared fixtures and test data: the small fixed corpus copied to a temporary folder, one embedding cache
+per run, and the paths of trec_eval's test vectors and the Cranfield collection (all under tests/data)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 MINI = DATA / "mini"
-SHARED = ROOT.parent / "shared"
-CRANFIELD = SHARED / "data" / "cranfield"
+#: trec_eval's own test vectors (qrels, a run and trec_eval's output for them); see its SOURCE.md.
+TREC_EVAL = DATA / "trec_eval"
+#: The Cranfield collection in BEIR format (1,400 documents, 225 queries, graded qrels); see its SOURCE.md.
+CRANFIELD = DATA / "cranfield"
 
 #: The small corpus is chunked at this size so that it gives several chunks per document.
 MINI_CHUNK_SIZE = 48

@@ -1,6 +1,6 @@
 """Reliability (issue 6): no acknowledged label lost, two writers, compaction, bad input, security.
 
-The figures these tests produce are listed in the README's "Reliability" section.
+The figures these tests produce are listed in docs/reliability.md.
 """
 
 from __future__ import annotations

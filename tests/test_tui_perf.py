@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from ragtui.core.settings import Settings
 from ragtui.tui import app as app_module
+from ragtui.tui.app import RagtuiApp
 from ragtui.tui.screens import main as main_module
 from ragtui.tui.widgets.question_list import QuestionList
 from tests.test_tui import (
     WIDE,
+    FakeEmbedder,
     labels,
     main_screen,
     make_app,
@@ -82,16 +88,92 @@ async def test_question_list_draws_only_visible_rows(
         assert set(asked) <= set(range(MANY - visible, MANY)), "End drew the last screenful only"
 
 
+class GatedEmbedder(FakeEmbedder):
+    """The fake embedder, held back until the test opens its gate (as a slow first embedding is)."""
+
+    def __init__(self) -> None:
+        """A closed gate."""
+        super().__init__()
+        self.gate = threading.Event()
+
+    def encode(
+        self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """Wait for the gate, then embed as the fake embedder does."""
+        assert self.gate.wait(60), "the test never opened the gate"
+        return super().encode(texts, progress)
+
+
 @run_async
-async def test_full_screen_signal_follows_ready(tui_settings: Settings) -> None:
-    """``full_screen_after`` (what the start-up benchmark waits on) is set once every list is drawn."""
-    app = make_app(tui_settings)
+async def test_full_screen_signal_waits_for_every_list_painted(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``full_screen_after`` (what the start-up benchmark waits on) stays unset while BM25 alone is
+    shown; it is set once, after every retriever is ready and a paint has followed, with every result
+    list and every retriever's metric row filled in."""
+    paints = [0]
+    display = RagtuiApp._display
+
+    def counting_display(app: RagtuiApp, screen: object, renderable: object) -> None:
+        # Textual hands every screen update to App._display (it writes nothing when headless).
+        if renderable is not None:
+            paints[0] += 1
+        display(app, screen, renderable)  # type: ignore[arg-type]
+
+    at_ready: list[int] = []
+    at_signal: list[tuple[int, bool, dict[str, int], set[tuple[str, str]]]] = []
+
+    def recorder(name: str) -> property:
+        """A property storing the attribute ``name`` that records the screen when it is first set."""
+
+        def get(app: RagtuiApp) -> float | None:
+            return app.__dict__.get(name)
+
+        def record(app: RagtuiApp, value: float | None) -> None:
+            # What the screen holds at the moment the value is set, not when the test next looks.
+            if value is not None and name == "ready_after":
+                at_ready.append(paints[0])
+            elif value is not None:
+                screen = main_screen(app)
+                rows = {r: screen.result_list(r).row_count for r in app.retrievers}
+                at_signal.append((paints[0], app.is_ready, rows, set(metric_rows(app))))
+            app.__dict__[name] = value
+
+        return property(get, record)
+
+    monkeypatch.setattr(RagtuiApp, "_display", counting_display)
+    monkeypatch.setattr(RagtuiApp, "ready_after", recorder("ready_after"), raising=False)
+    monkeypatch.setattr(
+        RagtuiApp, "full_screen_after", recorder("full_screen_after"), raising=False
+    )
+    embedder = GatedEmbedder()
+    app = make_app(tui_settings, embedder)
     async with app.run_test(size=WIDE) as pilot:
+        try:
+            for _ in range(200):
+                await pilot.pause()
+                if app.workspace is not None and main_screen(app).result_list("bm25").row_count:
+                    break
+            else:
+                raise AssertionError("BM25's list was never shown")
+            # BM25 is on screen, the vector retriever is still embedding: no full screen yet.
+            assert main_screen(app).result_list("vector").row_count == 0
+            assert app.ready_after is None and app.full_screen_after is None and at_signal == []
+            released = time.monotonic() - app.started
+        finally:
+            embedder.gate.set()
         await wait_ready(pilot)
-        assert app.ready_after is not None and app.full_screen_after is not None
-        assert app.full_screen_after >= app.ready_after
-        for name in ("bm25", "vector", "hybrid"):
-            assert main_screen(app).result_list(name).row_count > 0
+        for _ in range(50):
+            if app.full_screen_after is not None:
+                break
+            await pilot.pause()
+        assert app.full_screen_after is not None and app.full_screen_after > released
+        assert len(at_ready) == 1 and len(at_signal) == 1
+        painted, ready, rows, metric_keys = at_signal[0]
+        assert painted > at_ready[0], "the signal came before the screen was painted again"
+        assert ready
+        assert set(rows) == {"bm25", "vector", "hybrid"} and all(rows.values()), rows
+        assert {(r, "all") for r in rows} <= metric_keys, metric_keys
 
 
 @run_async

@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument(
         "--json",
         action="store_true",
-        help="print the JSON object of DESIGN.md on stdout and nothing else",
+        help="print the JSON object on stdout and nothing else (every key: docs/json.md)",
     )
     p_eval.add_argument(
         "--judged",

@@ -14,7 +14,7 @@ from ragtui.core.retrieval.base import RETRIEVER_NAMES
 
 @dataclass(frozen=True)
 class Settings:
-    """What to load and how: the options every command shares (see DESIGN.md)."""
+    """What to load and how: the options every command shares (declared in ``ragtui.core.options``)."""
 
     corpus: Path | None = None
     golden: Path | None = None

@@ -1,4 +1,4 @@
-"""The evaluation report: the ``ragtui eval --json`` object of DESIGN.md, and its rows for a table."""
+"""The evaluation report: the ``ragtui eval --json`` object (every key in docs/json.md), and its rows for a table."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from ragtui.tui.widgets.text import (
     UNAVAILABLE_MARK,
 )
 
-#: Every key of the app, with what it does (the defaults; DESIGN.md's table plus ragtui's extras).
+#: Every key of the app, with what it does (the defaults; the key tables of README.md and docs/app.md).
 KEYS: list[tuple[str, str]] = [
     ("up / down, page up / page down", "move in the focused list"),
     (

@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 import orjson
 
+from ragtui.core.data.paths import is_bundled
 from ragtui.core.errors import InputError
 
 #: Hand grades are whole numbers in this range (the digit keys of the app).
@@ -138,6 +139,11 @@ class LabelJournal:
             if not os.access(target, os.W_OK) or not mode & 0o222:
                 return f"{target}: {what} is read-only"
         return None
+
+    def move_to(self, path: str | Path) -> None:
+        """Read and write the journal at ``path`` from now on (a copy of this one); the undo stack is kept."""
+        self.path = Path(path)
+        self.load()
 
     def load(self) -> None:
         """Read the whole journal from the start."""
@@ -324,6 +330,7 @@ class LabelJournal:
         return bool(self._undo)
 
     def _append(self, question: str, chunk: str, grade: int | None, chunk_sha1: str) -> Label:
+        _refuse_bundled(self.path)
         reason = self.read_only_reason
         if reason is not None:
             raise ReadOnlyError(f"{reason}; the change was not made")
@@ -357,6 +364,7 @@ class LabelJournal:
         """
         if not self.path.is_file():
             raise InputError(self.path, "file not found")
+        _refuse_bundled(self.path)
         reason = self.read_only_reason
         if reason is not None:
             raise ReadOnlyError(f"{reason}; the journal was not compacted")
@@ -377,6 +385,15 @@ class LabelJournal:
             _fsync_dir(self.path.parent)
         self.load()
         return backup
+
+
+def _refuse_bundled(path: Path) -> None:
+    """Never write into the bundled golden set: a caller must first move to the user's copy."""
+    if is_bundled(path.parent):
+        raise ReadOnlyError(
+            f"{path.parent}: the bundled golden set is never written "
+            "(Workspace.writable_golden gives the user's copy); the change was not made"
+        )
 
 
 def _same_grade(before: Label | None, after: Label) -> bool | None:

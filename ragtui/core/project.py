@@ -93,7 +93,7 @@ def _has_ragtui_table(pyproject: Path) -> bool:
         text = pyproject.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
-    if "tool.ragtui" not in text and "ragtui" not in text:
+    if "ragtui" not in text:
         return False
     try:
         data = tomllib.loads(text)

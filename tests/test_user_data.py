@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from ragtui.core.data.paths import (
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
+from tests.conftest import MINI_CHUNK_SIZE
 
 
 def tree_hash(folder: Path) -> str:
@@ -152,26 +153,47 @@ def test_labels_compact_on_the_bundled_set(fresh_home, capsys):
     assert not (fresh_home / "golden").exists()
 
 
-def test_the_copy_is_made_whole_and_writable_from_a_read_only_install(tmp_path, monkeypatch):
-    # Pretend the bundled folder is read-only, as in a system-wide install.
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+def test_a_read_only_install_is_labelled_through_the_copy(tmp_path, monkeypatch, mini, cache_dir):
+    # A system-wide install: the package and its bundled golden set are read-only.
     import ragtui.core.data.paths as paths
 
-    fake = tmp_path / "site" / "ragtui" / "_bundled" / "golden"
-    fake.mkdir(parents=True)
-    (fake / "questions.jsonl").write_text('{"id": "q1", "question": "?", "evidence": "x"}\n')
-    (fake / "questions.jsonl").chmod(0o444)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    package = tmp_path / "site" / "ragtui"
+    fake = package / "_bundled" / "golden"
+    fake.parent.mkdir(parents=True)
+    shutil.copytree(mini / "golden", fake)
+    (fake / "labels.jsonl").unlink()
+    for path in [fake / "questions.jsonl"]:
+        path.chmod(0o444)
     fake.chmod(0o555)
-    monkeypatch.setattr(paths, "_PACKAGE_DIR", tmp_path / "site" / "ragtui")
+    monkeypatch.setattr(paths, "_PACKAGE_DIR", package)
     try:
+        before = tree_hash(fake)
         assert paths.is_bundled(fake)
-        target, made = writable_golden(fake)
-        assert made and target == tmp_path / "xdg" / "ragtui" / "golden"
-        assert os.access(target / "questions.jsonl", os.W_OK)
-        assert (target / "questions.jsonl").stat().st_mode & 0o200
-        assert target.stat().st_mode & 0o200
+        settings = Settings(
+            corpus=mini / "corpus", golden=fake, chunk_size=MINI_CHUNK_SIZE, retrievers=("bm25",)
+        )
+        ws = Workspace.load(settings)
+        # Grading is allowed (the app asks this before it grades): the copy will be writable.
+        assert ws.labels.read_only_reason is None
+        qid = ws.questions[0].id
+        ws.set_grade(qid, ws.ranking("bm25", qid)[0][0], 0)
+        target = tmp_path / "xdg" / "ragtui" / "golden"
+        assert Path(ws.settings.golden) == target
+        assert (target / "questions.jsonl").stat().st_mode & 0o200 and target.stat().st_mode & 0o200
+        assert len((target / "labels.jsonl").read_text().splitlines()) == 1
         assert writable_golden(fake) == (target, False)
-        # No staging folder is left behind.
-        assert sorted(p.name for p in target.parent.iterdir()) == ["golden"]
+        assert sorted(p.name for p in target.parent.iterdir()) == ["golden"]  # no staging left
+        assert tree_hash(fake) == before
+        # When the user's copy cannot be written either, the journal says so, naming the copy.
+        target.chmod(0o555)
+        (target / "labels.jsonl").chmod(0o444)
+        again = Workspace.load(settings)
+        assert Path(again.settings.golden) == target
+        assert (
+            again.labels.read_only_reason
+            == f"{target / 'labels.jsonl'}: the label journal is read-only"
+        )
     finally:
         fake.chmod(0o755)
+        (tmp_path / "xdg" / "ragtui" / "golden").chmod(0o755)

@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 import orjson
 
-from ragtui.core.data.paths import is_bundled
+from ragtui.core.data.paths import is_bundled, user_golden
 from ragtui.core.errors import InputError
 
 #: Hand grades are whole numbers in this range (the digit keys of the app).
@@ -123,14 +123,19 @@ class LabelJournal:
         The mode bits count too, so a file or folder made read-only on purpose is respected even by
         root, for whom ``os.access`` always says yes.
         """
-        folder = self.path.parent
+        journal = self.path
+        if is_bundled(journal.parent):
+            # The bundled set's journal is never written: the first change moves it to the user's
+            # copy (Workspace.writable_golden), so that is where writing must be possible.
+            journal = user_golden() / journal.name
+        folder = journal.parent
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent  # a journal in a folder not made yet: the first one that exists
         for target, what in (
-            (self.path, "the label journal"),
+            (journal, "the label journal"),
             (folder, "the label journal's folder"),
         ):
-            if target is self.path and not target.exists():
+            if target is journal and not target.exists():
                 continue
             try:
                 mode = target.stat().st_mode

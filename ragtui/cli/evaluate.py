@@ -421,7 +421,8 @@ def report_gate(results: Sequence[GateResult]) -> int:
     for result in failed:
         err(f"ragtui: fell short: {result.describe()} (--fail-under {result.threshold.spec})")
     if not failed:
-        err(f"ragtui: --fail-under: all {len(results)} checks passed")
+        passed = f"all {len(results)} checks" if len(results) > 1 else "the check"
+        err(f"ragtui: --fail-under: {passed} passed")
     return 1 if failed else 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ragtui import __version__
@@ -39,6 +40,17 @@ class FullReport:
     k: int = 3
 
 
+def _shown(path: object) -> str:
+    """A path relative to the working folder when it lies inside it (a report made in CI then shows
+    ``corpus``, not the runner's home)."""
+    if path is None:
+        return "-"
+    try:
+        return str(Path(str(path)).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
 def _overview(ws: Workspace) -> Section:
     """What was evaluated, on what data, with which settings."""
     s = ws.settings
@@ -47,10 +59,10 @@ def _overview(ws: Workspace) -> Section:
     counted = f"{len(ev.evaluated)} questions evaluated"
     if ev.skipped:
         counted += f" ({len(ev.skipped)} skipped: no relevant chunk)"
-    data = f"BEIR dataset {s.beir}" if s.beir is not None else f"corpus {s.corpus}"
+    data = f"BEIR dataset {_shown(s.beir)}" if s.beir is not None else f"corpus {_shown(s.corpus)}"
     return text_section(
         f"{counted}; {len(ws.chunks)} chunks; k={s.k}, depth={s.depth}, relevant = grade >= {s.threshold}",
-        f"data: {data}; golden set {s.golden}",
+        f"data: {data}; golden set {_shown(s.golden)}",
         f"chunk size {s.chunk_size if s.chunk_size is not None else 'whole documents'}, "
         f"overlap {s.overlap}; model {s.model}; ragtui {__version__}",
         heading="Overview",

@@ -130,11 +130,10 @@ def gate_section(results: Sequence[GateResult]) -> Section:
         for r in results
     ]
     failed = sum(1 for r in results if not r.passed)
-    summary = (
-        f"{failed} of {len(results)} checks fell short"
-        if failed
-        else f"all {len(results)} checks passed"
-    )
+    if failed:
+        summary = f"{failed} of {len(results)} checks fell short"
+    else:
+        summary = f"all {len(results)} checks passed" if len(results) > 1 else "the check passed"
     return table(
         ("retriever", "measure", "mean", "minimum", "result"),
         rows,

@@ -318,7 +318,11 @@ def _project_commands(sub: Any) -> None:
         help="write the metric, per-slice, baseline and recall@k tables as Markdown or a self-contained HTML page",
     )
     p_report.add_argument(
-        "--format", dest="report_format", choices=("markdown", "html"), default="markdown"
+        "--format",
+        dest="report_format",
+        choices=("markdown", "html"),
+        default="markdown",
+        help="markdown (default: for a pull request or a step summary) or html (one self-contained page with an SVG plot)",
     )
     p_report.add_argument(
         "--output", type=Path, default=None, metavar="FILE", help="write here (default: stdout)"

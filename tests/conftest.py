@@ -24,6 +24,19 @@ CRANFIELD = DATA / "cranfield"
 MINI_CHUNK_SIZE = 48
 
 
+@pytest.fixture(scope="session", autouse=True)
+def user_data_home(tmp_path_factory: pytest.TempPathFactory):
+    """A fresh ``$XDG_DATA_HOME`` for the run: the user's copy of the bundled golden set never leaks in or out."""
+    before = os.environ.get("XDG_DATA_HOME")
+    home = tmp_path_factory.mktemp("xdg-data")
+    os.environ["XDG_DATA_HOME"] = str(home)
+    yield home
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An embedding cache shared by the whole test run (the real model fills it once)."""

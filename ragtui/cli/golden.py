@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragtui.cli.output import load_workspace, out, rich_progress, warn_all
+from ragtui.cli.output import err, load_workspace, out, print_notices, rich_progress, warn_all
 from ragtui.core.analysis.check import check_notes, check_workspace
 from ragtui.core.analysis.diagnostics import diagnose, histogram_lines
 from ragtui.core.errors import InputError
@@ -98,6 +98,8 @@ def run_add_question(
     )
     ws.prepare_vectors(rich_progress())
     added = ws.add_question(question, list(evidence), list(slices), qid)
+    print_notices(ws)
+    path = Path(ws.settings.golden or "") / QUESTIONS_FILE
     q = added.question
     out(f"{path}:{q.line}: added {q.id}; relevant (evidence): {', '.join(added.relevant_chunks)}")
     k = ws.settings.k
@@ -219,10 +221,16 @@ def run_check(settings: Settings) -> int:
 
 def run_labels_compact(settings: Settings) -> int:
     """``ragtui labels compact``: rewrite the journal to one line per labelled pair, keeping a backup."""
+    from ragtui.core.data.paths import writable_golden
     from ragtui.core.labelling.journal import LabelJournal
 
     golden = settings.resolved().golden
     assert golden is not None
+    if not (Path(golden) / "labels.jsonl").is_file():
+        raise InputError(Path(golden) / "labels.jsonl", "file not found")
+    golden, made = writable_golden(golden)
+    if made:
+        err(f"ragtui: the bundled golden set is never written: copied it to {golden}")
     journal = LabelJournal(Path(golden) / "labels.jsonl", settings.annotator)
     warn_all(journal.warnings)
     lines_before = len(journal.history)

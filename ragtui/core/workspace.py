@@ -19,6 +19,7 @@ from ragtui.core.data.beir import load_beir
 from ragtui.core.data.chunking import Chunk, chunk_documents
 from ragtui.core.data.corpus import Corpus, load_folder
 from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
+from ragtui.core.data.paths import writable_golden
 from ragtui.core.data.tokenizer import token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import Label, LabelJournal
@@ -92,6 +93,9 @@ class Workspace:
     warnings: list[str] = field(default_factory=list)
     question_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     external: dict[str, ExternalRun] = field(default_factory=dict)
+    #: Things the user should be told that are not problems (where the bundled golden set was
+    #: copied to); a front end shows and clears them.
+    notices: list[str] = field(default_factory=list)
 
     # ---- loading -------------------------------------------------------------------------------
 
@@ -332,16 +336,41 @@ class Workspace:
                 out.append(StaleLabel(label, reason))
         return out
 
+    def writable_golden(self) -> Path:
+        """The golden-set folder to write into; for the bundled set, the user's copy (made now if needed).
+
+        The bundled set is never written (it is the source tree or the installed package): the
+        first write copies it to the user's data folder, the workspace and its label journal move
+        there, and a notice says where.
+        """
+        if self.settings.beir is not None and self.settings.golden == self.settings.beir:
+            return Path(self.settings.beir)
+        assert self.settings.golden is not None
+        current = Path(self.settings.golden)
+        target, made = writable_golden(current)
+        if target != current:
+            self.settings = replace(self.settings, golden=target)
+            self.labels.move_to(target / self.labels.path.name)
+            if made:
+                self.notices.append(
+                    f"the bundled golden set is never written: copied it to {target}; "
+                    "labels, added questions and saved runs are kept there"
+                )
+        return target
+
     def set_grade(self, qid: str, cid: str, grade: int | None) -> GradeChange:
         """Save a hand grade (None removes it) to the journal, fsynced, then update the numbers."""
         chunk = self.chunk_by_id[cid]
         if qid not in self.question_by_id:
             raise KeyError(qid)
+        self.writable_golden()
         label = self.labels.set_grade(qid, cid, grade, chunk.sha1)
         return GradeChange(qid, cid, label, self._regrade(qid))
 
     def undo(self) -> GradeChange | None:
         """Undo the last label change (itself a journal line); None when there is nothing to undo."""
+        if self.labels.can_undo:
+            self.writable_golden()
         label = self.labels.undo()
         if label is None:
             return None

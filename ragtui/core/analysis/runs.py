@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from ragtui import __version__
-from ragtui.core.data.paths import safe_filename
+from ragtui.core.data.paths import is_bundled, safe_filename
 from ragtui.core.errors import InputError
 from ragtui.core.metrics.measures import Measure, System, system_from_workspace
 from ragtui.core.retrieval.hybrid import RRF_K
@@ -224,7 +224,9 @@ def save_run(ws: Workspace, name: str, runs_dir: Path | str | None = None) -> Pa
         filename = safe_filename(name, ".json")
     except ValueError:
         raise InputError(None, f"--save: {name!r} cannot be a run name") from None
-    folder = runs_folder(ws, runs_dir)
+    folder = Path(runs_dir) if runs_dir is not None else ws.writable_golden() / "runs"
+    if is_bundled(folder.parent):
+        raise InputError(folder, "the bundled golden set is never written; give another --runs-dir")
     path = folder / filename
     data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
     try:

@@ -27,6 +27,7 @@ from ragtui.core.data.golden import (
     parse_question,
     straddling_pairs,
 )
+from ragtui.core.data.paths import is_bundled
 from ragtui.core.errors import InputError
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.retrieval.base import RETRIEVER_NAMES, Ranking
@@ -185,6 +186,8 @@ def append_question(
     path = Path(golden_dir) / QUESTIONS_FILE
     if not path.parent.is_dir():
         raise InputError(path.parent, "golden-set folder not found")
+    if is_bundled(path.parent):
+        raise InputError(path.parent, "the bundled golden set is never written; add to a copy")
     with _locked(path):
         old = path.read_bytes()
         existing = [obj for _, obj in read_jsonl(path)] if old.strip() else []
@@ -260,8 +263,20 @@ def add_question(
             "questions can only be added to a --golden folder, not to a BEIR dataset",
         )
     assert ws.settings.golden is not None
+    if is_bundled(ws.settings.golden):
+        # Checked before the bundled set is copied, so a refused question copies nothing.
+        validate_new_question(
+            question_text,
+            evidence,
+            slices,
+            qid,
+            [q.id for q in ws.questions],
+            ws.chunks,
+            ws.corpus.documents,
+            Path(ws.settings.golden) / QUESTIONS_FILE,
+        )
     question = append_question(
-        ws.settings.golden,
+        ws.writable_golden(),
         question_text,
         evidence,
         slices,

@@ -2,7 +2,7 @@
 
 A scale is a tuple of ``(grade, label)`` with grades contiguous from 0, at most ten of them since
 the app grades with the digit keys. The project file's ``[grades]`` section wins over the golden
-set's ``grades.json``; with neither, the scale is 0-2 with the words of DESIGN.md.
+set's ``grades.json``; with neither, the scale is 0-2 with the words 0 not relevant, 1 partly, 2 answers fully.
 """
 
 from __future__ import annotations

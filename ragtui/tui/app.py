@@ -223,6 +223,11 @@ class RagtuiApp(App[int]):
         """Tell every screen what changed."""
         self.changed.publish(change)
 
+    def _say_notices(self) -> None:
+        """What the workspace noticed while changing (the bundled golden set copied), said last."""
+        for notice in self.controller.take_notices():
+            self.say(notice)
+
     async def on_event(self, event: events.Event) -> None:
         """A key clears an error from the status line (it has been seen)."""
         if isinstance(event, events.Key) and self.status.error:
@@ -458,6 +463,7 @@ class RagtuiApp(App[int]):
             return
         self.publish(change)
         self._say_change(change)
+        self._say_notices()
 
     def _say_change(self, change: Changed) -> None:
         """``saved: q01 ferry.md#1 → grade 2 (hand) · nDCG@3 bm25 0.500→1.000``."""
@@ -535,13 +541,22 @@ class RagtuiApp(App[int]):
                 error=True,
             )
             return
+        try:
+            golden = ws.writable_golden()  # the bundled set is copied to the user's folder first
+        except (InputError, OSError) as exc:
+            self.say(f"Not added: {exc}", error=True)
+            return
         self.say(f"adding: {message.text}")
-        self._add_question(ws, self.generation, message.text, message.evidence, message.slices)
+        self._say_notices()
+        self._add_question(
+            ws, golden, self.generation, message.text, message.evidence, message.slices
+        )
 
     @work(thread=True, exit_on_error=False, group="add-question")
     def _add_question(
         self,
         ws: Workspace,
+        golden: Path,
         generation: int,
         text: str,
         evidence: tuple[str, ...],
@@ -552,10 +567,9 @@ class RagtuiApp(App[int]):
         Reads only what does not change while the app runs: the chunks, the documents and the
         retrievers (their indexes and embeddings); the questions file is read under its lock.
         """
-        assert ws.settings.golden is not None
         try:
             question = append_question(
-                ws.settings.golden,
+                golden,
                 text,
                 list(evidence),
                 list(slices),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
+from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import ReadOnlyError
 from ragtui.core.retrieval.base import Ranking
@@ -123,6 +124,20 @@ class Controller:
 
     # ---- labels ------------------------------------------------------------------------------------
 
+    @property
+    def grade_scale(self) -> GradeScale:
+        """The grades a person may give here, with their words."""
+        return self.settings.grade_scale or DEFAULT_GRADE_SCALE
+
+    def take_notices(self) -> list[str]:
+        """What the workspace noticed while changing (the bundled golden set copied), once."""
+        ws = self.workspace
+        if ws is None or not ws.notices:
+            return []
+        notices = list(ws.notices)
+        ws.notices.clear()
+        return notices
+
     def _check_writable(self, what: str) -> None:
         labels = self.ws.labels
         if labels.read_only:
@@ -136,6 +151,10 @@ class Controller:
             raise Refused(f"{qid} is not a question of this golden set: nothing saved.")
         if cid not in ws.chunk_by_id:
             raise Refused(f"{cid} is not a chunk of this corpus: nothing saved.")
+        scale = self.grade_scale
+        if grade is not None and grade not in dict(scale):
+            words = " · ".join(f"{g} {label}" for g, label in scale)
+            raise Refused(f"{grade} is not on the grade scale ({words}): nothing saved.")
         self._check_writable("the grade was not saved.")
         try:
             change = ws.set_grade(qid, cid, grade)

@@ -157,6 +157,14 @@ class MainScreen(Screen[None]):
             priority=True,
         ),
         Binding(
+            "j",
+            "judge",
+            "Judge",
+            tooltip="The judging view: one key grades a pair and moves to the next (the questions shown, in their order).",
+            id="labels.judge",
+            priority=True,
+        ),
+        Binding(
             "a",
             "adhoc",
             "Ad-hoc",
@@ -942,6 +950,21 @@ class MainScreen(Screen[None]):
         self.update_progress_line()
 
     # ---- views ------------------------------------------------------------------------------------
+
+    def action_judge(self) -> None:
+        """The judging view over the questions shown, in their order, starting here."""
+        from ragtui.tui.screens.judging import JudgingScreen
+
+        ws = self.ws
+        if ws is None or self.current_qid is None:
+            self.post_message(Notice("No question is shown: nothing to judge."))
+            return
+        focused = self.focused
+        chunk = focused.highlighted_chunk if isinstance(focused, ResultList) else None
+        shown = [n for n in self.retrievers if self._ready(n)]
+        self.app.push_screen(
+            JudgingScreen(ws, list(self.visible_ids), shown, (self.current_qid, chunk))
+        )
 
     def action_adhoc(self) -> None:
         """The ad-hoc query screen."""

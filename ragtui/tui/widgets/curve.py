@@ -1,4 +1,4 @@
-"""A small text plot of recall@k curves, one mark per retriever (no plotting dependency needed)."""
+"""A small text plot of recall@k curves, one mark, colour and place per retriever (no plotting\ndependency needed)."""
 
 from __future__ import annotations
 
@@ -25,34 +25,32 @@ def series_marks(names: Sequence[str]) -> dict[str, str]:
     return marks
 
 
-def curve_text(curves: Mapping[str, Sequence[float]], height: int = 10, column: int = 4) -> Text:
-    """Recall (rows, 0..1) against k (columns, 1..depth); where series overlap the later one shows, ``*`` marks a tie."""
+def curve_text(curves: Mapping[str, Sequence[float]], height: int = 10) -> Text:
+    """Recall (rows, 0..1) against k (columns, 1..depth). Each retriever has its own mark, colour and
+    place inside every k column, so no point hides another; the values follow as a table."""
     names = list(curves)
     marks = series_marks(names)
     depth = max((len(v) for v in curves.values()), default=0)
-    grid: list[list[tuple[str, str]]] = [[(" ", "")] * depth for _ in range(height + 1)]
+    column = max(4, len(names) + 1)
+    grid: list[list[tuple[str, str]]] = [[(" ", "")] * (depth * column) for _ in range(height + 1)]
     for index, name in enumerate(names):
         style = STYLES[index % len(STYLES)]
         for k, value in enumerate(curves[name]):
             row = height - round(value * height)
-            current = grid[row][k][0]
-            grid[row][k] = (
-                ("*", "bold") if current not in (" ", marks[name]) else (marks[name], style)
-            )
+            grid[row][k * column + index] = (marks[name], style + " bold")
     out = Text()
     for row in range(height + 1):
         level = (height - row) / height
         out.append(f"{level:4.1f} ┤" if row % 2 == 0 else "     │", "dim")
         for mark, style in grid[row]:
-            out.append(mark.center(column), style)
+            out.append(mark, style)
         out.append("\n")
     out.append("     └" + "─" * (column * depth) + "\n", "dim")
-    out.append("   k  " + "".join(str(k).center(column) for k in range(1, depth + 1)) + "\n", "dim")
+    out.append("   k  " + "".join(str(k).ljust(column) for k in range(1, depth + 1)) + "\n", "dim")
     out.append("\n")
     for index, name in enumerate(names):
         out.append(f" {marks[name]} ", STYLES[index % len(STYLES)] + " bold")
         out.append(f"{name}\n")
-    out.append(" * two or more at the same point\n", "dim")
     out.append(
         "\n" + "recall@k".ljust(10) + "".join(str(k).rjust(6) for k in range(1, depth + 1)) + "\n",
         "bold",

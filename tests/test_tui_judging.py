@@ -46,7 +46,9 @@ async def test_one_key_per_pair(tui_settings: Settings, size) -> None:
         # Every pair starts unjudged, so the walk is the pool order.
         await type_ahead(pilot, ["2", "0", "1", "0", "0", "1"])
         written = [(lab["question"], lab["chunk"], lab["grade"]) for lab in labels(tui_settings)]
-        assert written == [(q, c, g) for (q, c), g in zip(expected, [2, 0, 1, 0, 0, 1], strict=True)]
+        assert written == [
+            (q, c, g) for (q, c), g in zip(expected, [2, 0, 1, 0, 0, 1], strict=True)
+        ]
         assert session.position == 6
         before = len(labels(tui_settings))
         await pilot.press("7")
@@ -168,7 +170,8 @@ async def test_context_shows_the_neighbouring_chunks(tui_settings: Settings) -> 
         assert ws.chunk_by_id[entry.chunk].text in framed and len(framed) > len(alone)
         position = ws.chunk_order[entry.chunk]
         neighbours = [
-            c for c in ws.chunks[max(0, position - 1) : position + 2]
+            c
+            for c in ws.chunks[max(0, position - 1) : position + 2]
             if c.doc == ws.chunk_by_id[entry.chunk].doc and c.id != entry.chunk
         ]
         assert neighbours and all(n.text[:40] in framed for n in neighbours)

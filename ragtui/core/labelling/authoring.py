@@ -10,11 +10,9 @@ either the old file or the new one, and every old line stays byte-identical.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +27,7 @@ from ragtui.core.data.golden import (
     straddling_pairs,
 )
 from ragtui.core.errors import InputError
+from ragtui.core.files import locked, write_atomic
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.retrieval.base import RETRIEVER_NAMES, Ranking
 
@@ -117,31 +116,6 @@ def validate_new_question(
     return question, index.matching_chunks(question.evidence)
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path``, retrying when it was replaced (by another writer's rename) meanwhile."""
-    while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            now = os.stat(path)
-        except FileNotFoundError:
-            now = None
-        st = os.fstat(fd)
-        if now is not None and (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
-            break
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-    try:
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
 def question_line(question: Question) -> bytes:
     """The ``questions.jsonl`` line of a question (the bundled file's style), without the newline."""
     evidence: object = (
@@ -175,7 +149,11 @@ def append_question(
     path = Path(golden_dir) / QUESTIONS_FILE
     if not path.parent.is_dir():
         raise InputError(path.parent, "golden-set folder not found")
-    with _locked(path):
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(locked(path))
+        except OSError as exc:
+            raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
         old = path.read_bytes()
         existing_ids = [str(obj.get("id")) for _, obj in read_jsonl(path)] if old.strip() else []
         question, _ = validate_new_question(
@@ -183,23 +161,10 @@ def append_question(
         )
         lead = b"" if not old or old.endswith(b"\n") else b"\n"
         line_number = old.count(b"\n") + (1 if lead else 0) + 1
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            with open(tmp, "wb") as out:
-                out.write(old + lead + question_line(question) + b"\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-            os.replace(tmp, path)
+            write_atomic(path, old + lead + question_line(question) + b"\n")
         except OSError as exc:
             raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
-        finally:
-            tmp.unlink(missing_ok=True)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
     return Question(question.id, question.text, question.evidence, question.slices, line_number)
 
 

@@ -21,6 +21,7 @@ import orjson
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.errors import InputError
+from ragtui.core.files import write_atomic
 
 #: Called as ``progress(done, total)`` while texts are encoded.
 Progress = Callable[[int, int], None]
@@ -186,25 +187,19 @@ class EmbeddingCache:
             merged = np.vstack([self.vectors, vectors])
             hashes = list(self.rows) + [text_key(t) for t in texts]
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp_npy = self.folder / f"vectors.{os.getpid()}.tmp.npy"
-        with open(tmp_npy, "wb") as fh:
-            np.save(fh, merged, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        digest = hashlib.sha256(tmp_npy.read_bytes()).hexdigest()
+        buffer = io.BytesIO()
+        np.save(buffer, merged, allow_pickle=False)
+        raw = buffer.getvalue()
         manifest = {
             "model": self.model,
             "dim": int(merged.shape[1]),
             "hashes": hashes,
-            "npy_sha256": digest,
+            "npy_sha256": hashlib.sha256(raw).hexdigest(),
         }
-        tmp_manifest = self.folder / f"manifest.{os.getpid()}.tmp.json"
-        with open(tmp_manifest, "wb") as fh:
-            fh.write(orjson.dumps(manifest))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_npy, self._npy)
-        os.replace(tmp_manifest, self._manifest)
+        # The vectors first: a crash between the two writes leaves a manifest whose hash no longer
+        # matches, and the cache is rebuilt instead of trusted.
+        write_atomic(self._npy, raw)
+        write_atomic(self._manifest, orjson.dumps(manifest))
         self.vectors = merged
         self.rows = {h: i for i, h in enumerate(hashes)}
 

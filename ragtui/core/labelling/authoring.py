@@ -1,10 +1,11 @@
-"""Growing the golden set: ad-hoc queries, and new questions appended to ``questions.jsonl`` safely.
+"""Growing the golden set: new questions validated and appended to ``questions.jsonl`` safely.
 
 A new question is validated against the current chunking (every evidence string must lie inside
 some chunk), given an id (the next ``<prefix><number>`` after the file's last id when none is
 given), and written atomically: under an exclusive lock on ``questions.jsonl``, the old bytes plus
 the new line go to a temporary file that is fsynced and renamed over the old one, so readers see
 either the old file or the new one, and every old line stays byte-identical.
+``Workspace.add_question`` appends through here and then evaluates the new question.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document, read_jsonl
 from ragtui.core.data.golden import (
-    EVIDENCE_GRADE,
     EvidenceIndex,
     Question,
     parse_question,
@@ -28,11 +27,8 @@ from ragtui.core.data.golden import (
 )
 from ragtui.core.errors import InputError
 from ragtui.core.files import locked, write_atomic
+from ragtui.core.metrics.evaluation import Ranking
 from ragtui.core.metrics.formulas import QuestionMetrics
-from ragtui.core.retrieval.base import RETRIEVER_NAMES, Ranking
-
-if TYPE_CHECKING:
-    from ragtui.core.workspace import Workspace
 
 QUESTIONS_FILE = "questions.jsonl"
 
@@ -166,82 +162,3 @@ def append_question(
         except OSError as exc:
             raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
     return Question(question.id, question.text, question.evidence, question.slices, line_number)
-
-
-# ---- the workspace side ------------------------------------------------------------------------
-
-
-def _all_rankings(ws: Workspace, text: str, depth: int) -> dict[str, Ranking]:
-    """The ranking of every retriever object the workspace has built (shown or only fused)."""
-    out: dict[str, Ranking] = {}
-    if ws.bm25 is not None:
-        out["bm25"] = ws.bm25.search(text, depth)
-    if ws.vector is not None:
-        out["vector"] = ws.vector.search(text, depth)
-    if ws.hybrid is not None and "bm25" in out and "vector" in out:
-        out["hybrid"] = ws.hybrid.fuse(out["bm25"], out["vector"], depth)
-    return out
-
-
-def search_adhoc(ws: Workspace, text: str, depth: int | None = None) -> dict[str, Ranking]:
-    """Every ready chosen retriever's ranking for any typed text (ad-hoc query mode); nothing is added or written.
-
-    bm25 is ready at once, vector and hybrid once ``prepare_vectors`` (or the app's worker) has
-    built them; the vector search embeds the text through the workspace's embedding cache.
-    """
-    if not text.strip():
-        raise ValueError("the query is empty")
-    found = _all_rankings(ws, text, depth if depth is not None else ws.settings.depth)
-    return {
-        name: found[name]
-        for name in RETRIEVER_NAMES
-        if name in ws.settings.retrievers and name in found
-    }
-
-
-def add_question(
-    ws: Workspace,
-    question_text: str,
-    evidence: str | Sequence[str],
-    slices: Sequence[str] = (),
-    qid: str | None = None,
-) -> AddedQuestion:
-    """Append a question to the workspace's golden set and evaluate it at once with every ready retriever."""
-    from ragtui.core.metrics.evaluation import Evaluation
-
-    if ws.settings.beir is not None:
-        raise InputError(
-            ws.settings.beir,
-            "questions can only be added to a --golden folder, not to a BEIR dataset",
-        )
-    assert ws.settings.golden is not None
-    question = append_question(
-        ws.settings.golden,
-        question_text,
-        evidence,
-        slices,
-        qid,
-        chunks=ws.chunks,
-        documents=ws.corpus.documents,
-    )
-    index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
-    relevant = index.matching_chunks(question.evidence)
-    ws.questions.append(question)
-    ws.question_by_id[question.id] = question
-    ws.base_grades[question.id] = dict.fromkeys(relevant, EVIDENCE_GRADE)
-    found = _all_rankings(ws, question.text, ws.settings.depth)
-    for name, ranking in found.items():
-        if name in ws.rankings:
-            ws.rankings[name][question.id] = ranking
-    # Rebuilt as set_k does: an Evaluation holds a fixed list of questions.
-    shown = {n: ws.rankings[n] for n in ws.retrievers}
-    ws.evaluation = Evaluation(
-        [q.id for q in ws.questions],
-        ws.effective_grades,
-        shown,
-        ws.settings.k,
-        ws.settings.threshold,
-    )
-    rankings = {n: ws.ranking(n, question.id) for n in ws.retrievers}
-    metrics = {n: ws.evaluation.per_question[n][question.id] for n in ws.retrievers}
-    return AddedQuestion(question, relevant, rankings, metrics)

@@ -79,9 +79,9 @@ def render_section(section: Section) -> str:
 
 def render_report(report: Report, title: bool = True) -> str:
     """A report as plain text: the title, then each section, a blank line between sections."""
-    parts = [report.title] if title and report.title else []
-    parts.extend(render_section(s) for s in report.sections)
-    return "\n".join(p for p in parts if p)
+    body = "\n\n".join(block for block in map(render_section, report.sections) if block)
+    head = report.title if title else ""
+    return "\n".join(part for part in (head, body) if part)
 
 
 def print_report(report: Report, title: bool = True) -> None:

@@ -262,7 +262,7 @@ def explain_report(question: str, expl: HybridExplanation, pool: PoolCeiling | N
         for r in expl.results
     ]
     results = table(
-        ["rank", "chunk", "score", "bm25", "bm25 term", "vector", "vector term", "tie", "grade"],
+        ["rank", "chunk", "score", "bm25", "term", "vector", "term", "tie", "grade"],
         rows,
         right=(0, 2, 3, 4, 5, 6),
     )

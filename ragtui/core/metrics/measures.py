@@ -277,7 +277,7 @@ def system_from_workspace(ws: EvaluatedRuns, retriever: str) -> System:
         )
     rankings = {q: [cid for cid, _ in ws.ranking(retriever, q)] for q in ev.question_ids}
     grades = {q: ev.gains(q) for q in ev.question_ids}
-    return System(retriever, rankings, grades, ev.question_ids, ev.threshold)
+    return System(retriever, rankings, grades, tuple(ev.question_ids), ev.threshold)
 
 
 def measure_means(

@@ -294,7 +294,7 @@ class LabellingMixin:
 
     def action_explain(self: MainScreen) -> None:  # type: ignore[misc]
         """Hybrid attribution of the current question."""
-        from ragtui.tui.screens.explain import ExplainScreen
+        from ragtui.tui.screens.reports import explain_screen
 
         ws = self.ws
         if ws is None or self.current_qid is None:
@@ -304,11 +304,11 @@ class LabellingMixin:
                 "Hybrid attribution needs bm25 and vector rankings (still embedding?).", timeout=5
             )
             return
-        self.app.push_screen(ExplainScreen(ws, self.current_qid))
+        self.app.push_screen(explain_screen(ws, self.current_qid))
 
     def action_compare(self: MainScreen, a: str | None = None, b: str | None = None) -> None:  # type: ignore[misc]
         """Compare two retrievers (default: bm25 against hybrid, or the first two shown)."""
-        from ragtui.tui.screens.compare import CompareScreen
+        from ragtui.tui.screens.reports import compare_screen
 
         ws = self.ws
         if ws is None or ws.evaluation is None:
@@ -319,36 +319,36 @@ class LabellingMixin:
             return
         if a is None or b is None:
             a, b = ("bm25", "hybrid") if {"bm25", "hybrid"} <= set(names) else (names[0], names[1])
-        self.app.push_screen(CompareScreen(ws, a, b))
+        self.app.push_screen(compare_screen(ws, a, b))
 
     def action_curve(self: MainScreen) -> None:  # type: ignore[misc]
         """Recall@k curves (over the filtered questions when a filter is on)."""
-        from ragtui.tui.screens.compare import CurveScreen
+        from ragtui.tui.screens.reports import curve_screen
 
         ws = self.ws
         if ws is not None and ws.evaluation is not None:
             self.app.push_screen(
-                CurveScreen(ws, list(self.visible_ids) if self.filter_text else None)
+                curve_screen(ws, list(self.visible_ids) if self.filter_text else None)
             )
 
     def action_slices(self: MainScreen) -> None:  # type: ignore[misc]
         """Every metric per slice."""
-        from ragtui.tui.screens.compare import SlicesScreen
+        from ragtui.tui.screens.reports import slices_screen
 
         ws = self.ws
         if ws is not None and ws.evaluation is not None:
-            self.app.push_screen(SlicesScreen(ws))
+            self.app.push_screen(slices_screen(ws))
 
     def action_agreement(self: MainScreen) -> None:  # type: ignore[misc]
         """The agreement report."""
-        from ragtui.tui.screens.agreement import AgreementScreen
+        from ragtui.tui.screens.reports import agreement_screen
 
         if self.ws is not None:
-            self.app.push_screen(AgreementScreen(self.ws))
+            self.app.push_screen(agreement_screen(self.ws))
 
     def action_diagnostics(self: MainScreen) -> None:  # type: ignore[misc]
         """The chunking diagnostics."""
-        from ragtui.tui.screens.agreement import DiagnosticsScreen
+        from ragtui.tui.screens.reports import diagnostics_screen
 
         if self.ws is not None:
-            self.app.push_screen(DiagnosticsScreen(self.ws))
+            self.app.push_screen(diagnostics_screen(self.ws))

@@ -29,7 +29,17 @@ from ragtui.core.labelling.authoring import AddedQuestion
 from ragtui.core.labelling.judging import THIN_JUDGED, judged_summaries
 from ragtui.core.metrics.measures import Measure, measure_means
 from ragtui.core.metrics.significance import Comparison
-from ragtui.core.report import Column, Note, Report, Row, Section, fmt, note, signed, table
+from ragtui.core.report import (
+    Column,
+    Note,
+    Report,
+    Row,
+    Section,
+    fmt,
+    signed,
+    table,
+    text_section,
+)
 from ragtui.core.workspace import Workspace
 
 __all__ = [
@@ -63,7 +73,7 @@ def _rank(rank: int | None) -> str:
 
 def _none(what: str) -> Section:
     """A one-line section saying a list is empty: ``only bm25 found: none``."""
-    return Section(notes=(Note(f"{what}: none", "dim"),))
+    return text_section(Note(f"{what}: none", "dim"))
 
 
 def _one_line(text: str) -> str:
@@ -203,7 +213,7 @@ def comparison_report(comparison: Comparison) -> Report:
     section = table(["measure", c.a, c.b, "diff", "95% CI", "p", "win/tie/loss"], rows, notes=notes)
     return Report(
         f"compare {c.b} against {c.a}",
-        (Section(notes=tuple(Note(t, "dim") for t in intro)), section),
+        (text_section(*(Note(t, "dim") for t in intro)), section),
     )
 
 
@@ -291,7 +301,7 @@ def explain_report(question: str, expl: HybridExplanation, pool: PoolCeiling | N
             results,
             _sole_section("bm25", expl.only_bm25),
             _sole_section("vector", expl.only_vector),
-            Section(notes=tuple(notes)),
+            text_section(*notes),
         ),
     )
 
@@ -312,7 +322,7 @@ def _rule_sections(result: RuleAgreement, source: str) -> list[Section]:
         f"apply (relevant = grade >= {result.threshold})"
     )
     if not result.pairs:
-        return [Section(heading, notes=(Note("no hand grades yet", "dim"),))]
+        return [text_section(Note("no hand grades yet", "dim"), heading=heading)]
     rows = [
         [label, *map(str, result.row(match))]
         for match, label in ((True, rule), (False, f"no {rule}"))
@@ -394,7 +404,7 @@ def agreement_report(ws: Workspace, pairs: Sequence[tuple[str, str]] = ()) -> Re
         annotator_notes.append(
             Note("two annotators are needed to compare; each label carries its --annotator", "dim")
         )
-    sections.append(Section(notes=tuple(annotator_notes)))
+    sections.append(text_section(*annotator_notes))
     for a, b in pairs:
         history = ws.labels.history
         sections += _pair_sections(annotator_agreement(history, a, b, ws.settings.threshold))
@@ -436,7 +446,7 @@ def diagnostics_report(
                 f"{limit.max_seq_length} less {limit.special_tokens} special tokens"
             )
         )
-    sections = [Section(notes=tuple(head))]
+    sections = [text_section(*head)]
 
     def located(
         what: str, why: str, columns: Sequence[str], rows: Sequence[Sequence[str]]
@@ -522,7 +532,7 @@ def diagnostics_report(
         f"{_count(len(diag.hidden_evidence), 'evidence string')} in a cut-off tail, "
         f"{_count(len(diag.multi_match), 'evidence string')} in several chunks"
     )
-    sections.append(Section(notes=(Note(summary, "strong"),)))
+    sections.append(text_section(Note(summary, "strong")))
     return Report("chunking diagnostics", tuple(sections))
 
 
@@ -543,7 +553,7 @@ def check_report(ws: Workspace, problems: Sequence[Problem]) -> Report:
     )
     return Report(
         f"check: {_count(len(problems), 'problem')}",
-        (Section(notes=tuple(lines)), Section(notes=(Note(counts, "strong"),))),
+        (text_section(*lines), text_section(Note(counts, "strong"))),
     )
 
 
@@ -605,12 +615,12 @@ def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
                 "warning",
             )
         )
-    sections = [Section(notes=tuple(note(n) for n in head))] if head else []
+    sections = [text_section(*head)] if head else []
     if rows:
         columns = ["question", "first relevant rank", f"nDCG@{k}", "change", "text"]
         sections.append(table(columns, rows, notes=notes))
     else:
-        sections.append(Section(notes=tuple(note(n) for n in notes)))
+        sections.append(text_section(*notes))
     return Report(
         f"diff {diff.a} -> {diff.b}: k={k}, {len(diff.changes)} questions in both", tuple(sections)
     )

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer
 
-from ragtui.core.report import Note, Report, Section, Tone
+from ragtui.core.report import Note, Report, Tone, text_section
 from ragtui.core.text import visible_line
 from ragtui.tui.widgets.report_view import ReportView
 
@@ -23,7 +23,7 @@ def _title(report: Report) -> Text:
 
 def message_report(title: str, text: str, tone: Tone = "dim") -> Report:
     """A report of one line: ``comparing…`` while a worker computes, or why it failed."""
-    return Report(title, (Section(notes=(Note(text, tone),)),))
+    return Report(title, (text_section(Note(text, tone)),))
 
 
 class ReportScreen(ModalScreen[None]):

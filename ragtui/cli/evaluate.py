@@ -216,9 +216,9 @@ def run_eval(
     ws = open_workspace(settings)
     save_if_asked(ws, options)
     if as_json:
-        report = eval_report(ws)
-        add_json_extras(ws, report, options)
-        print_json(report)
+        body = eval_report(ws)
+        add_json_extras(ws, body, options)
+        print_json(body)
         return 0
     extras = text_extras(ws, options)
     print_report(eval_table_report(ws, judged=judged, measures=measures))

@@ -207,9 +207,8 @@ class Workspace:
         by_text = {q.text: question_matrix[i] for i, q in enumerate(questions)}
 
         def embed_query(text: str) -> np.ndarray:
-            if text in by_text:
-                return by_text[text]
-            return cache.embed([text], model)[0]
+            row: np.ndarray = by_text[text] if text in by_text else cache.embed([text], model)[0]
+            return row
 
         vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
         depth = self.settings.depth

@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document
@@ -143,7 +143,7 @@ def _model_file(model: str, name: str) -> Path | None:
     return Path(cached) if isinstance(cached, str) else None
 
 
-def _read_json(path: Path | None) -> dict:
+def _read_json(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:

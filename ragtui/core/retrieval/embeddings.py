@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
@@ -22,6 +23,9 @@ from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.errors import InputError
 from ragtui.core.files import write_atomic
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 #: Called as ``progress(done, total)`` while texts are encoded.
 Progress = Callable[[int, int], None]
@@ -48,9 +52,9 @@ class Embedder:
     def __init__(self, model: str | None = None) -> None:
         self.name = model or "all-MiniLM-L6-v2"
         self.path = resolve_model(model)
-        self._model = None
+        self._model: SentenceTransformer | None = None
 
-    def _load(self):
+    def _load(self) -> SentenceTransformer:
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -69,7 +73,10 @@ class Embedder:
     @property
     def max_seq_length(self) -> int:
         """The longest input, in tokens, that the model reads (the rest is cut off)."""
-        return int(self._load().max_seq_length)
+        length = self._load().max_seq_length
+        if length is None:
+            raise InputError(self.name, "the embedding model does not say how many tokens it reads")
+        return int(length)
 
     def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """Unit-length float32 embeddings of ``texts``, one row each."""

@@ -230,7 +230,7 @@ def _sole_section(name: str, sole: Sequence[SoleResult]) -> Section:
             (
                 s.chunk,
                 str(s.rank),
-                _rank(s.hybrid_rank) if s.hybrid_rank is not None else "fused out",
+                "fused out" if s.hybrid_rank is None else str(s.hybrid_rank),
                 ("" if s.grade is None else str(s.grade)) + (" relevant" if s.relevant else ""),
             ),
             "strong" if s.relevant else "",

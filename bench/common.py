@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-CRANFIELD = SHARED / "data" / "cranfield"
+#: The Cranfield collection in BEIR format, kept with the test data.
+CRANFIELD = ROOT / "tests" / "data" / "cranfield"
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Shared fixtures: the small fixed corpus copied to a temporary folder, and one embedding cache per run."""
+"""Shared fixtures and test data: the small fixed corpus copied to a temporary folder, one embedding cache
+per run, and the paths of trec_eval's test vectors and the Cranfield collection (all under tests/data)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,26 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 MINI = DATA / "mini"
-SHARED = ROOT.parent / "shared"
-CRANFIELD = SHARED / "data" / "cranfield"
+#: trec_eval's own test vectors (qrels, a run and trec_eval's output for them); see its SOURCE.md.
+TREC_EVAL = DATA / "trec_eval"
+#: The Cranfield collection in BEIR format (1,400 documents, 225 queries, graded qrels); see its SOURCE.md.
+CRANFIELD = DATA / "cranfield"
 
 #: The small corpus is chunked at this size so that it gives several chunks per document.
 MINI_CHUNK_SIZE = 48
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_data_home(tmp_path_factory: pytest.TempPathFactory):
+    """A fresh ``$XDG_DATA_HOME`` for the run: the user's copy of the bundled golden set never leaks in or out."""
+    before = os.environ.get("XDG_DATA_HOME")
+    home = tmp_path_factory.mktemp("xdg-data")
+    os.environ["XDG_DATA_HOME"] = str(home)
+    yield home
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
 
 
 @pytest.fixture(scope="session")

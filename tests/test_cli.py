@@ -110,7 +110,7 @@ def test_json_is_the_only_thing_on_stdout(mini, cache_dir):
     done = _run("eval", "--json", *_args(mini), cache_dir=cache_dir)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    # DESIGN.md's keys, plus the keys added since (slices); none removed or renamed.
+    # The original contract's six top-level keys, plus slices (added since); none removed or renamed.
     assert set(report) - {"slices"} == {
         "k",
         "depth",
@@ -245,9 +245,6 @@ def test_bundled_data_is_found_from_any_directory(tmp_path, cache_dir):
     assert "0 problems" in done.stdout
 
 
-@pytest.mark.skipif(
-    not CRANFIELD.is_dir(), reason="../shared/data/cranfield is not beside the project"
-)
 def test_cranfield_bm25_ndcg_matches_the_reference(capsys):
     assert (
         main(
@@ -268,4 +265,10 @@ def test_cranfield_bm25_ndcg_matches_the_reference(capsys):
     )
     report = json.loads(capsys.readouterr().out)
     assert report["questions"] == 225 and report["chunks"] == 1400
-    assert abs(report["retrievers"]["bm25"]["ndcg"] - 0.3373) <= 0.03
+    bm25 = report["retrievers"]["bm25"]
+    # The reference figures of tests/data/cranfield/SOURCE.md, printed to 4 decimals there.
+    assert (round(bm25["ndcg"], 4), round(bm25["recall"], 4), round(bm25["mrr"], 4)) == (
+        0.3373,
+        0.3721,
+        0.4962,
+    )

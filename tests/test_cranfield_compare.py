@@ -23,10 +23,6 @@ from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import CRANFIELD
 
-pytestmark = pytest.mark.skipif(
-    not CRANFIELD.is_dir(), reason="../shared/data/cranfield is not beside the project"
-)
-
 #: Every third query has its top 10 reversed in the "worse" run.
 CHANGED_EVERY = 3
 
@@ -55,7 +51,7 @@ def test_external_export_of_bm25_gives_bm25s_numbers(cran):
     ev = ws.evaluation
     assert ev.summary("x") == ev.summary("bm25")
     assert ev.per_question["x"] == ev.per_question["bm25"]
-    # The reference figures of ../shared/data/cranfield/SOURCE.md.
+    # The reference figures of tests/data/cranfield/SOURCE.md.
     means = {
         m.name: system_from_workspace(ws, "x").values(m, sorted(ev.evaluated)).mean()
         for m in parse_measures("R@10,RR,nDCG@10")

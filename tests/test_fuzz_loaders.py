@@ -24,7 +24,7 @@ from ragtui.core.data.trec import read_trec_qrels, read_trec_run
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal
 
-#: Examples per loader; the README's "Reliability" section quotes the total.
+#: Examples per loader; docs/reliability.md ("Fuzzing") quotes the total.
 EXAMPLES = int(os.environ.get("RAGTUI_FUZZ_EXAMPLES", "150"))
 
 FUZZ = settings(

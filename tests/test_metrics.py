@@ -38,8 +38,8 @@ from ragtui.core.metrics.formulas import (
     relevant_ids,
     success_at_k,
 )
+from tests.conftest import TREC_EVAL
 
-TREC_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
 CUTOFFS = (1, 3, 5, 10)
 TOL = 1e-9
 
@@ -430,11 +430,6 @@ def test_property_invariants(gains: dict[str, int], ranked: list[str], k: int) -
 # 3. Against trec_eval's own test vectors
 # --------------------------------------------------------------------------------------------
 
-requires_trec_data = pytest.mark.skipif(
-    not (TREC_DATA / "results.test").is_file(),
-    reason=f"trec_eval test vectors not found at {TREC_DATA}",
-)
-
 _CUT_MEASURE = re.compile(r"^(P|recall|ndcg_cut|success|unj)_(\d+)$")
 # Measures that must be in the out files, so that the comparison cannot pass by comparing nothing.
 _REQUIRED = {
@@ -489,15 +484,14 @@ def _value(measure: str, ranked: list[str], gains: dict[str, int], threshold: in
     return 1.0 - judged_at_k(ranked, gains.keys(), k)
 
 
-@requires_trec_data
 @pytest.mark.parametrize(
     ("qrels_name", "out_name", "threshold"),
     [("qrels.test", "out.test.aq", 1), ("qrels.rel_level", "out.test.aql", 2)],
 )
 def test_trec_eval_test_vectors(qrels_name: str, out_name: str, threshold: int) -> None:
-    run = read_trec_run(TREC_DATA / "results.test")
-    qrels = read_trec_qrels(TREC_DATA / qrels_name)
-    table = _read_out(TREC_DATA / out_name)
+    run = read_trec_run(TREC_EVAL / "results.test")
+    qrels = read_trec_qrels(TREC_EVAL / qrels_name)
+    table = _read_out(TREC_EVAL / out_name)
     assert table.keys() >= _REQUIRED, _REQUIRED - table.keys()
     assert set(run) == {"301", "302", "303"}
 
@@ -523,13 +517,12 @@ def test_trec_eval_test_vectors(qrels_name: str, out_name: str, threshold: int) 
     assert {m for m in checked if m.startswith("ndcg_cut_")} >= {"ndcg_cut_5", "ndcg_cut_10"}
 
 
-@requires_trec_data
 def test_trec_run_ranked_by_score_not_rank_column() -> None:
     # results.test's rank column disagrees with its scores; trec_eval ranks by score.
-    lines = (TREC_DATA / "results.test").read_text(encoding="utf-8").splitlines()
+    lines = (TREC_EVAL / "results.test").read_text(encoding="utf-8").splitlines()
     first_301 = [line.split() for line in lines if line.split()[0] == "301"]
     best = max(first_301, key=lambda f: (float(f[4]), f[2]))
-    assert read_trec_run(TREC_DATA / "results.test")["301"][0] == best[2]
+    assert read_trec_run(TREC_EVAL / "results.test")["301"][0] == best[2]
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,13 +38,13 @@ TMUX = shutil.which("tmux")
 
 def messages(app) -> list[str]:
     """Every notification's text so far."""
-    return [n.message for n in app._notifications]
+    return [s.text for s in app.status_log]
 
 
 def question_row(app, qid: str) -> list[str]:
     """The plain cells of a question's row in the question list."""
     table = main_screen(app).question_list
-    return [str(getattr(c, "plain", c)) for c in table.get_row(qid)]
+    return [table.cell(qid, c.name) for c in table.columns]
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ async def test_read_only_golden_folder_opens_read_only_and_refuses_edits(
     app = make_app(tui_settings)
     async with app.run_test(size=COMPACT) as pilot:
         await wait_ready(pilot)
-        assert "labels read-only" in app.sub_title
+        assert "labels read-only" in main_screen(app).sub_title
         assert any(
             "is read-only: you can look" in m and str(read_only_golden) in m for m in messages(app)
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtui.cli.output import err, open_workspace, out, print_json, print_report
+from ragtui.cli.output import err, open_workspace, out, print_json, print_notices, print_report
 from ragtui.core.analysis.attribution import (
     HybridExplanation,
     PoolCeiling,
@@ -19,6 +19,7 @@ from ragtui.core.analysis.attribution import (
 from ragtui.core.analysis.curve import recall_curves
 from ragtui.core.analysis.eval_report import eval_report
 from ragtui.core.analysis.export import export_trec
+from ragtui.core.analysis.gate import GateResult, Threshold, check_thresholds
 from ragtui.core.analysis.reports import (
     comparison_report,
     curve_report,
@@ -137,6 +138,7 @@ def save_if_asked(ws: Workspace, options: EvalOptions) -> None:
     """``--save NAME``: write the saved run and say where on stderr."""
     if options.save:
         path = save_run(ws, options.save, options.runs_dir)
+        print_notices(ws)
         err(f"ragtui: saved run {options.save!r} to {path}")
 
 
@@ -204,28 +206,49 @@ def run_explain(settings: Settings, qid: str, as_json: bool = False) -> int:
     return 0
 
 
+def report_gate(results: Sequence[GateResult]) -> int:
+    """Say on stderr which ``--fail-under`` checks fell short (or that all passed); 1 if any fell short."""
+    if not results:
+        return 0
+    failed = [r for r in results if not r.passed]
+    for result in failed:
+        err(f"ragtui: fell short: {result.describe()} (--fail-under {result.threshold.spec})")
+    if not failed:
+        passed = f"all {len(results)} checks" if len(results) > 1 else "the check"
+        err(f"ragtui: --fail-under: {passed} passed")
+    return 1 if failed else 0
+
+
 def run_eval(
-    settings: Settings, as_json: bool, judged: bool = False, options: EvalOptions | None = None
+    settings: Settings,
+    as_json: bool,
+    judged: bool = False,
+    options: EvalOptions | None = None,
+    fail_under: Sequence[Threshold] = (),
 ) -> int:
     """``ragtui eval``: the metric table (or the JSON object) of every chosen retriever; ``judged`` adds Judged@k.
 
-    ``options`` adds slices, curves, ir_measures columns, a comparison, an attribution or a saved run.
+    ``options`` adds slices, curves, ir_measures columns, a comparison, an attribution or a saved run;
+    ``fail_under`` makes the exit code 1 when a mean falls below its threshold.
     """
     options = options or EvalOptions()
     measures = parse_options_measures(options)
     ws = open_workspace(settings)
+    gate = check_thresholds(ws, fail_under)
     save_if_asked(ws, options)
     if as_json:
         body = eval_report(ws)
         add_json_extras(ws, body, options)
+        if fail_under:
+            body["fail_under"] = [r.as_dict() for r in gate]
         print_json(body)
-        return 0
+        return report_gate(gate)
     extras = text_extras(ws, options)
     print_report(eval_table_report(ws, judged=judged, measures=measures))
     for report in extras:
         out()
         print_report(report)
-    return 0
+    return report_gate(gate)
 
 
 def run_export(settings: Settings, folder: Path) -> int:

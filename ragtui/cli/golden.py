@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragtui.cli.output import load_workspace, out, print_report, rich_progress, warn_all
+from ragtui.cli.output import (
+    err,
+    load_workspace,
+    out,
+    print_notices,
+    print_report,
+    rich_progress,
+    warn_all,
+)
 from ragtui.core.analysis.check import check_workspace
 from ragtui.core.analysis.diagnostics import diagnose
 from ragtui.core.analysis.reports import (
@@ -16,7 +24,7 @@ from ragtui.core.analysis.reports import (
 )
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.agreement import annotators
-from ragtui.core.labelling.authoring import QUESTIONS_FILE, validate_new_question
+from ragtui.core.labelling.authoring import QUESTIONS_FILE, question_key, validate_new_question
 from ragtui.core.settings import Settings
 
 # ---- add-question -----------------------------------------------------------------------------------
@@ -47,9 +55,12 @@ def run_add_question(
         ws.chunks,
         ws.corpus.documents,
         path,
+        {question_key(q.text): q.id for q in ws.questions},
     )
     ws.prepare_vectors(rich_progress())
     added = ws.add_question(question, list(evidence), list(slices), qid)
+    print_notices(ws)
+    path = Path(ws.settings.golden or "") / QUESTIONS_FILE
     print_report(added_question_report(added, path, ws.settings.k))
     return 0
 
@@ -91,10 +102,16 @@ def run_check(settings: Settings) -> int:
 
 def run_labels_compact(settings: Settings) -> int:
     """``ragtui labels compact``: rewrite the journal to one line per labelled pair, keeping a backup."""
+    from ragtui.core.data.paths import writable_golden
     from ragtui.core.labelling.journal import LabelJournal
 
     golden = settings.resolved().golden
     assert golden is not None
+    if not (Path(golden) / "labels.jsonl").is_file():
+        raise InputError(Path(golden) / "labels.jsonl", "file not found")
+    golden, made = writable_golden(golden)
+    if made:
+        err(f"ragtui: the bundled golden set is never written: copied it to {golden}")
     journal = LabelJournal(Path(golden) / "labels.jsonl", settings.annotator)
     warn_all(journal.warnings)
     lines_before = len(journal.history)

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ragtui import __version__
 from ragtui.core.errors import InputError
-from ragtui.core.options import OPTIONS, OptionError, settings_from_values, whole_number
+from ragtui.core.options import OPTIONS, OptionError, whole_number
+from ragtui.core.project import Effective, effective_settings, project_for
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 
 if TYPE_CHECKING:
     from ragtui.cli.evaluate import EvalOptions
+    from ragtui.core.analysis.gate import Threshold
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,6 +65,44 @@ def _shared_options(parser: argparse.ArgumentParser) -> None:
             action="append" if option.repeatable else "store",
             help=option.help,
         )
+    project = groups.get("project file") or parser.add_argument_group("project file")
+    project.add_argument(
+        "--project",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="read this project file (default: ragtui.toml, or pyproject.toml with [tool.ragtui], "
+        "in the working folder or a parent)",
+    )
+    project.add_argument(
+        "--no-project",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="read no project file: only flags and defaults",
+    )
+
+
+def _threshold(raw: str) -> Threshold:
+    """``--fail-under`` as an argparse type (a bad value is a usage error, before anything loads)."""
+    from ragtui.core.analysis.gate import parse_threshold
+
+    try:
+        return parse_threshold(raw)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.problem.removeprefix("--fail-under: ")) from None
+
+
+def _gate_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fail-under",
+        dest="fail_under",
+        type=_threshold,
+        action="append",
+        default=[],
+        metavar="[RETRIEVER:]METRIC=VALUE",
+        help="exit 1 when a mean falls below VALUE, naming each shortfall: recall@3=0.8, nDCG@3=0.7, "
+        "hybrid:R@3=0.9 (every retriever shown unless one is named; repeatable)",
+    )
 
 
 def _analysis_options(p_eval: argparse.ArgumentParser) -> None:
@@ -149,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument(
         "--json",
         action="store_true",
-        help="print the JSON object of DESIGN.md on stdout and nothing else",
+        help="print the JSON object on stdout and nothing else (every key: docs/json.md)",
     )
     p_eval.add_argument(
         "--judged",
@@ -157,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="add a judged@k column (share of the top k with a hand grade or evidence match)",
     )
     _analysis_options(p_eval)
+    _gate_option(p_eval)
     _shared_options(p_eval)
     p_export = sub.add_parser("export", help="write TREC qrels and one run per retriever to DIR")
     p_export.add_argument("dir", type=Path, metavar="DIR")
@@ -244,13 +285,110 @@ def build_parser() -> argparse.ArgumentParser:
         help="rewrite labels.jsonl to one line per labelled pair, atomically, keeping labels.jsonl.bak",
     )
     _shared_options(p_compact)
+    _project_commands(sub)
     return parser
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    """Settings from parsed arguments, defaults filled in."""
+def _project_commands(sub: Any) -> None:
+    """``config``, ``init``, ``report`` and ``serve``: a project of your own, reports for CI, the app in a browser."""
+    p_config = sub.add_parser(
+        "config", help="print every option's effective value and where it came from"
+    )
+    p_config.add_argument("--json", action="store_true", help="print the settings as JSON")
+    _shared_options(p_config)
+    p_init = sub.add_parser(
+        "init",
+        help="create a project in DIR: ragtui.toml (commented), corpus/, golden/questions.jsonl",
+    )
+    p_init.add_argument("dir", type=Path, metavar="DIR")
+    p_init.add_argument(
+        "--handbook",
+        action="store_true",
+        help="copy the bundled handbook into corpus/ (the example question then matches it)",
+    )
+    p_init.add_argument(
+        "--from-beir",
+        type=Path,
+        default=None,
+        metavar="BEIR_DIR",
+        help="start from a BEIR dataset (corpus.jsonl, queries.jsonl, qrels/test.tsv); labels go to DIR/golden",
+    )
+    p_report = sub.add_parser(
+        "report",
+        help="write the metric, per-slice, baseline and recall@k tables as Markdown or a self-contained HTML page",
+    )
+    p_report.add_argument(
+        "--format",
+        dest="report_format",
+        choices=("markdown", "html"),
+        default="markdown",
+        help="markdown (default: for a pull request or a step summary) or html (one self-contained page with an SVG plot)",
+    )
+    p_report.add_argument(
+        "--output", type=Path, default=None, metavar="FILE", help="write here (default: stdout)"
+    )
+    p_report.add_argument(
+        "--baseline",
+        default=None,
+        metavar="RUN",
+        help="compare against this saved run (a name from eval --save, or a file)",
+    )
+    p_report.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where saved runs live (default <golden>/runs)",
+    )
+    p_report.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the significance tests (default 0)",
+    )
+    _gate_option(p_report)
+    _shared_options(p_report)
+    p_serve = sub.add_parser(
+        "serve", help="serve the app in a web browser (textual-serve), on 127.0.0.1 by default"
+    )
+    p_serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address to listen on (default 127.0.0.1: this machine only)",
+    )
+    p_serve.add_argument(
+        "--port",
+        type=_argparse_type(whole_number(1)),
+        default=8000,
+        metavar="PORT",
+        help="port to listen on (default 8000)",
+    )
+    p_serve.add_argument(
+        "--public-url",
+        default=None,
+        metavar="URL",
+        help="the address browsers use, when it differs from http://HOST:PORT (a proxy, 0.0.0.0)",
+    )
+    _shared_options(p_serve)
+
+
+def effective_from(args: argparse.Namespace) -> Effective:
+    """The settings a command runs with: the project file's values, overridden by the flags given."""
     names = {o.name for o in OPTIONS}
-    return settings_from_values({k: v for k, v in vars(args).items() if k in names})
+    flags = {k: v for k, v in vars(args).items() if k in names}
+    project = project_for(
+        Path.cwd(),
+        getattr(args, "project", None),
+        disabled=getattr(args, "no_project", False),
+    )
+    return effective_settings(flags, project)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Settings from parsed arguments (and the project file in force), defaults filled in."""
+    return effective_from(args).settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -258,11 +396,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
     try:
-        settings = settings_from(args)
+        if args.command == "init":
+            from ragtui.cli.project import run_init
+
+            return run_init(args.dir, handbook=args.handbook, from_beir=args.from_beir)
+        effective = effective_from(args)
+        settings = effective.settings
         if args.command is None:
             from ragtui.tui.app import run_app
 
             return run_app(settings, mouse=not args.no_mouse)
+        if args.command == "config":
+            from ragtui.cli.project import run_config
+
+            return run_config(effective, as_json=args.json)
+        if args.command == "serve":
+            from ragtui.cli.serve import run_serve
+
+            return run_serve(args, host=args.host, port=args.port, public_url=args.public_url)
         return _run(args, settings)
     except InputError as exc:
         print(f"ragtui: error: {exc.message}", file=sys.stderr)  # message is made visible
@@ -292,7 +443,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         if command == "eval":
             return evaluate.run_eval(
-                settings, as_json=args.json, judged=args.judged, options=_eval_options(args)
+                settings,
+                as_json=args.json,
+                judged=args.judged,
+                options=_eval_options(args),
+                fail_under=args.fail_under,
             )
         if command == "export":
             return evaluate.run_export(settings, args.dir)
@@ -308,6 +463,18 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 as_json=args.json,
             )
         return evaluate.run_explain(settings, args.qid, as_json=args.json)
+    if command == "report":
+        from ragtui.cli.report import run_report
+
+        return run_report(
+            settings,
+            fmt=args.report_format,
+            output=args.output,
+            baseline=args.baseline,
+            runs_dir=args.runs_dir,
+            fail_under=args.fail_under,
+            seed=args.seed,
+        )
     from ragtui.cli import golden
 
     if command == "check":

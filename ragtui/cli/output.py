@@ -41,6 +41,13 @@ def warn_all(warnings: Sequence[str]) -> None:
         warn(warning)
 
 
+def print_notices(ws: Workspace) -> None:
+    """What the workspace wants the user told (``ragtui: …`` on stderr), then forget it."""
+    for notice in ws.notices:
+        err(f"ragtui: {notice}")
+    ws.notices.clear()
+
+
 def print_json(value: Any) -> None:
     """A JSON document on stdout (orjson escapes every control character)."""
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")

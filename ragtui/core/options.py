@@ -46,6 +46,16 @@ class Option:
     """The allowed values, when the option is a choice."""
     flag_name: str | None = None
     """The flag without dashes when it differs from the key (``run`` for ``runs``, one run a flag)."""
+    unparse: Callable[[Any], str] | None = None
+    """One value (one item of a repeatable option) back as the text its flag takes (default: generic)."""
+
+    def args(self, value: Any) -> list[str]:
+        """The command-line arguments that give the option ``value`` (``["--k", "5"]``): parse's inverse."""
+        items = value if self.repeatable else (value,)
+        out: list[str] = []
+        for item in items:
+            out += [self.flag, self.unparse(item) if self.unparse else value_text(item)]
+        return out
 
     @property
     def flag(self) -> str:
@@ -64,6 +74,13 @@ class Option:
 
 
 _SETTINGS_DEFAULTS = {f.name: f.default for f in fields(Settings)}
+
+
+def value_text(value: Any) -> str:
+    """A value as a flag takes it: a list as ``a,b``, a path as written, a number as Python prints it."""
+    if isinstance(value, list | tuple):
+        return ",".join(value_text(v) for v in value)
+    return str(value)
 
 
 # ---- value parsers (each accepts a command-line string or a project-file value) -------------------
@@ -221,6 +238,7 @@ OPTIONS: tuple[Option, ...] = (
         "NAME=PATH",
         repeatable=True,
         flag_name="run",
+        unparse=lambda spec: f"{spec[0]}={spec[1]}",
     ),
 )
 

@@ -7,14 +7,15 @@ from pathlib import Path
 
 from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
 from ragtui.core.data.corpus import MAX_FILE_BYTES
-from ragtui.core.data.paths import bundled_corpus, bundled_golden
+from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale, load_grade_scale
+from ragtui.core.data.paths import bundled_corpus, bundled_golden, golden_for_reading
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What to load and how: the options every command shares (see DESIGN.md)."""
+    """What to load and how: the options every command shares (declared in ``ragtui.core.options``)."""
 
     corpus: Path | None = None
     golden: Path | None = None
@@ -33,14 +34,21 @@ class Settings:
     runs: tuple[tuple[str, Path], ...] = ()
     #: Largest corpus document read, in MB (a bigger file is refused with a clear message).
     max_file_mb: float = MAX_FILE_BYTES / 1048576
+    #: The grades a person may give, (grade, label) from 0 (the project file's ``[grades]``); None:
+    #: the golden set's ``grades.json``, else 0-2 (see ``ragtui.core.data.grades``).
+    grade_scale: GradeScale | None = None
 
     def resolved(self) -> Settings:
-        """Defaults filled in: the bundled data, and whole documents as chunks for BEIR without a size."""
+        """Defaults filled in: the bundled data (or the user's copy of the golden set once it exists),
+        the grade scale, and whole documents as chunks for BEIR without a size."""
         corpus = self.corpus
         golden = self.golden
         if self.beir is None:
             corpus = corpus or bundled_corpus()
-            golden = golden or bundled_golden()
+            golden = golden_for_reading(golden or bundled_golden())
         else:
             golden = golden or self.beir
-        return replace(self, corpus=corpus, golden=golden)
+        scale = self.grade_scale
+        if scale is None:
+            scale = load_grade_scale(golden) or DEFAULT_GRADE_SCALE
+        return replace(self, corpus=corpus, golden=golden, grade_scale=scale)

@@ -18,9 +18,15 @@ from ragtui.core.data.beir import load_beir
 from ragtui.core.data.chunking import Chunk, chunk_documents
 from ragtui.core.data.corpus import Corpus, load_folder
 from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
+from ragtui.core.data.paths import is_bundled, writable_golden
 from ragtui.core.data.tokenizer import token_counter
 from ragtui.core.errors import InputError
-from ragtui.core.labelling.authoring import AddedQuestion, append_question
+from ragtui.core.labelling.authoring import (
+    QUESTIONS_FILE,
+    AddedQuestion,
+    append_question,
+    validate_new_question,
+)
 from ragtui.core.labelling.journal import Label, LabelJournal
 from ragtui.core.metrics.evaluation import Evaluation
 from ragtui.core.metrics.formulas import QuestionMetrics
@@ -89,6 +95,9 @@ class Workspace:
     warnings: list[str] = field(default_factory=list)
     question_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     external: dict[str, ExternalRun] = field(default_factory=dict)
+    #: Things the user should be told that are not problems (where the bundled golden set was
+    #: copied to); a front end shows and clears them.
+    notices: list[str] = field(default_factory=list)
 
     # ---- loading -------------------------------------------------------------------------------
 
@@ -325,16 +334,41 @@ class Workspace:
                 out.append(StaleLabel(label, reason))
         return out
 
+    def writable_golden(self) -> Path:
+        """The golden-set folder to write into; for the bundled set, the user's copy (made now if needed).
+
+        The bundled set is never written (it is the source tree or the installed package): the
+        first write copies it to the user's data folder, the workspace and its label journal move
+        there, and a notice says where.
+        """
+        if self.settings.beir is not None and self.settings.golden == self.settings.beir:
+            return Path(self.settings.beir)
+        assert self.settings.golden is not None
+        current = Path(self.settings.golden)
+        target, made = writable_golden(current)
+        if target != current:
+            self.settings = replace(self.settings, golden=target)
+            self.labels.move_to(target / self.labels.path.name)
+            if made:
+                self.notices.append(
+                    f"the bundled golden set is never written: copied it to {target}; "
+                    "labels, added questions and saved runs are kept there"
+                )
+        return target
+
     def set_grade(self, qid: str, cid: str, grade: int | None) -> GradeChange:
         """Save a hand grade (None removes it) to the journal, fsynced, then update the numbers."""
         chunk = self.chunk_by_id[cid]
         if qid not in self.question_by_id:
             raise KeyError(qid)
+        self.writable_golden()
         label = self.labels.set_grade(qid, cid, grade, chunk.sha1)
         return GradeChange(qid, cid, label, self._regrade(qid))
 
     def undo(self) -> GradeChange | None:
         """Undo the last label change (itself a journal line); None when there is nothing to undo."""
+        if self.labels.can_undo:
+            self.writable_golden()
         label = self.labels.undo()
         if label is None:
             return None
@@ -425,8 +459,20 @@ class Workspace:
                 "questions can only be added to a --golden folder, not to a BEIR dataset",
             )
         assert self.settings.golden is not None
+        if is_bundled(self.settings.golden):
+            # Checked before the bundled set is copied, so a refused question copies nothing.
+            validate_new_question(
+                text,
+                evidence,
+                list(slices),
+                qid,
+                [q.id for q in self.questions],
+                self.chunks,
+                self.corpus.documents,
+                Path(self.settings.golden) / QUESTIONS_FILE,
+            )
         question = append_question(
-            self.settings.golden,
+            self.writable_golden(),
             text,
             evidence,
             list(slices),
@@ -434,15 +480,22 @@ class Workspace:
             chunks=self.chunks,
             documents=self.corpus.documents,
         )
+        return self.insert_question(question, self._rank_text(question.text, self.settings.depth))
+
+    def insert_question(self, question: Question, rankings: dict[str, Ranking]) -> AddedQuestion:
+        """Add a question already appended to questions.jsonl, with its rankings (computed off the UI
+        thread by ``search_adhoc``), and evaluate it."""
         index = EvidenceIndex([c.id for c in self.chunks], [c.text for c in self.chunks])
         relevant = index.matching_chunks(question.evidence)
         self.questions.append(question)
         self.question_by_id[question.id] = question
         self.base_grades[question.id] = dict.fromkeys(relevant, EVIDENCE_GRADE)
-        for name, ranking in self._rank_text(question.text, self.settings.depth).items():
-            if name in self.rankings:
-                self.rankings[name][question.id] = ranking
+        for name, by_question in self.rankings.items():
+            if name in rankings:
+                by_question[question.id] = rankings[name]
+            else:
+                by_question.setdefault(question.id, self._rank_new(name, question.text))
         evaluation = self.evaluate_all()
-        rankings = {n: self.ranking(n, question.id) for n in self.retrievers}
+        ranked = {n: self.ranking(n, question.id) for n in self.retrievers}
         metrics = {n: evaluation.per_question[n][question.id] for n in self.retrievers}
-        return AddedQuestion(question, relevant, rankings, metrics)
+        return AddedQuestion(question, relevant, ranked, metrics)

@@ -1,8 +1,11 @@
-"""The ragtui app: loads the workspace in a worker, owns every state change, and hosts the screens.
+"""The ragtui app: the one owner of every change, the loading workers, and the screens.
 
-Threading model (as harlequin's): ``Workspace.load`` and embedding run in one thread worker that
-only posts messages; the handlers here, on the UI thread, swap the results in. Results carry a
-generation number, so a late result of an older load (before a depth change) is dropped.
+Threading model (as harlequin's): loading and embedding run in thread workers that only post
+messages; the handlers here, on the UI thread, hand the results to the ``Controller``, which
+changes the workspace. Every change ends in ``changed.publish(...)``, so each screen redraws what
+it touched. Results carry a generation number, so a late result of an older load is dropped.
+Screens ask for changes with request messages (``GradeRequested`` and the like) that carry their
+whole target; they never change the workspace themselves.
 """
 
 from __future__ import annotations
@@ -14,49 +17,61 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from textual import work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.signal import Signal
 from textual.theme import BUILTIN_THEMES
-from textual.worker import Worker, get_current_worker
+from textual.worker import get_current_worker
 
+from ragtui.core.analysis.runs import load_baseline, runs_folder
+from ragtui.core.data.golden import Question
 from ragtui.core.errors import InputError
-from ragtui.core.retrieval.base import RETRIEVER_NAMES
+from ragtui.core.labelling.authoring import append_question
+from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.embeddings import Embedder, Progress
 from ragtui.core.settings import Settings
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import VectorResult, Workspace
+from ragtui.tui.commands import RagtuiCommands
+from ragtui.tui.controller import Controller, Refused
 from ragtui.tui.messages import (
+    AddQuestionRequested,
+    BaselineLoaded,
+    Changed,
     EmbeddingProgress,
+    GradeRequested,
     LoadFailed,
+    Notice,
+    QuestionAppended,
+    UndoRequested,
     VectorsFailed,
     VectorsReady,
+    WorkFailed,
     WorkspaceLoaded,
 )
-from ragtui.tui.palette import RagtuiCommands
 from ragtui.tui.screens.dialogs import LoadErrorScreen, PromptScreen
 from ragtui.tui.screens.help import HelpScreen
-from ragtui.tui.screens.main import MainScreen
-from ragtui.tui.workflows import WorkflowCommands, WorkflowMixin
+from ragtui.tui.screens.main import MainScreen, format_seconds, ndcg_moves
+from ragtui.tui.widgets.status_line import Status
 
 #: Seconds between two progress messages (a newer one replaces a queued one anyway).
 PROGRESS_INTERVAL = 0.25
-#: The retrievers that need embeddings.
-VECTOR_RETRIEVERS = ("vector", "hybrid")
 #: Seconds between two looks at the label journal for another session's labels (two ``stat`` calls).
 LABEL_POLL_INTERVAL = 1.0
 #: Signals that end the app cleanly: SIGHUP (the terminal or SSH link went away) and SIGTERM.
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
-
 #: Seconds a signalled app may take to exit cleanly before the watchdog ends the process.
 EXIT_GRACE_S = 2.0
-
+#: Status messages kept for "messages: recent".
+STATUS_LOG_SIZE = 50
 
 #: The theme for 16-colour terminals: Textual's ANSI theme with borders that show on a black background.
 ANSI_THEME = replace(
@@ -98,12 +113,12 @@ class _ReportingEmbedder:
         return rows
 
 
-class RagtuiApp(WorkflowMixin, App[int]):
-    """See, for each golden question, what bm25, vector and hybrid retrieval found, and grade it."""
+class RagtuiApp(App[int]):
+    """See, for each golden question, what every retriever found, and grade it."""
 
     CSS_PATH = "app.tcss"
     TITLE = "ragtui"
-    COMMANDS = App.COMMANDS | {RagtuiCommands, WorkflowCommands}
+    COMMANDS: ClassVar = App.COMMANDS | {RagtuiCommands}
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -133,42 +148,55 @@ class RagtuiApp(WorkflowMixin, App[int]):
         """The app for ``settings``; tests may inject an embedder (``encode``) or a loaded workspace."""
         super().__init__()
         self.register_theme(ANSI_THEME)
-        #: What to load.
-        self.settings = settings
+        #: The state and the rules for changing it.
+        self.controller = Controller(settings)
         #: Used to embed (None: the settings' sentence-transformers model, loaded on first need).
         self.embedder = embedder
-        #: The loaded workspace, None until the load worker reports.
-        self.workspace: Workspace | None = None
         self._given_workspace = workspace
+        #: Every change the app made; screens subscribe and redraw what it touched.
+        self.changed: Signal[Changed] = Signal(self, "changed")
+        #: The status line's message; screens with a status line subscribe.
+        self.status = Status()
+        self.status_changed: Signal[Status] = Signal(self, "status-changed")
+        #: The latest status messages, oldest first (the palette's "messages: recent" shows them).
+        self.status_log: deque[Status] = deque(maxlen=STATUS_LOG_SIZE)
         #: The current load; messages of older loads are dropped.
         self.generation = 0
-        #: Readiness of each chosen retriever: ready, pending or failed.
-        self.retriever_status: dict[str, str] = {}
-        #: The last embedding progress (done, total) while embedding runs, else None.
-        self.embedding_progress: tuple[int, int] | None = None
-        #: Why vector and hybrid are unavailable, when they are.
-        self.vector_error = ""
         #: The load error shown on the error screen (run_app prints it on exit too).
         self.load_error: str | None = None
-        #: The last error reading another session's labels (notified once until it changes).
+        #: The last error reading another session's labels (said once until it changes).
         self._label_poll_error = ""
+        #: `` · 41 texts/s · 12 s left`` while embedding, measured from the first batch.
+        self.progress_rate = ""
+        self._progress_start: tuple[float, int] | None = None
         #: When the app started (for the first-full-screen timing).
         self.started = time.monotonic()
         #: Seconds from start to every chosen retriever ready (or failed), None until then.
         self.ready_after: float | None = None
         #: Seconds from start to the first full screen painted (every list and the metrics drawn
-        #: after ``ready_after``): the start-up benchmark and tests wait on it. None until then.
+        #: after ``ready_after``): the start-up benchmark and tests wait on it.
         self.full_screen_after: float | None = None
+
+    # ---- state, for reading ---------------------------------------------------------------------
+
+    @property
+    def workspace(self) -> Workspace | None:
+        """The loaded workspace (None while loading)."""
+        return self.controller.workspace
+
+    @property
+    def settings(self) -> Settings:
+        """What is loaded."""
+        return self.controller.settings
 
     @property
     def retrievers(self) -> list[str]:
-        """The chosen retrievers, in the standard order, then the external runs (``--run NAME=path``)."""
-        builtin = [n for n in RETRIEVER_NAMES if n in self.settings.retrievers]
-        return builtin + [n for n, _ in self.settings.runs if n not in builtin]
+        """The retrievers shown, in order."""
+        return self.controller.retrievers
 
     def get_default_screen(self) -> Screen[None]:
         """The main screen is the first screen."""
-        return MainScreen(self.retrievers)
+        return MainScreen(self.controller)
 
     @property
     def main_screen(self) -> MainScreen:
@@ -180,9 +208,28 @@ class RagtuiApp(WorkflowMixin, App[int]):
     @property
     def is_ready(self) -> bool:
         """True when the workspace is shown and every chosen retriever is ready or failed."""
-        return self.workspace is not None and all(
-            s != "pending" for s in self.retriever_status.values()
-        )
+        return self.controller.is_ready
+
+    # ---- telling ------------------------------------------------------------------------------------
+
+    def say(self, text: str, error: bool = False) -> None:
+        """Show a message in the status line (an error stays until the next key)."""
+        self.status = Status(visible_line(text), error)
+        if text:
+            self.status_log.append(self.status)
+        self.status_changed.publish(self.status)
+
+    def publish(self, change: Changed) -> None:
+        """Tell every screen what changed."""
+        self.changed.publish(change)
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key clears an error from the status line (it has been seen)."""
+        if isinstance(event, events.Key) and self.status.error:
+            self.say("")
+        await super().on_event(event)
+
+    # ---- start and stop -----------------------------------------------------------------------------
 
     def on_mount(self) -> None:
         """Start loading at once; the screen shows loading notes meanwhile."""
@@ -190,12 +237,12 @@ class RagtuiApp(WorkflowMixin, App[int]):
             # 16 colours (TERM=screen, many SSH sessions): the terminal's own palette stays legible.
             self.theme = ANSI_THEME.name
         self._install_signal_handlers()
-        self.start_load(self.settings, self._given_workspace)
+        self.start_load(self.controller.settings, self._given_workspace)
         self.set_interval(LABEL_POLL_INTERVAL, self.poll_labels, name="label-poll")
 
     def _install_signal_handlers(self) -> None:
         """SIGHUP and SIGTERM end the app through ``exit``, so the terminal is restored; every label
-        is already fsynced by ``set_grade``, so nothing is pending."""
+        is already fsynced, so nothing is pending."""
         if self.is_headless:
             return  # tests: the test runner owns the process's signals
         loop = asyncio.get_running_loop()
@@ -217,37 +264,7 @@ class RagtuiApp(WorkflowMixin, App[int]):
         watchdog.daemon = True
         watchdog.start()
 
-    def poll_labels(self) -> None:
-        """Apply labels another session appended to the journal (cheap when nothing changed)."""
-        ws = self.workspace
-        if ws is None or ws.evaluation is None or not self.main_screen.composed:
-            return
-        lines_before = len(ws.labels.history)
-        try:
-            changed = ws.refresh_labels()
-        except (InputError, OSError) as exc:
-            message = exc.message if isinstance(exc, InputError) else str(exc)
-            if message != self._label_poll_error:
-                self._label_poll_error = message
-                self.notify(
-                    f"Cannot read labels from another session: {message}",
-                    severity="error",
-                    timeout=8,
-                    markup=False,
-                )
-            return
-        self._label_poll_error = ""
-        if not changed:
-            return
-        count = max(len(ws.labels.history) - lines_before, len(changed))
-        self.main_screen.labels_changed(changed)
-        self.notify(
-            f"{count} label(s) from another session: {len(changed)} question(s) changed.",
-            timeout=5,
-            markup=False,
-        )
-
-    # ---- loading ------------------------------------------------------------------------------
+    # ---- loading ------------------------------------------------------------------------------------
 
     def start_load(self, settings: Settings, workspace: Workspace | None = None) -> None:
         """Load (or reload) in a worker; a newer load replaces an older one."""
@@ -256,7 +273,10 @@ class RagtuiApp(WorkflowMixin, App[int]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="load")
     def _load(self, settings: Settings, generation: int, workspace: Workspace | None) -> None:
-        """Read and chunk the data and build BM25, report it, then prepare vector and hybrid."""
+        """Read and chunk the data and build BM25, report it, then embed for vector and hybrid.
+
+        The workspace is this worker's own until it is posted; after that only its rankings are
+        computed here (``compute_vectors`` reads chunks and questions, never labels)."""
         worker = get_current_worker()
         try:
             ws = workspace if workspace is not None else Workspace.load(settings)
@@ -265,7 +285,9 @@ class RagtuiApp(WorkflowMixin, App[int]):
             return
         except Exception as exc:
             self.post_message(
-                LoadFailed(f"cannot load the data: {type(exc).__name__}: {exc}", generation)
+                LoadFailed(
+                    visible_line(f"cannot load the data: {type(exc).__name__}: {exc}"), generation
+                )
             )
             return
         if worker.is_cancelled:
@@ -281,18 +303,20 @@ class RagtuiApp(WorkflowMixin, App[int]):
                 announced[0] = True
                 self.post_message(WorkspaceLoaded(ws, generation))
 
-        vectors = self._prepare_vectors(ws, generation, worker, announce)
-        if vectors is not None and not announced[0]:
-            # Warm cache: one message, so the lists fill once with all three retrievers.
-            self.post_message(WorkspaceLoaded(ws, generation, vectors))
-        elif vectors is not None:
-            self.post_message(vectors)
+        result, embedder = self._compute_vectors(ws, generation, announce)
+        if result is None:
+            return
+        if not announced[0]:
+            # Warm cache: one message, so the lists fill once with every retriever.
+            self.post_message(WorkspaceLoaded(ws, generation, result))
+        else:
+            self.post_message(VectorsReady(generation, result, embedder))
 
-    def _prepare_vectors(
-        self, ws: Workspace, generation: int, worker: Worker[None], announce: Callable[[], None]
-    ) -> VectorsReady | None:
-        """Embed (cache first) and rank on a shallow copy, so the UI's workspace is never touched here;
-        returns the result, or None after posting why it failed (or when cancelled)."""
+    def _compute_vectors(
+        self, ws: Workspace, generation: int, announce: Any
+    ) -> tuple[VectorResult | None, object | None]:
+        """Embed (cache first) and rank; posts why it failed (None) or returns the result."""
+        worker = get_current_worker()
         last_report = [0.0]
 
         def progress(done: int, total: int) -> None:
@@ -309,150 +333,106 @@ class RagtuiApp(WorkflowMixin, App[int]):
         def on_start(count: int) -> None:
             """Encoding starts (slow): show BM25 now and the progress row."""
             if not loading[0]:
-                return  # a later query (ad-hoc search, a new question) embeds through the same wrapper
+                return  # a later query embeds through the same wrapper
             announce()
             self.post_message(EmbeddingProgress(generation, 0, count))
 
+        embedder = self.embedder
         try:
-            embedder = self.embedder if self.embedder is not None else Embedder(ws.settings.model)
-            result = ws.compute_vectors(progress, _ReportingEmbedder(embedder, on_start))  # type: ignore[arg-type]
+            model = embedder if embedder is not None else Embedder(ws.settings.model)
+            result = ws.compute_vectors(progress, _ReportingEmbedder(model, on_start))  # type: ignore[arg-type]
             loading[0] = False
         except _Cancelled:
-            return None
+            return None, None
         except InputError as exc:
             announce()
             self.post_message(VectorsFailed(generation, exc.message))
-            return None
+            return None, None
         except Exception as exc:
             announce()
-            self.post_message(VectorsFailed(generation, f"{type(exc).__name__}: {exc}"))
-            return None
-        if result is None:
-            return None
-        return VectorsReady(
-            generation,
-            result.rankings,
-            result.vector,
-            result.hybrid,
-            result.question_vectors,
-            embedder,
-            list(result.warnings),
-        )
+            self.post_message(
+                VectorsFailed(generation, visible_line(f"{type(exc).__name__}: {exc}"))
+            )
+            return None, None
+        return result, model
 
     def on_workspace_loaded(self, message: WorkspaceLoaded) -> None:
         """Show the workspace: BM25 works now; vector and hybrid follow."""
         if message.generation != self.generation:
             return
         ws = message.workspace
-        reloaded = self.workspace is not None
-        self.workspace = ws
-        if reloaded:
-            ws.refresh_labels()  # labels saved while the reload ran
-        if message.vectors is not None:
-            self._apply_vectors(ws, message.vectors)
-        self.retriever_status = {
-            n: ("pending" if n in VECTOR_RETRIEVERS and ws.vector is None else "ready")
-            for n in self.retrievers
-        }
-        if self.main_screen.composed:
-            self.main_screen.show_workspace(ws)
-        if message.vectors is not None:
-            self._vector_warnings(message.vectors)
-        for warning in ws.warnings:
-            self.notify(warning, severity="warning", timeout=8, markup=False)
-        stale = ws.stale_labels()
-        if stale:
-            self.notify(
-                f"{len(stale)} hand label(s) no longer match the chunked corpus and are not applied; "
-                "ctrl+p, check: validate the golden set lists them.",
-                severity="warning",
-                timeout=8,
-                markup=False,
-            )
-        if ws.labels.read_only:
-            self.notify(
-                f"{ws.labels.read_only_reason or f'{ws.labels.path} is read-only'}: you can look, but grades cannot be saved.",
-                title="read-only",
-                severity="warning",
-                timeout=8,
-                markup=False,
-            )
+        self.publish(self.controller.loaded(ws, message.vectors))
+        self._say_load_warnings(ws, message.vectors)
         self._check_ready()
+
+    def _say_load_warnings(self, ws: Workspace, vectors: VectorResult | None) -> None:
+        """The one most important thing the load found, in the status line."""
+        warnings = list(ws.warnings) + (list(vectors.warnings) if vectors is not None else [])
+        stale = ws.stale_labels()
+        if ws.labels.read_only:
+            reason = ws.labels.read_only_reason or f"{ws.labels.path} is read-only"
+            self.say(f"{reason}: you can look, but grades cannot be saved.", error=True)
+        elif stale:
+            self.say(
+                f"{len(stale)} hand label(s) no longer match the chunked corpus and are not applied;"
+                " ctrl+p, check lists them.",
+                error=True,
+            )
+        elif warnings:
+            more = f" (+{len(warnings) - 1} more: ctrl+p, check)" if len(warnings) > 1 else ""
+            self.say(f"warning: {warnings[0]}{more}", error=True)
 
     def on_embedding_progress(self, message: EmbeddingProgress) -> None:
         """Move the progress bar."""
         if message.generation != self.generation:
             return
-        self.embedding_progress = (message.done, message.total)
-        if self.main_screen.composed:
-            self.main_screen.show_progress(message.done, message.total)
+        self.controller.embedding_progress = (message.done, message.total)
+        self.progress_rate = self._rate(message.done, message.total)
+        self.publish(Changed("progress"))
+
+    def _rate(self, done: int, total: int) -> str:
+        """`` · 41 texts/s · 12 s left``, measured from the first batch done (so the model load does
+        not count); empty until two reports exist."""
+        now = time.monotonic()
+        if self._progress_start is None or done < self._progress_start[1] or done <= 0:
+            self._progress_start = (now, done) if done > 0 else None
+            return ""
+        started, done_then = self._progress_start
+        if now - started <= 0 or done == done_then:
+            return ""
+        rate = (done - done_then) / (now - started)
+        return f" · {rate:.0f} texts/s · {format_seconds((total - done) / rate)} left"
 
     def on_vectors_ready(self, message: VectorsReady) -> None:
-        """Add the vector and hybrid rankings to the workspace and refresh every view."""
-        ws = self.workspace
-        if message.generation != self.generation or ws is None or ws.evaluation is None:
+        """Add the vector and hybrid rankings and refresh every view."""
+        if message.generation != self.generation or self.workspace is None:
             return
-        self._apply_vectors(ws, message)
-        self.embedding_progress = None
-        for name in VECTOR_RETRIEVERS:
-            if name in self.retriever_status:
-                self.retriever_status[name] = "ready"
-        if self.main_screen.composed:
-            self.main_screen.vectors_changed()
-        self._vector_warnings(message)
+        if message.embedder is not None:
+            self.embedder = message.embedder
+        self.publish(self.controller.vectors_ready(message.result))
+        self.publish(Changed("progress"))
+        if message.result.warnings:
+            self.say(f"warning: {message.result.warnings[0]}", error=True)
         self._check_ready()
-
-    def _apply_vectors(self, ws: Workspace, vectors: VectorsReady) -> None:
-        """Put the vector and hybrid rankings into the workspace and its evaluation (UI thread)."""
-        assert vectors.vector is not None
-        ws.apply_vectors(
-            VectorResult(
-                vectors.vector,
-                vectors.hybrid,
-                vectors.question_vectors,
-                vectors.rankings,
-                vectors.warnings,
-            )
-        )
-        if vectors.embedder is not None:
-            self.embedder = vectors.embedder
-
-    def _vector_warnings(self, vectors: VectorsReady) -> None:
-        """Say what went wrong without stopping embedding (a rebuilt cache)."""
-        for warning in vectors.warnings:
-            self.notify(warning, severity="warning", timeout=8, markup=False)
 
     def on_vectors_failed(self, message: VectorsFailed) -> None:
         """Vector and hybrid are unavailable: say so; BM25 keeps working."""
         if message.generation != self.generation:
             return
-        self.vector_error = message.message
-        self.embedding_progress = None
-        for name in VECTOR_RETRIEVERS:
-            if name in self.retriever_status:
-                self.retriever_status[name] = "failed"
-        if self.main_screen.composed:
-            self.main_screen.vectors_changed()
-        self.notify(
-            f"Vector search is unavailable: {message.message}. BM25 still works.",
-            title="embedding model",
-            severity="error",
-            timeout=12,
-            markup=False,
-        )
+        self.publish(self.controller.vectors_failed(message.message))
+        self.publish(Changed("progress"))
+        self.say(f"Vector search is unavailable: {message.message}. BM25 still works.", error=True)
         self._check_ready()
 
     def on_load_failed(self, message: LoadFailed) -> None:
-        """The first load failed: an error screen; a reload failed: a notification, the old data stays."""
+        """The first load failed: an error screen; a reload failed: the old data stays."""
         if message.generation != self.generation:
             return
         if self.workspace is None:
             self.load_error = message.message
             self.push_screen(LoadErrorScreen(message.message))
         else:
-            self.notify(
-                f"Reload failed: {message.message}", severity="error", timeout=10, markup=False
-            )
+            self.say(f"Reload failed: {message.message}", error=True)
 
     def _check_ready(self) -> None:
         """Record when the first full screen (every retriever ready or failed) was reached."""
@@ -465,7 +445,155 @@ class RagtuiApp(WorkflowMixin, App[int]):
         if self.full_screen_after is None:
             self.full_screen_after = time.monotonic() - self.started
 
-    # ---- actions (keys and the command palette) ------------------------------------------------
+    # ---- labels ---------------------------------------------------------------------------------------
+
+    @on(GradeRequested)
+    def _grade_requested(self, message: GradeRequested) -> None:
+        """Save a grade for exactly the pair the request names."""
+        message.stop()
+        try:
+            change = self.controller.grade(message.question, message.chunk, message.grade)
+        except Refused as exc:
+            self.say(exc.message, error=True)
+            return
+        self.publish(change)
+        self._say_change(change)
+
+    def _say_change(self, change: Changed) -> None:
+        """``saved: q01 ferry.md#1 → grade 2 (hand) · nDCG@3 bm25 0.500→1.000``."""
+        ws = self.workspace
+        if ws is None or change.chunk is None or not change.questions:
+            return
+        qid = next(iter(change.questions))
+        grade, source = ws.grade_source(qid, change.chunk)
+        now = f"grade {grade} ({source})" if grade is not None else "not graded"
+        verb = "undone:" if change.undo else "saved:"
+        self.say(f"{verb} {qid} {change.chunk} → {now} · {ndcg_moves(change.moves, ws.settings.k)}")
+
+    @on(UndoRequested)
+    def _undo_requested(self, message: UndoRequested) -> None:
+        """Undo the last label change."""
+        message.stop()
+        self.action_undo()
+
+    def action_undo(self) -> None:
+        """Undo the last label change (itself a journal line)."""
+        try:
+            change = self.controller.undo()
+        except Refused as exc:
+            self.say(exc.message, error=exc.message != "Nothing to undo.")
+            return
+        self.publish(change)
+        self._say_change(change)
+
+    def poll_labels(self) -> None:
+        """Apply labels another session appended to the journal (cheap when nothing changed)."""
+        ws = self.workspace
+        if ws is None or ws.evaluation is None:
+            return
+        lines_before = len(ws.labels.history)
+        try:
+            change = self.controller.refresh_labels()
+        except (InputError, OSError) as exc:
+            message = exc.message if isinstance(exc, InputError) else str(exc)
+            if message != self._label_poll_error:
+                self._label_poll_error = message
+                self.say(f"Cannot read labels from another session: {message}", error=True)
+            return
+        self._label_poll_error = ""
+        if change is None:
+            return
+        count = max(len(ws.labels.history) - lines_before, len(change.questions or ()))
+        self.publish(change)
+        self.say(
+            f"{count} label(s) from another session: {len(change.questions or ())} question(s) changed."
+        )
+
+    def action_reload_labels(self) -> None:
+        """Apply labels another process appended to the journal."""
+        self.poll_labels()
+
+    @on(Notice)
+    def _notice(self, message: Notice) -> None:
+        """A screen or widget asks to tell the user something."""
+        message.stop()
+        self.say(message.text, error=message.error)
+
+    # ---- questions ------------------------------------------------------------------------------------
+
+    @on(AddQuestionRequested)
+    def _add_question_requested(self, message: AddQuestionRequested) -> None:
+        """Append and rank a new question in a worker (embedding the text may take a moment)."""
+        message.stop()
+        ws = self.workspace
+        if ws is None:
+            self.say("The data is still loading.", error=True)
+            return
+        if ws.settings.beir is not None or ws.settings.golden is None:
+            self.say(
+                "Questions can only be added to a --golden folder, not to a BEIR dataset.",
+                error=True,
+            )
+            return
+        self.say(f"adding: {message.text}")
+        self._add_question(ws, self.generation, message.text, message.evidence, message.slices)
+
+    @work(thread=True, exit_on_error=False, group="add-question")
+    def _add_question(
+        self,
+        ws: Workspace,
+        generation: int,
+        text: str,
+        evidence: tuple[str, ...],
+        slices: tuple[str, ...],
+    ) -> None:
+        """Validate and append the question (atomic, under the golden set's lock), then rank it.
+
+        Reads only what does not change while the app runs: the chunks, the documents and the
+        retrievers (their indexes and embeddings); the questions file is read under its lock.
+        """
+        assert ws.settings.golden is not None
+        try:
+            question = append_question(
+                ws.settings.golden,
+                text,
+                list(evidence),
+                list(slices),
+                chunks=ws.chunks,
+                documents=ws.corpus.documents,
+            )
+            rankings: dict[str, Ranking] = ws.search_adhoc(question.text)
+        except InputError as exc:
+            self.post_message(WorkFailed("Not added", exc.message))
+            return
+        except Exception as exc:
+            self.post_message(WorkFailed("Not added", f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(QuestionAppended(generation, question, rankings))
+
+    def on_question_appended(self, message: QuestionAppended) -> None:
+        """Evaluate the appended question and show it (a reload meanwhile reads it from the file)."""
+        if message.generation != self.generation:
+            return
+        question: Question = message.question
+        try:
+            change = self.controller.question_added(question, message.rankings)
+        except Refused as exc:
+            self.say(exc.message, error=True)
+            return
+        self.publish(change)
+        ws = self.workspace
+        assert ws is not None and ws.evaluation is not None
+        values = " · ".join(
+            f"{n} nDCG {ws.evaluation.per_question[n][question.id].ndcg:.3f}" for n in ws.retrievers
+        )
+        self.say(f"Added {question.id}: {values}")
+
+    def on_work_failed(self, message: WorkFailed) -> None:
+        """A worker's change was refused: say why."""
+        self.say(f"{message.what}: {message.message}", error=True)
+
+    # ---- settings (keys and the command palette) ------------------------------------------------------
 
     def action_help(self) -> None:
         """Show the help screen."""
@@ -474,48 +602,119 @@ class RagtuiApp(WorkflowMixin, App[int]):
 
     def set_k(self, k: int) -> None:
         """Change k and refresh every number."""
+        try:
+            self.publish(self.controller.set_k(k))
+        except Refused as exc:
+            self.say(exc.message, error=True)
+
+    def action_change_k(self, step: int) -> None:
+        """Raise or lower k by one."""
         ws = self.workspace
-        if ws is None:
-            return
-        if k < 1:
-            self.notify("k is at least 1.", timeout=3)
-            return
-        ws.set_k(k)
-        self.main_screen.refresh_all()
+        if ws is not None:
+            self.set_k(ws.settings.k + step)
 
     def set_depth(self, depth: int) -> None:
         """Re-run every search at another depth (a reload in the worker; the screen keeps working)."""
         ws = self.workspace
         if ws is None or depth == ws.settings.depth:
             return
-        self.settings = replace(ws.settings, depth=depth)
-        self.notify(f"Re-running every search at depth {depth}…", timeout=4)
-        self.start_load(self.settings)
+        self.say(f"Re-running every search at depth {depth}…")
+        self.start_load(replace(ws.settings, depth=depth))
 
-    def set_sort(self, worst_first: bool) -> None:
-        """Sort the question list worst-first, or back to golden-set order."""
-        self.main_screen.set_sort(worst_first)
-
-    def action_filter(self) -> None:
-        """Open the question filter."""
-        self.main_screen.action_filter()
-
-    def action_clear_filter(self) -> None:
-        """Show every question."""
-        self.main_screen.action_clear_filter()
-
-    def action_undo(self) -> None:
-        """Undo the last label change."""
-        self.main_screen.action_undo()
-
-    def action_reload_labels(self) -> None:
-        """Apply labels another process appended to the journal."""
+    def set_chunking(self, chunk_size: int | None, overlap: int) -> None:
+        """Re-chunk with another size and overlap (a reload in the worker; hand labels of vanished
+        chunks stay, stale)."""
         ws = self.workspace
         if ws is None:
             return
-        changed = ws.refresh_labels()
-        self.main_screen.refresh_all()
-        self.notify(f"Labels reloaded: {len(changed)} question(s) changed.", timeout=4)
+        if (
+            (chunk_size is not None and chunk_size < 1)
+            or overlap < 0
+            or (chunk_size is not None and overlap >= chunk_size)
+        ):
+            self.say("Chunk size must be at least 1 and the overlap smaller than it.", error=True)
+            return
+        self.say(f"Re-chunking at size {chunk_size or 'whole documents'}, overlap {overlap}…")
+        self.start_load(replace(ws.settings, chunk_size=chunk_size, overlap=overlap))
+
+    def action_chunking_prompt(self) -> None:
+        """Ask for ``SIZE OVERLAP`` (or ``whole``) and re-chunk."""
+        ws = self.workspace
+        if ws is None:
+            return
+
+        def apply(value: str | None) -> None:
+            if value is None:
+                return
+            parts = value.replace(",", " ").split()
+            if parts and parts[0].lower() in ("whole", "none", "0"):
+                self.set_chunking(None, 0)
+                return
+            try:
+                size = int(parts[0])
+                overlap = int(parts[1]) if len(parts) > 1 else 0
+            except (ValueError, IndexError):
+                self.say("Give the chunk size and overlap as two numbers, e.g. 256 32.", error=True)
+                return
+            self.set_chunking(size, overlap)
+
+        size = ws.settings.chunk_size
+        current = f"{size} {ws.settings.overlap}" if size is not None else "whole"
+        self.push_screen(
+            PromptScreen("chunking: size and overlap in tokens (e.g. 256 32), or whole", current),
+            apply,
+        )
+
+    # ---- baseline ---------------------------------------------------------------------------------
+
+    def runs_folder(self) -> Path | None:
+        """Where saved runs live (``<golden>/runs``), or None."""
+        ws = self.workspace
+        if ws is None:
+            return None
+        try:
+            return runs_folder(ws)
+        except InputError:
+            return None
+
+    def set_baseline(self, name: str, retriever: str | None = None) -> None:
+        """Compare every question against saved run ``name`` (read in a worker)."""
+        folder = self.runs_folder()
+        ws = self.workspace
+        if folder is None or ws is None:
+            return
+        self.say(f"reading saved run {name}…")
+        self._load_baseline(folder, name, retriever, ws.settings.k)
+
+    @work(thread=True, exit_on_error=False, group="baseline")
+    def _load_baseline(self, folder: Path, name: str, retriever: str | None, k: int) -> None:
+        """Read the saved run and compute its values off the UI thread."""
+        try:
+            baseline = load_baseline(folder, name, retriever, k)
+        except InputError as exc:
+            self.post_message(WorkFailed(f"Cannot use {name} as baseline", exc.message))
+            return
+        except (OSError, ValueError) as exc:
+            self.post_message(WorkFailed(f"Cannot use {name} as baseline", str(exc)))
+            return
+        self.post_message(BaselineLoaded(baseline))
+
+    def on_baseline_loaded(self, message: BaselineLoaded) -> None:
+        """Show the Δ column against the baseline."""
+        baseline = message.baseline
+        try:
+            self.publish(self.controller.set_baseline(baseline))
+        except Refused as exc:
+            self.say(exc.message, error=True)
+            return
+        self.say(f"Baseline: {baseline.name} ({baseline.retriever}); Δ = nDCG@k now minus then.")
+
+    def clear_baseline(self) -> None:
+        """Remove the Δ column."""
+        self.publish(self.controller.set_baseline(None))
+        self.say("Baseline cleared.")
+
+    # ---- export and check ---------------------------------------------------------------------------
 
     def action_export(self) -> None:
         """Ask for a folder, then write TREC qrels and runs there."""
@@ -523,7 +722,6 @@ class RagtuiApp(WorkflowMixin, App[int]):
             return
 
         def write(folder: str | None) -> None:
-            """Export to the folder the user accepted (None: cancelled)."""
             ws = self.workspace
             if folder is None or ws is None:
                 return
@@ -532,12 +730,10 @@ class RagtuiApp(WorkflowMixin, App[int]):
             try:
                 written = export_trec(ws, Path(folder).expanduser())
             except OSError as exc:
-                self.notify(f"Export failed: {exc}", severity="error", timeout=8, markup=False)
+                self.say(f"Export failed: {exc}", error=True)
                 return
             names = ", ".join(p.name for p in written)
-            self.notify(
-                f"Wrote {names} to {Path(folder).expanduser().resolve()}", timeout=8, markup=False
-            )
+            self.say(f"Wrote {names} to {Path(folder).expanduser().resolve()}")
 
         default = str(Path.cwd() / "ragtui-trec")
         self.push_screen(PromptScreen("export: folder for the TREC files", default), write)

@@ -1,16 +1,68 @@
-"""App-level messages: what the loading worker reports to the app (data goes up, never widgets)."""
+"""The app's messages: requests that screens post up to the app, results that workers post to the
+app, and ``Changed``, what the app tells every screen after it applied a change.
+
+Every request carries its whole target (question id, chunk id, grade): keys can arrive in one burst
+over SSH, and by the time a request is handled the screen may show something else.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
-import numpy as np
 from textual.message import Message
 
+from ragtui.core.analysis.runs import Baseline
+from ragtui.core.data.golden import Question
 from ragtui.core.retrieval.base import Ranking
-from ragtui.core.retrieval.hybrid import HybridRetriever
-from ragtui.core.retrieval.vector import VectorRetriever
-from ragtui.core.workspace import Workspace
+from ragtui.core.workspace import VectorResult, Workspace
+
+# ---- requests: screens and widgets ask, the app decides ---------------------------------------------
+
+
+@dataclass
+class GradeRequested(Message):
+    """Give a chunk a grade for a question (None removes the hand grade)."""
+
+    question: str
+    """The question the chunk was shown for when the key was pressed."""
+    chunk: str
+    """The chunk under the cursor when the key was pressed."""
+    grade: int | None
+    """The grade, or None to remove the hand grade (the evidence rule applies again)."""
+
+
+@dataclass
+class UndoRequested(Message):
+    """Undo the last label change (written as a new journal line)."""
+
+
+@dataclass
+class AddQuestionRequested(Message):
+    """Append a question to the golden set and evaluate it."""
+
+    text: str
+    evidence: tuple[str, ...]
+    slices: tuple[str, ...]
+
+
+@dataclass
+class RetireRequested(Message):
+    """Retire a question (excluded from the metrics, kept in the file) or bring it back."""
+
+    question: str
+    retired: bool
+
+
+@dataclass
+class Notice(Message):
+    """Show a line in the status line (an error stays until the next key)."""
+
+    text: str
+    error: bool = False
+
+
+# ---- results: workers report to the app ---------------------------------------------------------------
 
 
 @dataclass
@@ -18,10 +70,10 @@ class WorkspaceLoaded(Message):
     """The corpus is chunked, the golden set and labels read and BM25 built: the app can show them."""
 
     workspace: Workspace
-    """The loaded workspace (BM25 rankings and evaluation ready; vectors not yet)."""
+    """The loaded workspace (BM25 rankings and evaluation ready; vectors perhaps not yet)."""
     generation: int
     """The load this result belongs to; results of older loads are dropped."""
-    vectors: VectorsReady | None = None
+    vectors: VectorResult | None = None
     """The vector and hybrid rankings too, when the embedding cache had every text (no wait)."""
 
 
@@ -30,9 +82,7 @@ class LoadFailed(Message):
     """Loading the corpus or golden set failed: a one-line message for the user."""
 
     message: str
-    """What went wrong, naming the file and line where known."""
     generation: int
-    """The load this result belongs to."""
 
 
 @dataclass
@@ -40,11 +90,8 @@ class EmbeddingProgress(Message):
     """How far embedding has come; a newer update replaces a queued one."""
 
     generation: int
-    """The load this progress belongs to."""
     done: int
-    """Texts embedded so far."""
     total: int
-    """Texts to embed (0 while the model is loading and nothing is known yet)."""
 
     def can_replace(self, message: Message) -> bool:
         """A newer progress report of the same load supersedes a queued one."""
@@ -56,26 +103,69 @@ class VectorsReady(Message):
     """Embeddings are done: the vector and hybrid rankings, computed off the UI thread."""
 
     generation: int
-    """The load this result belongs to."""
-    rankings: dict[str, dict[str, Ranking]]
-    """``vector`` (and ``hybrid`` when chosen) rankings by question id."""
-    vector: VectorRetriever | None
-    """The vector retriever (for searches beyond the golden set)."""
-    hybrid: HybridRetriever | None
-    """The hybrid retriever, when chosen."""
-    question_vectors: dict[str, np.ndarray]
-    """Each golden question's embedding."""
+    result: VectorResult
     embedder: object | None = None
     """The embedder used, kept so a reload does not load the model again."""
-    warnings: list[str] = field(default_factory=list)
-    """Problems that did not stop embedding (an embedding cache that was rebuilt)."""
 
 
 @dataclass
 class VectorsFailed(Message):
-    """Embedding failed (the model could not be loaded): vector and hybrid are unavailable, BM25 works."""
+    """Embedding failed: vector and hybrid are unavailable, BM25 works."""
 
     generation: int
-    """The load this result belongs to."""
     message: str
-    """What went wrong, for the user."""
+
+
+@dataclass
+class QuestionAppended(Message):
+    """A worker appended a question to questions.jsonl and ranked it with every retriever."""
+
+    generation: int
+    question: Question
+    rankings: dict[str, Ranking]
+
+
+@dataclass
+class WorkFailed(Message):
+    """A worker's change could not be made (a bad question, a run that cannot be read)."""
+
+    what: str
+    """What was tried, e.g. ``Not added``."""
+    message: str
+
+
+@dataclass
+class BaselineLoaded(Message):
+    """A saved run was read and its values computed: compare every question against it."""
+
+    baseline: Baseline
+
+
+# ---- down: what changed ---------------------------------------------------------------------------------
+
+ChangeKind = Literal[
+    "loaded",
+    "retrievers",
+    "grades",
+    "k",
+    "questions",
+    "baseline",
+    "labels-reloaded",
+    "status",
+    "progress",
+]
+
+
+@dataclass(frozen=True)
+class Changed:
+    """What the app changed; every screen updates what it shows from the workspace."""
+
+    kind: ChangeKind
+    questions: frozenset[str] | None = None
+    """The questions whose numbers changed (None: any may have)."""
+    chunk: str | None = None
+    """The chunk whose grade changed, for a grade change."""
+    undo: bool = False
+    """Whether the change was an undo."""
+    moves: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """nDCG@k before and after, per retriever, for a grade change."""

@@ -1,4 +1,4 @@
-"""The ``ragtui eval --json`` object (see docs/); the table ``ragtui eval`` prints is ``reports.eval_table_report``."""
+"""The ``ragtui eval --json`` object (every key in docs/json.md); the table ``ragtui eval`` prints is ``reports.eval_table_report``."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from ragtui import __version__
-from ragtui.core.data.paths import safe_filename
+from ragtui.core.data.paths import is_bundled, safe_filename
 from ragtui.core.errors import InputError
 from ragtui.core.files import write_atomic
 from ragtui.core.metrics.measures import Measure, System, system_from_workspace
@@ -224,7 +224,9 @@ def save_run(ws: Workspace, name: str, runs_dir: Path | str | None = None) -> Pa
         filename = safe_filename(name, ".json")
     except ValueError:
         raise InputError(None, f"--save: {name!r} cannot be a run name") from None
-    folder = runs_folder(ws, runs_dir)
+    folder = Path(runs_dir) if runs_dir is not None else ws.writable_golden() / "runs"
+    if is_bundled(folder.parent):
+        raise InputError(folder, "the bundled golden set is never written; give another --runs-dir")
     path = folder / filename
     data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
     try:
@@ -476,3 +478,43 @@ def diff_runs(
     means_b = {m.name: float(b.values(m, common).mean()) if common else 0.0 for m in measures}
     changed = settings_changes(*manifests) if manifests is not None else []
     return RunDiff(a.label, b.label, k, changes, only_a, only_b, means_a, means_b, changed)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A saved run chosen as baseline: each question's nDCG@k then, for one retriever, at every k asked."""
+
+    name: str
+    run: SavedRun
+    retriever: str
+    values_at: dict[int, dict[str, float]] = field(default_factory=dict)
+    """nDCG@k of every question the run evaluated, by k (filled by ``with_k``)."""
+
+    def with_k(self, k: int) -> Baseline:
+        """The baseline with its values at ``k`` computed (itself when they are there already)."""
+        if k in self.values_at:
+            return self
+        system = self.run.system(self.retriever)
+        evaluated = system.evaluated()
+        array = system.values(Measure("nDCG", k), evaluated)
+        values = {q: float(v) for q, v in zip(evaluated, array, strict=True)}
+        return Baseline(self.name, self.run, self.retriever, {**self.values_at, k: values})
+
+    def deltas(self, ws: Workspace) -> dict[str, float]:
+        """nDCG@k now minus in the baseline, for the questions both evaluate (k as in ``ws``)."""
+        ev = ws.evaluation
+        if ev is None or self.retriever not in ev.per_question or ev.k not in self.values_at:
+            return {}
+        then = self.values_at[ev.k]
+        now = ev.per_question[self.retriever]
+        return {q: now[q].ndcg - then[q] for q in ev.evaluated if q in then}
+
+
+def load_baseline(folder: Path, name: str, retriever: str | None, k: int) -> Baseline:
+    """Read saved run ``name`` from ``folder`` as a baseline for ``retriever`` (default: the run's
+    hybrid, else its first retriever), with its nDCG@k values; InputError when it cannot be read."""
+    run = load_run(folder / f"{safe_filename(name)}.json")
+    chosen = pick_retriever(run, retriever)
+    if chosen not in run.rankings and run.rankings:
+        chosen = next(iter(run.rankings))
+    return Baseline(name, run, chosen).with_k(k)

@@ -216,3 +216,57 @@ def straddling_pairs(
             ):
                 pairs.append((a.id, b.id))
     return pairs
+
+
+def passage_start(
+    text: str, evidence: Iterable[str], question: str, window: int = 200
+) -> tuple[int, str]:
+    """Where the passage that matched begins in ``text``: the first evidence string, else the
+    ``window`` characters holding the most distinct question terms; with what it is (``evidence``,
+    ``terms`` or ``start`` when nothing matched). The offset is moved back to a word start."""
+    spans = evidence_spans(text, evidence)
+    if spans:
+        return _word_start(text, spans[0][0]), "evidence"
+    terms = term_spans(text, question)
+    if not terms:
+        return 0, "start"
+    best_start, best_count = 0, -1
+    for i, (start, _) in enumerate(terms):
+        seen = {text[s:e].lower() for s, e in terms[i:] if e <= start + window}
+        if len(seen) > best_count:
+            best_start, best_count = start, len(seen)
+    return _word_start(text, best_start), "terms"
+
+
+def _word_start(text: str, offset: int, back: int = 24) -> int:
+    """``offset`` moved back by up to ``back`` characters to the start of a word or a line, so a
+    snippet shows a little context before the match."""
+    start = max(0, offset - back)
+    cut = text.rfind("\n", start, offset)
+    if cut >= 0:
+        return cut + 1
+    space = text.find(" ", start, offset)
+    return space + 1 if space >= 0 else start
+
+
+def find_span(text: str, typed: str) -> tuple[int, int] | None:
+    """The span of ``text`` that typed words select: the words themselves (case and white space
+    ignored), or with ``...`` (or ``…``) between two phrases, everything from the first phrase to
+    the next occurrence of the second; None when they are not there."""
+    parts = [p for p in re.split(r"\.\.\.|…", typed) if p.strip()]
+    if not parts:
+        return None
+    first = _phrase(parts[0]).search(text)
+    if first is None:
+        return None
+    if len(parts) == 1 or not re.search(r"\.\.\.|…", typed):
+        return first.span()
+    last = _phrase(parts[-1]).search(text, first.end())
+    if last is None:
+        return None
+    return first.start(), last.end()
+
+
+def _phrase(words: str) -> re.Pattern[str]:
+    """The words as a case-blind pattern with any white space between them."""
+    return re.compile(r"\s+".join(re.escape(w) for w in words.split()), re.IGNORECASE)

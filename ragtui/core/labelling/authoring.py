@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from ragtui.core.data.golden import (
     parse_question,
     straddling_pairs,
 )
+from ragtui.core.data.paths import is_bundled
 from ragtui.core.errors import InputError
 from ragtui.core.files import locked, write_atomic
 from ragtui.core.metrics.evaluation import Ranking
@@ -61,6 +62,11 @@ def next_question_id(existing: Sequence[str]) -> str:
     return f"{prefix}{number:0{width}d}"
 
 
+def question_key(text: str) -> str:
+    """A question's text compared for duplicates: white space collapsed, case folded."""
+    return " ".join(text.split()).casefold()
+
+
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -74,12 +80,15 @@ def validate_new_question(
     chunks: Sequence[Chunk],
     documents: Sequence[Document] = (),
     path: Path | None = None,
+    existing_texts: Mapping[str, str] | None = None,
 ) -> tuple[Question, list[str]]:
     """The question to append and its matching chunk ids, or an InputError saying what is wrong.
 
     Every evidence string must lie inside some chunk of ``chunks``; the message says when one
     straddles a chunk boundary (naming the two chunks) or is in no document. The id, if given, must
     be new and hold no white space (TREC files split on it); if not given, :func:`next_question_id`.
+    ``existing_texts`` maps each existing question's text (white space collapsed, lower-cased) to
+    its id: the same question twice is refused, naming the one already there.
     """
     items = (evidence,) if isinstance(evidence, str) else tuple(evidence)
     obj: dict[str, object] = {
@@ -97,6 +106,9 @@ def validate_new_question(
         raise InputError(where, f"question id {question.id!r} must not contain white space")
     if question.id in existing_ids:
         raise InputError(where, f"question id {question.id!r} is already in the golden set")
+    same = (existing_texts or {}).get(question_key(question.text))
+    if same is not None:
+        raise InputError(where, f"the golden set has this question already, as {same}")
     index = EvidenceIndex([c.id for c in chunks], [c.text for c in chunks])
     for item in question.evidence:
         if index.matching_chunks([item]):
@@ -145,15 +157,19 @@ def append_question(
     path = Path(golden_dir) / QUESTIONS_FILE
     if not path.parent.is_dir():
         raise InputError(path.parent, "golden-set folder not found")
+    if is_bundled(path.parent):
+        raise InputError(path.parent, "the bundled golden set is never written; add to a copy")
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(locked(path))
         except OSError as exc:
             raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
         old = path.read_bytes()
-        existing_ids = [str(obj.get("id")) for _, obj in read_jsonl(path)] if old.strip() else []
+        existing = [obj for _, obj in read_jsonl(path)] if old.strip() else []
+        existing_ids = [str(obj.get("id")) for obj in existing]
+        texts = {question_key(str(obj.get("question", ""))): str(obj.get("id")) for obj in existing}
         question, _ = validate_new_question(
-            question_text, evidence, slices, qid, existing_ids, chunks, documents, path
+            question_text, evidence, slices, qid, existing_ids, chunks, documents, path, texts
         )
         lead = b"" if not old or old.endswith(b"\n") else b"\n"
         line_number = old.count(b"\n") + (1 if lead else 0) + 1

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from ragtui.core.data.paths import is_bundled, user_golden
 from ragtui.core.errors import InputError
 from ragtui.core.files import NOT_WRITABLE, fsync_folder, locked, write_all, write_atomic
 
@@ -120,14 +121,19 @@ class LabelJournal:
         The mode bits count too, so a file or folder made read-only on purpose is respected even by
         root, for whom ``os.access`` always says yes.
         """
-        folder = self.path.parent
+        journal = self.path
+        if is_bundled(journal.parent):
+            # The bundled set's journal is never written: the first change moves it to the user's
+            # copy (Workspace.writable_golden), so that is where writing must be possible.
+            journal = user_golden() / journal.name
+        folder = journal.parent
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent  # a journal in a folder not made yet: the first one that exists
         for target, what in (
-            (self.path, "the label journal"),
+            (journal, "the label journal"),
             (folder, "the label journal's folder"),
         ):
-            if target is self.path and not target.exists():
+            if target is journal and not target.exists():
                 continue
             try:
                 mode = target.stat().st_mode
@@ -136,6 +142,11 @@ class LabelJournal:
             if not os.access(target, os.W_OK) or not mode & 0o222:
                 return f"{target}: {what} is read-only"
         return None
+
+    def move_to(self, path: str | Path) -> None:
+        """Read and write the journal at ``path`` from now on (a copy of this one); the undo stack is kept."""
+        self.path = Path(path)
+        self.load()
 
     def load(self) -> None:
         """Read the whole journal from the start."""
@@ -322,6 +333,7 @@ class LabelJournal:
         return bool(self._undo)
 
     def _append(self, question: str, chunk: str, grade: int | None, chunk_sha1: str) -> Label:
+        _refuse_bundled(self.path)
         reason = self.read_only_reason
         if reason is not None:
             raise ReadOnlyError(f"{reason}; the change was not made")
@@ -356,6 +368,7 @@ class LabelJournal:
         """
         if not self.path.is_file():
             raise InputError(self.path, "file not found")
+        _refuse_bundled(self.path)
         reason = self.read_only_reason
         if reason is not None:
             raise ReadOnlyError(f"{reason}; the journal was not compacted")
@@ -382,6 +395,15 @@ class LabelJournal:
                     f"{self.path}: cannot write the label journal ({exc.strerror}); {refused}"
                 ) from None
             raise
+
+
+def _refuse_bundled(path: Path) -> None:
+    """Never write into the bundled golden set: a caller must first move to the user's copy."""
+    if is_bundled(path.parent):
+        raise ReadOnlyError(
+            f"{path.parent}: the bundled golden set is never written "
+            "(Workspace.writable_golden gives the user's copy); the change was not made"
+        )
 
 
 def _same_grade(before: Label | None, after: Label) -> bool | None:

@@ -1,12 +1,15 @@
-"""Ad-hoc query mode: type any question, see every retriever's ranked list at once, and add it to the
-golden set with evidence selected in the chunk text (or typed) and slices (issue 8)."""
+"""Ad-hoc query mode: type any question, see every retriever's ranked list (BM25 at once, the others
+as they arrive), choose evidence in a chunk, and ask the app to add the question to the golden set.
+
+The screen only reads: the retrievers (their indexes and embeddings never change while it is open)
+rank the text in a worker; adding goes to the app as ``AddQuestionRequested``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -14,56 +17,67 @@ from textual.containers import Horizontal, Vertical
 from textual.events import DescendantFocus
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static, TextArea
+from textual.widgets import Footer, Input, TextArea
+from textual.widgets.text_area import Selection
 
-from ragtui.core.errors import InputError
-from ragtui.core.labelling.authoring import AddedQuestion
+from ragtui.core.data.golden import find_span, normalize_ws
 from ragtui.core.retrieval.base import Ranking
+from ragtui.core.text import visible, visible_line
 from ragtui.core.workspace import Workspace
-from ragtui.tui.widgets.text import cell, fmt, fmt_score, one_line
+from ragtui.tui.messages import AddQuestionRequested, Notice
+from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
+from ragtui.tui.widgets.status_line import Status, StatusLine
+from ragtui.tui.widgets.text import fmt_score
 
 if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
 
 
-class AdhocList(DataTable[Text]):
-    """One retriever's ranking of the typed query: rank, chunk id, score, snippet."""
+class AdhocList(RowList):
+    """One retriever's ranking of the typed query: rank, chunk id, score, text."""
 
-    def __init__(self, retriever: str) -> None:
+    def __init__(self, ws: Workspace, retriever: str) -> None:
         """The list of ``retriever``."""
-        super().__init__(id=f"adhoc-{retriever}", cursor_type="row", zebra_stripes=False)
+        super().__init__(id=f"adhoc-{retriever}")
+        self.ws = ws
         self.retriever = retriever
+        self.ranking: Ranking = []
 
-    def on_mount(self) -> None:
-        """The columns."""
-        self.add_column(Text("#", justify="right"), width=2, key="rank")
-        self.add_column(Text("chunk"), width=22, key="chunk")
-        self.add_column(Text("score", justify="right"), width=6, key="score")
-        self.add_column(Text("text"), width=80, key="snippet")
-
-    def show(self, ws: Workspace, ranking: Ranking) -> None:
+    def show(self, ranking: Ranking) -> None:
         """Fill the list."""
-        self.clear()
-        for rank, (cid, score) in enumerate(ranking, start=1):
-            chunk = ws.chunk_by_id.get(cid)
-            self.add_row(
-                cell(str(rank), justify="right"),
-                cell(cid),
-                cell(fmt_score(self.retriever, score), justify="right"),
-                cell(one_line(chunk.text) if chunk else ""),
-                key=cid,
-            )
+        self.ranking = ranking
+        width = self.scrollable_content_region.width or 40
+        chunk_width = min(22, max(8, width // 3))
+        self.set_columns(
+            [
+                ColumnSpec("#", 2, "right"),
+                ColumnSpec("chunk", chunk_width),
+                ColumnSpec("score", 6, "right"),
+                ColumnSpec("text", max(4, width - chunk_width - 11)),
+            ]
+        )
+        self.set_row_count(len(ranking), 0)
+
+    def row_cells(self, index: int) -> list[Cell]:
+        """The cells of one ranked chunk."""
+        cid, score = self.ranking[index]
+        chunk = self.ws.chunk_by_id.get(cid)
+        text = visible_line(" ".join(chunk.text.split())[:200]) if chunk else ""
+        return [
+            Cell(str(index + 1)),
+            Cell(shorten_middle(visible_line(cid), self.columns[1].width)),
+            Cell(fmt_score(score)),
+            Cell(text),
+        ]
 
     @property
     def highlighted_chunk(self) -> str | None:
         """The chunk under the cursor."""
-        if not self.row_count:
-            return None
-        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        return self.ranking[self.cursor][0] if self.ranking else None
 
 
 class AdhocScreen(Screen[None]):
-    """Type a question; every retriever's list; select evidence in the chunk text; add to the golden set."""
+    """Type a question; every retriever's list; choose evidence; ask the app to add the question."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", tooltip="Back to the main screen.", id="adhoc.close"),
@@ -71,7 +85,7 @@ class AdhocScreen(Screen[None]):
             "f2",
             "use_selection",
             "Selection → evidence",
-            tooltip="Use the text selected in the chunk view (shift+arrows, F6 line, F7 all) as evidence.",
+            tooltip="Use the text selected in the chunk view (shift+arrows) as evidence.",
             id="adhoc.use_selection",
         ),
         Binding(
@@ -84,35 +98,26 @@ class AdhocScreen(Screen[None]):
     ]
 
     @dataclass
-    class Results(Message):
-        """Every retriever's ranking of a query (or why it failed)."""
+    class Ranked(Message):
+        """One retriever's ranking of a query (or why it failed)."""
 
         generation: int
-        query: str
-        rankings: dict[str, Ranking]
+        retriever: str
+        ranking: Ranking
         error: str = ""
 
     def __init__(self, ws: Workspace, retrievers: list[str]) -> None:
-        """Ad-hoc search over ``ws`` with the shown ``retrievers``."""
+        """Ad-hoc search over ``ws`` with the ``retrievers`` that are ready."""
         super().__init__(id="adhoc")
         self.ws = ws
         self.retrievers = retrievers
         self.generation = 0
         #: The query the lists show.
         self.query_text = ""
-        #: The rankings shown, by retriever.
-        self.rankings: dict[str, Ranking] = {}
-        #: The last question added from this screen.
-        self.added: AddedQuestion | None = None
         self._active = retrievers[0] if retrievers else ""
 
-    @property
-    def ragtui(self) -> RagtuiApp:
-        """The app, typed."""
-        return self.app  # type: ignore[return-value]
-
     def compose(self) -> ComposeResult:
-        """Query, the lists side by side, the chunk text, evidence and slices, a message line."""
+        """Query, the lists side by side, the chunk text, evidence and slices, status."""
         yield Input(
             placeholder="type any question, enter to search every retriever", id="adhoc-query"
         )
@@ -120,82 +125,100 @@ class AdhocScreen(Screen[None]):
             for name in self.retrievers:
                 with Vertical(classes="adhoc-pane") as pane:
                     pane.border_title = name
-                    yield AdhocList(name)
+                    yield AdhocList(self.ws, name)
         yield TextArea(
             "", read_only=True, soft_wrap=True, id="adhoc-chunk", show_line_numbers=False
         )
         with Horizontal(id="adhoc-form"):
             yield Input(
-                placeholder="evidence: exact text of a chunk (or select above, F2)",
+                placeholder="evidence: type words of the chunk (a ... b for a span), or select and F2",
                 id="adhoc-evidence",
             )
             yield Input(placeholder="slices, comma-separated", id="adhoc-slices")
-        yield Static("", id="adhoc-message", markup=False)
+        yield StatusLine(id="adhoc-status")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        """Focus the query."""
+        """Focus the query and follow the app's status line."""
         self.set_focus(self.query_one("#adhoc-query", Input))
         self.query_one(
             "#adhoc-chunk"
         ).border_title = "chunk (select evidence: shift+arrows, then F2)"
+        status = self.query_one(StatusLine)
+        cast("RagtuiApp", self.app).status_changed.subscribe(self, status.show, immediate=True)
+        status.show(Status("Type a question and press enter; tab to the lists."))
 
     def say(self, text: str, error: bool = False) -> None:
-        """Show a one-line message (errors also as a notification)."""
-        message = self.query_one("#adhoc-message", Static)
-        message.update(Text(text))
-        message.set_class(error, "-error")
-        if error:
-            self.notify(text, severity="error", timeout=8, markup=False)
+        """A line in the status line (through the app, which owns it)."""
+        self.post_message(Notice(text, error))
 
     # ---- searching ---------------------------------------------------------------------------
 
     @on(Input.Submitted, "#adhoc-query")
     def _query_submitted(self, event: Input.Submitted) -> None:
-        """Search every retriever in a worker (vector search embeds the query)."""
+        """Rank the text with every retriever in a worker: BM25 first, the others as they come."""
         event.stop()
-        text = " ".join(event.value.split())
+        text = normalize_ws(event.value)
         if not text:
             self.say("Type a question first.", error=True)
             return
         self.generation += 1
+        self.query_text = text
+        for name in self.retrievers:
+            self.query_one(f"#adhoc-{name}", AdhocList).show([])
+            pane = self.query_one(f"#adhoc-{name}", AdhocList).parent
+            if isinstance(pane, Vertical):
+                pane.border_subtitle = "searching…"
         self.say(f"searching {', '.join(self.retrievers)}…")
         self._search(text, self.generation)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="adhoc")
     def _search(self, text: str, generation: int) -> None:
-        """Rank the text with every ready retriever (the workspace is only read)."""
-        try:
-            rankings = self.ws.search_adhoc(text)
-        except Exception as exc:
-            self.post_message(self.Results(generation, text, {}, f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(self.Results(generation, text, rankings))
+        """BM25 first (no model), then vector (embeds the text), then hybrid (fuses the two)."""
+        ws = self.ws
+        depth = ws.settings.depth
+        found: dict[str, Ranking] = {}
+        for name in self.retrievers:
+            try:
+                if name == "bm25" and ws.bm25 is not None:
+                    found[name] = ws.bm25.search(text, depth)
+                elif name == "vector" and ws.vector is not None:
+                    found[name] = ws.vector.search(text, depth)
+                elif name == "hybrid" and ws.hybrid is not None:
+                    bm25 = found.get("bm25") or (ws.bm25.search(text, depth) if ws.bm25 else [])
+                    vector = found.get("vector") or (
+                        ws.vector.search(text, depth) if ws.vector else []
+                    )
+                    found[name] = ws.hybrid.fuse(bm25, vector, depth)
+                else:
+                    self.post_message(
+                        self.Ranked(generation, name, [], "not available for typed text")
+                    )
+                    continue
+            except Exception as exc:
+                self.post_message(self.Ranked(generation, name, [], f"{type(exc).__name__}: {exc}"))
+                continue
+            self.post_message(self.Ranked(generation, name, found[name]))
 
-    def on_adhoc_screen_results(self, message: Results) -> None:
-        """Show the lists unless a newer query was typed."""
+    def on_adhoc_screen_ranked(self, message: Ranked) -> None:
+        """Show one list unless a newer query was typed."""
         if message.generation != self.generation:
             return
-        if message.error:
-            self.say(f"search failed: {message.error}", error=True)
-            return
-        self.query_text = message.query
-        self.rankings = message.rankings
-        for name in self.retrievers:
-            table = self.query_one(f"#adhoc-{name}", AdhocList)
-            table.show(self.ws, message.rankings.get(name, []))
-            table.parent.border_subtitle = (
-                "" if name in message.rankings else "not available for typed text"
-            )  # type: ignore[union-attr]
+        table = self.query_one(f"#adhoc-{message.retriever}", AdhocList)
+        table.show(message.ranking)
+        pane = table.parent
+        if isinstance(pane, Vertical):
+            pane.border_subtitle = visible_line(message.error)
+        if message.retriever == self._active:
+            self._show_chunk()
         self.say(
-            f"{len(message.rankings)} lists for: {message.query}. Tab to a list; F3 adds it to the golden set."
+            f"lists for: {self.query_text}. Tab to a list; choose evidence; F3 adds the question."
         )
-        self._show_chunk()
 
-    @on(DataTable.RowHighlighted)
-    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """The chunk text follows the list's cursor."""
-        table = event.data_table
+    @on(RowList.CursorMoved)
+    def _row_highlighted(self, event: RowList.CursorMoved) -> None:
+        """The chunk text follows the active list's cursor."""
+        table = event.row_list
         if isinstance(table, AdhocList) and (table.has_focus or table.retriever == self._active):
             self._active = table.retriever
             self._show_chunk()
@@ -207,19 +230,29 @@ class AdhocScreen(Screen[None]):
             self._show_chunk()
 
     def _show_chunk(self) -> None:
-        """Show the active list's highlighted chunk (plain text: never markup)."""
+        """Show the active list's highlighted chunk (plain text, control characters visible)."""
         if not self._active:
             return
-        table = self.query_one(f"#adhoc-{self._active}", AdhocList)
-        cid = table.highlighted_chunk
+        cid = self.query_one(f"#adhoc-{self._active}", AdhocList).highlighted_chunk
         area = self.query_one("#adhoc-chunk", TextArea)
         chunk = self.ws.chunk_by_id.get(cid) if cid else None
-        area.load_text(chunk.text if chunk else "")
+        area.load_text(visible(chunk.text) if chunk else "")
         area.border_title = (
-            f"chunk {cid} (select evidence: shift+arrows, then F2)" if cid else "chunk"
+            visible_line(f"chunk {cid} (select evidence: shift+arrows, then F2)")
+            if cid
+            else "chunk"
         )
 
-    # ---- adding ------------------------------------------------------------------------------
+    # ---- choosing evidence ----------------------------------------------------------------------
+
+    @on(Input.Changed, "#adhoc-evidence")
+    def _evidence_typed(self, event: Input.Changed) -> None:
+        """Typed words select the matching span in the chunk shown."""
+        area = self.query_one("#adhoc-chunk", TextArea)
+        span = find_span(area.text, event.value) if event.value.strip() else None
+        if span is None:
+            return
+        area.selection = Selection(_location(area.text, span[0]), _location(area.text, span[1]))
 
     def action_use_selection(self) -> None:
         """Copy the chunk view's selection into the evidence field."""
@@ -230,7 +263,8 @@ class AdhocScreen(Screen[None]):
             )
             return
         evidence = self.query_one("#adhoc-evidence", Input)
-        evidence.value = " ".join(selected.split())
+        with evidence.prevent(Input.Changed):
+            evidence.value = normalize_ws(selected)
         self.say("Evidence taken from the selection; F3 adds the question.")
 
     @on(Input.Submitted, "#adhoc-evidence,#adhoc-slices")
@@ -239,36 +273,38 @@ class AdhocScreen(Screen[None]):
         event.stop()
         self.action_add_question()
 
+    def _evidence(self) -> str:
+        """The evidence to add: the text the typed words select in the chunk shown (its exact
+        words), else what was typed."""
+        typed = self.query_one("#adhoc-evidence", Input).value.strip()
+        area = self.query_one("#adhoc-chunk", TextArea)
+        span = find_span(area.text, typed) if typed else None
+        return normalize_ws(area.text[span[0] : span[1]]) if span else normalize_ws(typed)
+
     def action_add_question(self) -> None:
-        """Validate and append the question (atomic), evaluate it, and show it in the main list."""
-        query = self.query_text or " ".join(self.query_one("#adhoc-query", Input).value.split())
-        evidence = self.query_one("#adhoc-evidence", Input).value.strip()
-        slices = [
+        """Ask the app to append the question (validated under the golden set's lock) and evaluate it."""
+        query = self.query_text or normalize_ws(self.query_one("#adhoc-query", Input).value)
+        evidence = self._evidence()
+        slices = tuple(
             s.strip() for s in self.query_one("#adhoc-slices", Input).value.split(",") if s.strip()
-        ]
+        )
         if not query:
             self.say("Type the question first.", error=True)
             return
         if not evidence:
             self.say(
-                "Give the evidence: exact text of a chunk (select it and press F2, or type it).",
-                error=True,
+                "Give the evidence: words of a chunk (or select them and press F2).", error=True
             )
             return
-        try:
-            added = self.ragtui.add_question(query, evidence, slices)
-        except InputError as exc:
-            self.say(f"Not added: {exc.message}", error=True)
-            return
-        except OSError as exc:
-            self.say(f"Not added: {exc}", error=True)
-            return
-        self.added = added
-        values = " · ".join(f"{n} nDCG {fmt(m.ndcg)}" for n, m in added.metrics.items())
-        self.say(
-            f"Added {added.question.id} ({len(added.relevant_chunks)} relevant chunk(s)): {values}"
-        )
+        self.post_message(AddQuestionRequested(query, (evidence,), slices))
 
     def action_close(self) -> None:
         """Back to the main screen."""
         self.dismiss(None)
+
+
+def _location(text: str, offset: int) -> tuple[int, int]:
+    """The (row, column) of character ``offset`` in ``text``."""
+    row = text.count("\n", 0, offset)
+    column = offset - (text.rfind("\n", 0, offset) + 1)
+    return row, column

@@ -13,8 +13,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from ragtui.tui.widgets.question_list import FAILURE_MARK
 from ragtui.tui.widgets.text import (
+    FAILURE_MARK,
     JUDGED_MARK,
     MISS_MARK,
     PENDING_MARK,
@@ -23,7 +23,7 @@ from ragtui.tui.widgets.text import (
     UNAVAILABLE_MARK,
 )
 
-#: Every key of the app, with what it does (the defaults; DESIGN.md's table plus ragtui's extras).
+#: Every key of the app, with what it does (the defaults; the key tables of README.md and docs/app.md).
 KEYS: list[tuple[str, str]] = [
     ("up / down, page up / page down", "move in the focused list"),
     (

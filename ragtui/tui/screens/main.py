@@ -1,9 +1,13 @@
-"""The main screen: question list, the three ranked lists, the chunk view and the metric panel."""
+"""The main screen: question list, the ranked lists, the chunk view and the metric panel.
+
+The screen owns only what it shows (the filter, the order, the current question, the focused
+list); it never changes the workspace. A grade or an undo is a request message to the app, which
+applies it and publishes ``Changed``; the screen then redraws what depends on it.
+"""
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
 from textual import on
@@ -14,17 +18,21 @@ from textual.events import Click, DescendantFocus, Resize
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Static
+from textual.widgets import Footer, Header, Input, Label, ProgressBar, Static
 
-from ragtui.core.labelling.journal import ReadOnlyError
-from ragtui.core.metrics.formulas import QuestionMetrics
-from ragtui.core.workspace import GradeChange, Workspace
-from ragtui.tui.screens.chunk import ChunkScreen
-from ragtui.tui.screens.labelling import LABELLING_BINDINGS, LabellingMixin
+from ragtui.core.analysis.question_filter import QuestionFilter, filter_questions, worst_first
+from ragtui.core.labelling.judging import PoolOrder
+from ragtui.core.text import visible_line
+from ragtui.core.workspace import Workspace
+from ragtui.tui.controller import Controller
+from ragtui.tui.judging import JudgingWalk
+from ragtui.tui.messages import Changed, Notice, UndoRequested
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.metrics_panel import MetricsPanel
-from ragtui.tui.widgets.question_list import QuestionList
-from ragtui.tui.widgets.result_list import ResultList, ResultPane
+from ragtui.tui.widgets.question_list import QuestionList, QuestionView
+from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView
+from ragtui.tui.widgets.row_list import RowList
+from ragtui.tui.widgets.status_line import StatusLine
 from ragtui.tui.widgets.text import MISS_MARK, PENDING_MARK, UNAVAILABLE_MARK, fmt
 
 if TYPE_CHECKING:
@@ -40,10 +48,6 @@ MIN_HEIGHT = 24
 CHANGE_NOTE_SECONDS = 8.0
 #: Seconds of no typing before the filter is applied.
 FILTER_DELAY = 0.2
-#: Widest chunk id column in the result lists (longer ids end in an ellipsis).
-MAX_CHUNK_WIDTH = 24
-#: Widest question id column in the question list.
-MAX_ID_WIDTH = 10
 #: The + and - keys share one footer entry.
 K_GROUP = Binding.Group("k", compact=True)
 
@@ -56,54 +60,12 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s"
 
 
-def parse_filter(text: str) -> tuple[list[str], list[str]]:
-    """Split a filter into slice names (``slice:NAME``) and words, both lower-cased."""
-    slices: list[str] = []
-    words: list[str] = []
-    for token in text.lower().split():
-        if token.startswith("slice:"):
-            if token[6:]:
-                slices.append(token[6:])
-        else:
-            words.append(token)
-    return slices, words
-
-
-def filter_questions(ws: Workspace, text: str) -> list[str]:
-    """The ids of the questions matching a filter: every slice named and every word (in id or text)."""
-    slices, words = parse_filter(text)
-    out = []
-    for q in ws.questions:
-        have = {s.lower() for s in q.slices}
-        if any(s not in have for s in slices):
-            continue
-        haystack = f"{q.id} {q.text}".lower()
-        if any(w not in haystack for w in words):
-            continue
-        out.append(q.id)
-    return out
-
-
-def worst_first(ws: Workspace, qids: list[str]) -> list[str]:
-    """Questions sorted worst-first: lowest nDCG@k of the best-informed retriever (hybrid, else vector,
-    else bm25), then a missing first relevant rank, then the latest rank; skipped questions last."""
-    evaluation = ws.evaluation
-    assert evaluation is not None
-    name = next((n for n in ("hybrid", "vector", "bm25") if n in evaluation.per_question), None)
-    position = {q.id: i for i, q in enumerate(ws.questions)}
-    if name is None:
-        return list(qids)
-    values = evaluation.per_question[name]
-
-    def key(qid: str) -> tuple[int, float, int, int, int]:
-        """Skipped last; then nDCG, a miss before a hit, the later first hit first, golden order."""
-        if qid not in evaluation.evaluated:
-            return (1, 0.0, 0, 0, position[qid])
-        m = values[qid]
-        rank = m.first_relevant_rank
-        return (0, m.ndcg, 0 if rank is None else 1, -(rank or 0), position[qid])
-
-    return sorted(qids, key=key)
+def ndcg_moves(moves: dict[str, tuple[float, float]], k: int) -> str:
+    """How nDCG@k moved per retriever, e.g. ``nDCG@3 bm25 1.000→0.000`` (unchanged ones left out)."""
+    moved = [(name, old, new) for name, (old, new) in moves.items() if old != new]
+    if not moved:
+        return f"nDCG@{k} unchanged"
+    return f"nDCG@{k} " + " ".join(f"{name} {fmt(old)}→{fmt(new)}" for name, old, new in moved)
 
 
 class TabLabel(Static):
@@ -123,33 +85,36 @@ class TabLabel(Static):
             screen.focus_retriever(self.retriever)
 
 
-class MainScreen(LabellingMixin, Screen[None]):
+class MainScreen(Screen[None]):
     """Everything at once: pick a question, compare the rankings, read the chunk, grade it, watch the numbers."""
 
     AUTO_FOCUS = "#question-list"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(
-            "tab",
-            "cycle_focus(1)",
-            "Next list",
-            show=False,
-            tooltip="Focus the next list.",
-            id="focus.next",
-        ),
-        Binding(
-            "shift+tab",
-            "cycle_focus(-1)",
-            "Previous list",
-            show=False,
-            tooltip="Focus the previous list.",
-            id="focus.previous",
+        # Keys that move or grade are the screen's, at priority: the app runs them in the order
+        # they arrive, each to the end, before it looks at the next key. Forwarded to the focused
+        # list instead, a burst (SSH, tmux) could act on a list the previous key had left.
+        *(
+            Binding(key, action, show=False, priority=True)
+            for key, action in (
+                ("tab", "cycle_focus(1)"),
+                ("shift+tab", "cycle_focus(-1)"),
+                ("up", "move(-1)"),
+                ("down", "move(1)"),
+                ("pageup", "page(-1)"),
+                ("pagedown", "page(1)"),
+                ("home", "move_to('first')"),
+                ("end", "move_to('last')"),
+                ("enter", "choose"),
+                ("backspace", "grade(-1)"),
+                *((str(g), f"grade({g})") for g in range(10)),
+            )
         ),
         Binding(
             "slash",
             "filter",
             "Filter",
-            tooltip="Filter the questions: words, or slice:NAME.",
+            tooltip="Filter the questions: words, slice:NAME, miss:RETRIEVER, miss:any, unjudged.",
             id="questions.filter",
         ),
         Binding(
@@ -165,10 +130,11 @@ class MainScreen(LabellingMixin, Screen[None]):
             "Undo",
             tooltip="Undo the last label change (saved as a new journal line).",
             id="labels.undo",
+            priority=True,
         ),
         Binding(
             "plus,right_square_bracket",
-            "change_k(1)",
+            "app.change_k(1)",
             "k+1",
             tooltip="Raise the cut-off k of recall, precision and nDCG.",
             id="metrics.k_up",
@@ -176,26 +142,82 @@ class MainScreen(LabellingMixin, Screen[None]):
         ),
         Binding(
             "minus,left_square_bracket",
-            "change_k(-1)",
+            "app.change_k(-1)",
             "k-1",
             tooltip="Lower the cut-off k of recall, precision and nDCG.",
             id="metrics.k_down",
             group=K_GROUP,
         ),
-        *LABELLING_BINDINGS,
+        Binding(
+            "n",
+            "next_unjudged",
+            "Unjudged",
+            tooltip="Jump to the next pooled chunk without a hand grade (in the list's order), then 0-9 grades it.",
+            id="labels.next_unjudged",
+            priority=True,
+        ),
+        Binding(
+            "a",
+            "adhoc",
+            "Ad-hoc",
+            show=False,
+            tooltip="Type any question, see every retriever's list for it, and add it to the golden set.",
+            id="questions.adhoc",
+        ),
+        Binding(
+            "e",
+            "explain",
+            "Explain",
+            show=False,
+            tooltip="Hybrid attribution of the current question: bm25 and vector ranks, RRF terms, pool ceiling.",
+            id="results.explain",
+        ),
+        Binding(
+            "c",
+            "compare",
+            "Compare",
+            show=False,
+            tooltip="Compare two retrievers: win/tie/loss, randomisation p-value, bootstrap 95% interval.",
+            id="metrics.compare",
+        ),
+        Binding(
+            "r",
+            "curve",
+            "Recall curve",
+            show=False,
+            tooltip="Recall@k for k = 1..depth per retriever, as a plot.",
+            id="metrics.curve",
+        ),
+        Binding(
+            "g",
+            "agreement",
+            "Agreement",
+            show=False,
+            tooltip="The evidence rule against the hand grades: confusion table, kappa, disagreements.",
+            id="labels.agreement",
+        ),
+        Binding(
+            "d",
+            "diagnostics",
+            "Diagnostics",
+            show=False,
+            tooltip="Chunking diagnostics: straddling and multi-match evidence, truncated chunks, token histogram.",
+            id="corpus.diagnostics",
+        ),
     ]
 
-    def __init__(self, retrievers: list[str]) -> None:
-        """The screen for these retrievers (in display order)."""
+    def __init__(self, controller: Controller) -> None:
+        """The screen of the app whose state ``controller`` holds (read here, never changed)."""
         super().__init__(id="main")
-        #: The retrievers with a result list, in order.
-        self.retrievers = retrievers
+        self.controller = controller
+        self.retrievers = controller.retrievers
         #: The question shown in the result lists.
         self.current_qid: str | None = None
         #: The retriever whose highlighted chunk the chunk view shows.
-        self.active_retriever = retrievers[0] if retrievers else ""
-        #: The filter text ("" for none).
+        self.active_retriever = self.retrievers[0] if self.retrievers else ""
+        #: The filter text ("" for none) and its parsed form.
         self.filter_text = ""
+        self._filter = QuestionFilter()
         #: Whether the question list is sorted worst-first.
         self.sorted_worst_first = False
         #: The question ids in the list, in list order.
@@ -203,21 +225,25 @@ class MainScreen(LabellingMixin, Screen[None]):
         #: Lines shown under the metric table for a while (how the last grade moved nDCG).
         self.change_notes: list[str] = []
         self._note_token = 0
-        self._shown_workspace: Workspace | None = None
-        #: True once the widgets exist (the app's handlers wait for it).
+        #: True once the widgets exist.
         self.composed = False
         self._filter_timer: Timer | None = None
-        #: When embedding progress started counting, and how many texts were done then (for the rate).
-        self._progress_start: tuple[float, int] | None = None
+        #: Pool order of the judging walk (``n``), and the last pair it went to.
+        self.queue_order: PoolOrder = "rank"
+        self._walk: JudgingWalk | None = None
+        self._walk_position: tuple[str, str] | None = None
 
     # ---- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        """Header; questions and result lists on top; metrics and the chunk view below; progress; footer."""
+        """Header; questions and result lists on top; metrics and the chunk view below; status; footer."""
         yield Header(icon="≡")
         with Horizontal(id="top"):
             with Vertical(id="questions"):
-                yield Input(placeholder="words or slice:NAME, enter to apply", id="filter")
+                yield Input(
+                    placeholder="words, slice:NAME, miss:RETRIEVER, unjudged; enter applies",
+                    id="filter",
+                )
                 yield QuestionList(id="question-list")
             with Vertical(id="results"):
                 yield Static("", id="question-bar", markup=False)
@@ -233,18 +259,27 @@ class MainScreen(LabellingMixin, Screen[None]):
             yield Label("embedding", id="progress-label")
             yield ProgressBar(id="progress", show_eta=False)
         yield Static("", id="too-small", markup=False)
+        yield StatusLine(id="status")
         yield Footer(compact=True)
 
+    @property
+    def ragtui(self) -> RagtuiApp:
+        """The app, typed."""
+        return cast("RagtuiApp", self.app)
+
     def on_mount(self) -> None:
-        """Start in the layout that fits, with loading notes in place."""
+        """Follow the app's changes and status; start in the layout that fits."""
         self._apply_layout(self.app.size.width, self.app.size.height)
         self._set_active(self.active_retriever)
+        self.ragtui.changed.subscribe(self, self.on_changed, immediate=True)
+        self.ragtui.status_changed.subscribe(self, self.status_line.show, immediate=True)
+        self.status_line.show(self.ragtui.status)
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self.composed = True
-        if self.ws is not None:  # the load worker reported before the screen was ready
-            self.show_workspace(self.ws)
-            if self.ragtui.embedding_progress is not None:
-                self.show_progress(*self.ragtui.embedding_progress)
+        if self.ws is not None:  # the first load reported before the screen was ready
+            self.on_changed(Changed("loaded"))
+            if self.controller.embedding_progress is not None:
+                self.on_changed(Changed("progress"))
             return
         self.query_one("#questions").border_title = "questions · loading…"
         self.query_one("#metrics").border_title = "metrics"
@@ -258,8 +293,7 @@ class MainScreen(LabellingMixin, Screen[None]):
     def _theme_changed(self, theme: object) -> None:
         """Cells carry styles from the theme: redraw them in the new one."""
         if self.ws is not None:
-            self.question_list.update_all(self.ws, self.status)
-            self.select_question(self.current_qid)
+            self.refresh_all()
 
     def _apply_layout(self, width: int, height: int) -> None:
         """Compact below 110x30: one result list at a time, with tabs."""
@@ -279,19 +313,15 @@ class MainScreen(LabellingMixin, Screen[None]):
     # ---- access ------------------------------------------------------------------------------
 
     @property
-    def ragtui(self) -> RagtuiApp:
-        """The app, typed."""
-        return self.app  # type: ignore[return-value]
-
-    @property
     def ws(self) -> Workspace | None:
         """The loaded workspace, or None while loading."""
-        return self.ragtui.workspace
+        ws = self.controller.workspace
+        return ws if ws is not None and ws.evaluation is not None else None
 
     @property
     def status(self) -> dict[str, str]:
         """Readiness of each retriever: ready, pending or failed."""
-        return self.ragtui.retriever_status
+        return self.controller.retriever_status
 
     @property
     def question_list(self) -> QuestionList:
@@ -316,37 +346,121 @@ class MainScreen(LabellingMixin, Screen[None]):
         """The chunk view."""
         return self.query_one(ChunkView)
 
+    @property
+    def status_line(self) -> StatusLine:
+        """The status line."""
+        return self.query_one(StatusLine)
+
     def _ready(self, name: str) -> bool:
         """Whether a retriever's rankings are in the evaluation."""
         ws = self.ws
         return ws is not None and ws.evaluation is not None and name in ws.evaluation.per_question
 
-    # ---- showing a workspace -----------------------------------------------------------------
+    def _question_view(self, ws: Workspace) -> QuestionView:
+        return QuestionView(
+            ws, self.visible_ids, self.status, self.retrievers, self.controller.baseline_deltas()
+        )
 
-    def show_workspace(self, ws: Workspace) -> None:
-        """Show a freshly loaded workspace (first load or a reload at another depth)."""
-        first = self._shown_workspace is None
-        self._shown_workspace = ws
-        id_width = min(MAX_ID_WIDTH, max((len(q.id) for q in ws.questions), default=2))
-        chunk_width = min(MAX_CHUNK_WIDTH, max((len(c.id) for c in ws.chunks), default=5))
-        self.question_list.configure(self.retrievers, max(2, id_width))
+    # ---- what the app changed ----------------------------------------------------------------
+
+    def on_changed(self, change: Changed) -> None:
+        """Redraw what a change touched (the app calls this after every change it made)."""
+        if not self.composed:
+            return
+        ws = self.ws
+        if ws is None:
+            return
+        kind = change.kind
+        if kind == "loaded":
+            self._walk = None
+            self._fill_questions(keep=self.current_qid, refill=True)
+            self.update_notes()
+            self.update_header()
+            if self.focused is None:
+                self._focus(self.question_list)
+        elif kind == "retrievers":
+            self._walk = None
+            self.update_notes()
+            self.hide_progress()
+            self.refresh_all()
+        elif kind == "grades":
+            self._grades_changed(change)
+        elif kind == "labels-reloaded":
+            for qid in change.questions or ():
+                self.question_list.update_view(self._question_view(ws), {qid})
+            if change.questions is None or self.current_qid in change.questions:
+                self._refresh_current()
+            self.refresh_metrics()
+            self.update_progress_line()
+        elif kind == "questions":
+            self._walk = None
+            self._clear_filter_text()
+            added = next(iter(change.questions or ()), None)
+            self._fill_questions(keep=added)
+            self.update_header()
+        elif kind in ("k", "baseline"):
+            self._walk = None
+            self._fill_questions(keep=self.current_qid, refill=True)
+            self.refresh_all()
+        elif kind == "status":
+            self.update_header()
+        elif kind == "progress":
+            progress = self.controller.embedding_progress
+            if progress is None:
+                self.hide_progress()
+            else:
+                self.show_progress(*progress, self.ragtui.progress_rate)
+
+    def _grades_changed(self, change: Changed) -> None:
+        """A label was saved or undone: its question's row, the lists, titles, chunk view, metrics."""
+        ws = self.ws
+        assert ws is not None
+        qids = set(change.questions or ())
+        self.question_list.update_view(self._question_view(ws), qids)
+        if self.current_qid in qids:
+            self._refresh_current()
+        k = ws.settings.k
+        lines = [f"Δ {qid} {ndcg_moves(change.moves, k)}" for qid in sorted(qids)]
+        self._show_change_note(lines)
+        self.update_progress_line()
+
+    def _refresh_current(self) -> None:
+        """The current question's numbers changed: the lists, titles, chunk view and question bar."""
+        ws = self.ws
+        if ws is None or self.current_qid is None:
+            return
         for name in self.retrievers:
-            self.result_list(name).configure(chunk_width)
-        previous = self.current_qid
-        self.current_qid = None
-        self._fill_questions(keep=previous, refill=True)
-        self.update_notes()
+            results = self.result_list(name)
+            if results.qid == self.current_qid and self._ready(name):
+                results.update_view(
+                    ResultView(ws, self.current_qid, ws.ranking(name, self.current_qid))
+                )
+        self._update_titles()
+        self._update_chunk_view()
+        self.select_question_bar()
+
+    def refresh_all(self) -> None:
+        """k, the retrievers or the theme changed: every number, mark and style on screen."""
+        ws = self.ws
+        if ws is None:
+            return
+        self.question_list.update_view(self._question_view(ws))
+        if self.current_qid is not None:
+            for name in self.retrievers:
+                self._show_list(name, keep_cursor=True)
+        self._update_titles()
+        self._update_chunk_view()
+        self.refresh_metrics()
         self.update_header()
-        self.judging_changed()
-        if first:
-            self._focus(self.question_list)
+        self.update_progress_line()
 
     def update_notes(self) -> None:
         """The note of each pane: loading, embedding progress, or why it is unavailable."""
         for name in self.retrievers:
             state = self.status.get(name, "ready")
             if state == "failed":
-                self.pane(name).set_note(f"{name} unavailable: {self.ragtui.vector_error}")
+                reason = self.controller.retriever_errors.get(name, "")
+                self.pane(name).set_note(f"{name} unavailable: {reason}")
             elif not self._ready(name):
                 self.pane(name).set_note(f"{name}: embedding chunks… the list fills in when ready")
             else:
@@ -360,7 +474,7 @@ class MainScreen(LabellingMixin, Screen[None]):
         settings = ws.settings
         source = settings.beir or settings.corpus
         parts = [
-            source.name if source is not None else "corpus",
+            visible_line(source.name) if source is not None else "corpus",
             f"{len(ws.questions)} questions",
             f"{len(ws.chunks)} chunks",
             f"k={settings.k}",
@@ -368,75 +482,64 @@ class MainScreen(LabellingMixin, Screen[None]):
         ]
         if ws.labels.read_only:
             parts.append("labels read-only")
-        self.ragtui.sub_title = " · ".join(parts)
-
-    def vectors_changed(self) -> None:
-        """Vector and hybrid rankings arrived (or failed): refresh every dependent view."""
-        self.update_notes()
-        self.hide_progress()
-        ws = self.ws
-        if ws is None:
-            return
-        self.question_list.update_all(ws, self.status, refill=True)
-        if self.current_qid is not None:
-            for name in self.retrievers:
-                if name in ("vector", "hybrid"):
-                    self._show_list(name)
-            self._update_titles()
-            self._update_chunk_view()
-        self.refresh_metrics()
-        self.judging_changed()
+        self.sub_title = " · ".join(parts)
 
     # ---- the question list -------------------------------------------------------------------
 
     def _fill_questions(self, keep: str | None = None, refill: bool = False) -> None:
-        """Refill (or just reorder) the question list after the workspace, the filter or the order
-        changed, keeping the current question if shown."""
+        """Fill the question list from the filter and the order, keeping ``keep`` if shown; after a
+        new order the cursor goes to the first row."""
         ws = self.ws
         if ws is None:
             return
-        if self.filter_text:
-            qids = filter_questions(ws, self.filter_text)
-        else:
-            qids = [q.id for q in ws.questions]
+        qids = filter_questions(ws, self._filter)
         if self.sorted_worst_first:
             qids = worst_first(ws, qids)
-        questions = self.question_list
-        if refill or set(qids) != set(self.visible_ids) or len(qids) != questions.row_count:
-            questions.fill(ws, qids, self.status)
-        else:
-            questions.reorder(qids)
         self.visible_ids = qids
+        self._walk = None
+        target = keep if keep in set(qids) else (qids[0] if qids else None)
+        self.question_list.show(self._question_view(ws), target)
+        self._update_list_title()
+        if target is None:
+            self.select_question(None)
+            return
+        if target != self.current_qid or refill:
+            self.select_question(target)
+
+    def _update_list_title(self) -> None:
+        """``questions 12/68 · miss:hybrid · worst first · Δ vs NAME``."""
+        ws = self.ws
+        if ws is None:
+            return
+        count = len(self.visible_ids)
         title = (
-            f"questions {len(qids)}"
+            f"questions {count}"
             if not self.filter_text
-            else f"questions {len(qids)}/{len(ws.questions)}"
+            else f"questions {count}/{len(ws.questions)}"
         )
         if self.filter_text:
             title += f" · {self.filter_text}"
         if self.sorted_worst_first:
             title += " · worst first"
-        self.query_one("#questions").border_title = title
-        target = keep if keep in qids else (qids[0] if qids else None)
-        if target is None:
-            self.select_question(None)
-            return
-        questions.select_qid(target)
-        self.select_question(target)
+        baseline = self.controller.baseline
+        if baseline is not None:
+            title += f" · Δ vs {baseline.name}"
+        self.query_one("#questions").border_title = visible_line(title)
 
-    @on(DataTable.RowHighlighted, "#question-list")
-    def _question_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(RowList.CursorMoved, "#question-list")
+    def _question_highlighted(self, event: RowList.CursorMoved) -> None:
         """Show the question under the cursor (read from the cursor, so stale events do nothing)."""
         qid = self.question_list.current_qid
         if qid is not None and qid != self.current_qid:
             self.select_question(qid)
 
-    def on_question_list_show_results(self, event: QuestionList.ShowResults) -> None:
+    @on(RowList.Chosen, "#question-list")
+    def _question_chosen(self, event: RowList.Chosen) -> None:
         """Enter on a question: focus the active result list."""
         self.focus_retriever(self.active_retriever)
 
     def select_question(self, qid: str | None) -> None:
-        """Show a question: its text, the three rankings, the chunk view and the metrics."""
+        """Show a question: its text, the rankings, the chunk view and the metrics."""
         self.current_qid = qid
         self.change_notes = []
         ws = self.ws
@@ -444,7 +547,7 @@ class MainScreen(LabellingMixin, Screen[None]):
         if ws is None or qid is None:
             bar.update("no question matches the filter" if ws is not None else "")
             for name in self.retrievers:
-                self.result_list(name).clear()
+                self.result_list(name).show(None)
             self.chunk_view.show(ws, None, None)
             self.refresh_metrics()
             return
@@ -465,25 +568,28 @@ class MainScreen(LabellingMixin, Screen[None]):
             return
         question = ws.question_by_id[qid]
         line = Text()
-        line.append(qid, "bold")
-        line.append("  " + " ".join(question.text.split()))
+        line.append(visible_line(qid), "bold")
+        line.append("  " + visible_line(" ".join(question.text.split())))
         if question.slices:
-            line.append("  [" + ", ".join(question.slices) + "]", "dim")
+            line.append("  [" + visible_line(", ".join(question.slices)) + "]", "dim")
         if ws.evaluation is not None and qid not in ws.evaluation.evaluated:
             line.append("  no relevant chunk: skipped in every mean", "italic")
         old = bar.content
-        # The same text after a grade change: repaint without a new layout (about 40 ms).
+        # The same text after a grade change: repaint without a new layout.
         bar.update(line, layout=not (isinstance(old, Text) and old.plain == line.plain))
 
-    def _show_list(self, name: str) -> None:
+    def _show_list(self, name: str, keep_cursor: bool = False) -> None:
         """Fill one result list with the current question's ranking (empty while not ready)."""
         ws = self.ws
         results = self.result_list(name)
         if ws is None or self.current_qid is None or not self._ready(name):
-            results.clear()
-            results.qid = None
+            results.show(None)
             return
-        results.show(ws, self.current_qid)
+        view = ResultView(ws, self.current_qid, ws.ranking(name, self.current_qid))
+        if keep_cursor and results.qid == self.current_qid:
+            results.update_view(view)
+        else:
+            results.show(view)
 
     def _first_rank_text(self, name: str) -> str:
         """The first relevant rank of a retriever for the current question, as shown in titles."""
@@ -512,7 +618,7 @@ class MainScreen(LabellingMixin, Screen[None]):
             tab = self.query_one(f"#tab-{name}", TabLabel)
             label = f" {name} {rank} "
             if str(tab.content) != label:
-                # The tabs show only in the compact layout: elsewhere no new layout (about 40 ms).
+                # The tabs show only in the compact layout: elsewhere no new layout.
                 tab.update(label, layout=self.has_class("-compact"))
 
     # ---- result lists and the chunk view -------------------------------------------------------
@@ -544,14 +650,27 @@ class MainScreen(LabellingMixin, Screen[None]):
             self._set_active(widget.retriever)
             self._update_chunk_view()
 
-    @on(DataTable.RowHighlighted, "ResultList")
-    def _result_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(RowList.CursorMoved, "ResultList")
+    def _result_highlighted(self, event: RowList.CursorMoved) -> None:
         """The cursor moved in a result list: the chunk view follows the active list."""
-        if (
-            isinstance(event.data_table, ResultList)
-            and event.data_table.retriever == self.active_retriever
-        ):
+        row_list = event.row_list
+        if isinstance(row_list, ResultList) and row_list.retriever == self.active_retriever:
             self._update_chunk_view()
+
+    @on(RowList.Chosen, "ResultList")
+    def _result_chosen(self, event: RowList.Chosen) -> None:
+        """A double click on a chunk: show it full screen."""
+        if isinstance(event.row_list, ResultList):
+            self._open_chunk(event.row_list)
+
+    def _open_chunk(self, results: ResultList) -> None:
+        """Show a list's highlighted chunk full screen."""
+        ws = self.ws
+        chunk = results.highlighted_chunk
+        if ws is not None and chunk is not None:
+            from ragtui.tui.screens.chunk import ChunkScreen
+
+            self.app.push_screen(ChunkScreen(ws, results.qid, chunk))
 
     def _update_chunk_view(self) -> None:
         """Show the active list's highlighted chunk."""
@@ -559,11 +678,6 @@ class MainScreen(LabellingMixin, Screen[None]):
             return
         chunk = self.result_list(self.active_retriever).highlighted_chunk
         self.chunk_view.show(self.ws, self.current_qid, chunk)
-
-    def on_result_list_chunk_requested(self, event: ResultList.ChunkRequested) -> None:
-        """Enter on a chunk: show it full screen."""
-        if self.ws is not None:
-            self.app.push_screen(ChunkScreen(self.ws, self.current_qid, event.chunk))
 
     # ---- focus --------------------------------------------------------------------------------
 
@@ -580,26 +694,25 @@ class MainScreen(LabellingMixin, Screen[None]):
         if isinstance(target, ResultList):
             self.focus_retriever(target.retriever)
         else:
-            self._hide_filter_if_empty()
+            self._hide_filter_input()
             self._focus(target)
 
     # ---- filter and sort ----------------------------------------------------------------------
 
     def action_filter(self) -> None:
         """Open the filter input."""
-        questions = self.query_one("#questions")
-        questions.add_class("-filtering")
+        self.query_one("#questions").add_class("-filtering")
         filter_input = self.query_one("#filter", Input)
         filter_input.value = self.filter_text
         self._focus(filter_input)
 
-    def _hide_filter_if_empty(self) -> None:
+    def _hide_filter_input(self) -> None:
         """Hide the filter input (the list title keeps showing an active filter)."""
         self.query_one("#questions").remove_class("-filtering")
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        """Filter as the user types, once typing pauses (refilling 10,000 rows per key would lag)."""
+        """Filter as the user types, once typing pauses."""
         if self._filter_timer is not None:
             self._filter_timer.stop()
         value = event.value
@@ -611,25 +724,88 @@ class MainScreen(LabellingMixin, Screen[None]):
         if self._filter_timer is not None:
             self._filter_timer.stop()
             self._filter_timer = None
-        self.set_filter(event.value)
-        self._hide_filter_if_empty()
-        self._focus(self.question_list)
+        if self.set_filter(event.value):
+            self._hide_filter_input()
+            self._focus(self.question_list)
 
-    def set_filter(self, text: str) -> None:
-        """Filter the question list ("" shows every question)."""
+    def set_filter(self, text: str) -> bool:
+        """Filter the question list ("" shows every question); False when the filter is not
+        understood (the status line says why, the list stays)."""
         text = " ".join(text.split())
         if text == self.filter_text:
-            return
+            return True
+        try:
+            parsed = QuestionFilter.parse(text, self.retrievers)
+        except ValueError as exc:
+            self.post_message(Notice(str(exc), error=True))
+            return False
         self.filter_text = text
+        self._filter = parsed
         self.set_class(bool(text), "-filtered")
         self._fill_questions(keep=self.current_qid)
+        self.refresh_metrics()
         self.refresh_bindings()
+        return True
+
+    def _clear_filter_text(self) -> None:
+        """Forget the filter (the list is refilled by the caller)."""
+        self.query_one("#filter", Input).value = ""
+        self.filter_text = ""
+        self._filter = QuestionFilter()
+        self.set_class(False, "-filtered")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Escape (clear filter) only applies while filtering."""
+        """Escape (clear filter) only applies while filtering; while the filter input has the focus,
+        every other key is typed into it."""
         if action == "clear_filter":
             return bool(self.filter_text) or self.query_one("#questions").has_class("-filtering")
+        if isinstance(self.focused, Input):
+            return action in ("cycle_focus",)
         return True
+
+    # ---- keys that move and grade (priority: one key finished before the next) ----------------
+
+    def action_move(self, step: int) -> None:
+        """Up or down in the focused list."""
+        focused = self.focused
+        if isinstance(focused, RowList):
+            focused.move_cursor(focused.cursor + step, announce=False)
+            self._cursor_moved(focused)
+
+    def action_page(self, step: int) -> None:
+        """Page up or down in the focused list."""
+        focused = self.focused
+        if isinstance(focused, RowList):
+            focused.action_page(step, announce=False)
+            self._cursor_moved(focused)
+
+    def action_move_to(self, where: str) -> None:
+        """Home or End in the focused list."""
+        focused = self.focused
+        if isinstance(focused, RowList):
+            focused.move_cursor(0 if where == "first" else focused.row_count - 1, announce=False)
+            self._cursor_moved(focused)
+
+    def action_choose(self) -> None:
+        """Enter: a question's lists, or a chunk full screen."""
+        focused = self.focused
+        if isinstance(focused, QuestionList):
+            self.focus_retriever(self.active_retriever)
+        elif isinstance(focused, ResultList):
+            self._open_chunk(focused)
+
+    def action_undo(self) -> None:
+        """Undo the last label change (the app owns it)."""
+        self.post_message(UndoRequested())
+
+    def _cursor_moved(self, row_list: RowList) -> None:
+        """Follow a list's cursor now: a question shows its lists, a chunk the chunk view."""
+        if isinstance(row_list, QuestionList):
+            qid = row_list.current_qid
+            if qid is not None and qid != self.current_qid:
+                self.select_question(qid)
+        elif isinstance(row_list, ResultList) and row_list.retriever == self.active_retriever:
+            self._update_chunk_view()
 
     def action_clear_filter(self) -> None:
         """Show every question again and close the filter input."""
@@ -638,7 +814,7 @@ class MainScreen(LabellingMixin, Screen[None]):
             self._filter_timer = None
         self.query_one("#filter", Input).value = ""
         self.set_filter("")
-        self._hide_filter_if_empty()
+        self._hide_filter_input()
         self._focus(self.question_list)
         self.refresh_bindings()
 
@@ -647,16 +823,16 @@ class MainScreen(LabellingMixin, Screen[None]):
         self.set_sort(not self.sorted_worst_first)
 
     def set_sort(self, worst_first_order: bool) -> None:
-        """Sort worst-first, or back to golden-set order."""
+        """Sort worst-first, or back to golden-set order; the cursor goes to the first row."""
         self.sorted_worst_first = worst_first_order
-        self._fill_questions(keep=self.current_qid)
+        self._fill_questions(keep=None)
 
     # ---- metrics --------------------------------------------------------------------------------
 
     def refresh_metrics(self) -> None:
         """Redraw the metric panel."""
         ws = self.ws
-        if ws is None or ws.evaluation is None:
+        if ws is None or not self.composed:
             return
         filtered = self.visible_ids if self.filter_text else None
         self.metrics.show(
@@ -669,124 +845,6 @@ class MainScreen(LabellingMixin, Screen[None]):
             legend=not self.has_class("-compact"),
         )
 
-    def refresh_all(self) -> None:
-        """k changed (or labels reloaded): every number, mark and style on screen."""
-        ws = self.ws
-        if ws is None:
-            return
-        self.question_list.update_all(ws, self.status)
-        for name in self.retrievers:
-            self.result_list(name).update_grades(ws)
-        self._update_titles()
-        self._update_chunk_view()
-        self.refresh_metrics()
-        self.update_header()
-        self.judging_changed()
-
-    def action_change_k(self, step: int) -> None:
-        """Raise or lower k by one."""
-        ws = self.ws
-        if ws is not None:
-            self.ragtui.set_k(ws.settings.k + step)
-
-    # ---- labels ---------------------------------------------------------------------------------
-
-    def on_result_list_grade_requested(self, event: ResultList.GradeRequested) -> None:
-        """Save a grade (digit) or remove a hand grade (backspace) for the highlighted chunk."""
-        ws = self.ws
-        qid = self.current_qid
-        if ws is None or qid is None:
-            return
-        if event.chunk is None:
-            self.notify("This list is empty: nothing to grade.", severity="warning", timeout=3)
-            return
-        if ws.labels.read_only:
-            self.notify(
-                f"{ws.labels.read_only_reason or f'{ws.labels.path} is read-only'}: the grade was not saved.",
-                severity="error",
-                timeout=5,
-                markup=False,
-            )
-            return
-        try:
-            change = ws.set_grade(qid, event.chunk, event.grade)
-        except ReadOnlyError as exc:  # made read-only since the check above
-            self.notify(f"{exc}", severity="error", timeout=8, markup=False)
-            self.update_header()
-            return
-        except OSError as exc:
-            self.notify(
-                f"Could not save the label: {exc}", severity="error", timeout=8, markup=False
-            )
-            return
-        self.apply_change(change)
-
-    def action_grade_hint(self) -> None:
-        """A digit on the question list: say where grading happens."""
-        self.notify("Grades go to a chunk: press tab to reach a result list, then 0-9.", timeout=4)
-
-    def action_undo(self) -> None:
-        """Undo the last label change."""
-        ws = self.ws
-        if ws is None:
-            return
-        if not ws.labels.can_undo:
-            self.notify("Nothing to undo.", timeout=3)
-            return
-        if ws.labels.read_only:
-            self.notify(
-                f"{ws.labels.read_only_reason or f'{ws.labels.path} is read-only'}: cannot undo.",
-                severity="error",
-                timeout=5,
-                markup=False,
-            )
-            return
-        try:
-            change = ws.undo()
-        except ReadOnlyError as exc:
-            self.notify(f"{exc}", severity="error", timeout=8, markup=False)
-            self.update_header()
-            return
-        except OSError as exc:
-            self.notify(f"Could not save the undo: {exc}", severity="error", timeout=8)
-            return
-        if change is not None:
-            self.apply_change(change, undo=True)
-
-    def apply_change(self, change: GradeChange, undo: bool = False) -> None:
-        """A label was saved: update every number that depends on it and say how nDCG moved."""
-        ws = self.ws
-        assert ws is not None and ws.evaluation is not None
-        qid = change.question
-        self.question_list.update_question(ws, qid, self.status)
-        if qid == self.current_qid:
-            for name in self.retrievers:
-                results = self.result_list(name)
-                if results.qid == qid:
-                    results.update_grades(ws)
-            self._update_titles()
-            self._update_chunk_view()
-        if qid == self.current_qid:
-            self.select_question_bar()
-        self.judging_changed(qid)
-        grade, source = ws.grade_source(qid, change.chunk)
-        now = f"grade {grade} ({source})" if grade is not None else "not graded"
-        verb = "undone:" if undo else "saved:"
-        summary = f"{verb} {qid} {change.chunk} → {now}"
-        moves = self._ndcg_moves(change.changes, ws.evaluation.k)
-        self._show_change_note([f"Δ {qid} {moves}"])
-        self.notify(f"{summary}\n{moves}", timeout=4, markup=False)
-
-    @staticmethod
-    def _ndcg_moves(changes: dict[str, tuple[QuestionMetrics, QuestionMetrics]], k: int) -> str:
-        """How nDCG@k moved per retriever, e.g. ``nDCG@3 bm25 1.000→0.000`` (unchanged ones left out)."""
-        moved = [(name, old, new) for name, (old, new) in changes.items() if old.ndcg != new.ndcg]
-        if not moved:
-            return f"nDCG@{k} unchanged"
-        return f"nDCG@{k} " + " ".join(
-            f"{name} {fmt(old.ndcg)}→{fmt(new.ndcg)}" for name, old, new in moved
-        )
-
     def _show_change_note(self, lines: list[str]) -> None:
         """Show lines under the metric table for a few seconds."""
         self.change_notes = lines
@@ -795,64 +853,182 @@ class MainScreen(LabellingMixin, Screen[None]):
         self.refresh_metrics()
 
         def clear() -> None:
-            """Remove the lines unless a newer change replaced them."""
             if self._note_token == token:
                 self.change_notes = []
                 self.refresh_metrics()
 
         self.set_timer(CHANGE_NOTE_SECONDS, clear)
 
-    # ---- progress -------------------------------------------------------------------------------
+    # ---- the judging walk (n) -------------------------------------------------------------------
 
-    def show_progress(self, done: int, total: int) -> None:
+    def walk(self) -> JudgingWalk | None:
+        """The judging walk over the questions the list shows, in its order (built when needed)."""
+        ws = self.ws
+        if ws is None:
+            return None
+        if self._walk is None or self._walk.ws is not ws or self._walk.qids != self.visible_ids:
+            self._walk = JudgingWalk(ws, self.visible_ids, self.queue_order)
+        return self._walk
+
+    def set_queue_order(self, order: PoolOrder) -> None:
+        """Rank order or the seeded random order for ``n``."""
+        self.queue_order = order
+        self._walk = None
+        self._walk_position = None
+        self.update_progress_line()
+        self.post_message(
+            Notice(
+                "Judging queue: random order (seeded), so position does not bias the judge."
+                if order == "random"
+                else "Judging queue: highest-ranked first."
+            )
+        )
+
+    def progress_text(self) -> str:
+        """``judged 12/351 · this question 3/6`` (hand grades over the pooled top k of the list)."""
+        walk = self.walk()
+        if walk is None:
+            return ""
+        totals = walk.totals()
+        text = f"judged {totals}"
+        if self.current_qid is not None:
+            count = walk.count(self.current_qid)
+            text += (
+                f" · this {count}" if self.has_class("-compact") else f" · this question {count}"
+            )
+        if self.queue_order == "random":
+            text += " · random order"
+        return text
+
+    def update_progress_line(self) -> None:
+        """Show the judging progress under the question list."""
+        if self.composed and self.ws is not None:
+            self.query_one("#questions").border_subtitle = Text(self.progress_text())
+
+    def action_next_unjudged(self) -> None:
+        """Jump to the next unjudged pooled chunk (in the list's order) and highlight it in the list
+        that ranked it best (the focused one when it has it)."""
+        walk = self.walk()
+        if walk is None:
+            return
+        position = self._walk_position
+        if position is None or position[0] != self.current_qid:
+            position = (self.current_qid, "\0") if self.current_qid is not None else None
+        entry = walk.next_unjudged(position)
+        if entry is None:
+            self.post_message(Notice("Every pooled chunk of the questions shown has a hand grade."))
+            return
+        self._walk_position = entry.key
+        if entry.question != self.current_qid:
+            self.question_list.select_qid(entry.question)
+            self.select_question(entry.question)
+        focused = self.focused
+        name: str | None = None
+        if isinstance(focused, ResultList) and focused.retriever in entry.retrievers:
+            name = focused.retriever
+        else:
+            ranked = [
+                (rank, self.retrievers.index(n), n)
+                for n, rank in entry.ranks
+                if n in self.retrievers
+            ]
+            name = min(ranked)[2] if ranked else None
+        if name is None:
+            return
+        if self.focused is not self.result_list(name):
+            self.focus_retriever(name)
+        self.result_list(name).select_chunk(entry.chunk)
+        self._update_chunk_view()
+        self.update_progress_line()
+
+    # ---- views ------------------------------------------------------------------------------------
+
+    def action_adhoc(self) -> None:
+        """The ad-hoc query screen."""
+        from ragtui.tui.screens.adhoc import AdhocScreen
+
+        ws = self.ws
+        if ws is not None:
+            self.app.push_screen(AdhocScreen(ws, [n for n in self.retrievers if self._ready(n)]))
+
+    def action_explain(self) -> None:
+        """Hybrid attribution of the current question."""
+        from ragtui.tui.screens.reports import explain_screen
+
+        ws = self.ws
+        if ws is None or self.current_qid is None:
+            return
+        if "vector" not in ws.rankings or "bm25" not in ws.rankings:
+            self.post_message(
+                Notice("Hybrid attribution needs bm25 and vector rankings (still embedding?).")
+            )
+            return
+        self.app.push_screen(explain_screen(ws, self.current_qid))
+
+    def action_compare(self, a: str | None = None, b: str | None = None) -> None:
+        """Compare two retrievers (default: bm25 against hybrid, or the first two shown)."""
+        from ragtui.tui.screens.reports import compare_screen
+
+        ws = self.ws
+        if ws is None:
+            return
+        names = ws.retrievers
+        if len(names) < 2:
+            self.post_message(Notice("Comparing needs two retrievers with rankings."))
+            return
+        if a is None or b is None:
+            a, b = ("bm25", "hybrid") if {"bm25", "hybrid"} <= set(names) else (names[0], names[1])
+        self.app.push_screen(compare_screen(ws, a, b))
+
+    def action_curve(self) -> None:
+        """Recall@k curves (over the filtered questions when a filter is on)."""
+        from ragtui.tui.screens.reports import curve_screen
+
+        ws = self.ws
+        if ws is not None:
+            self.app.push_screen(
+                curve_screen(ws, list(self.visible_ids) if self.filter_text else None)
+            )
+
+    def action_slices(self) -> None:
+        """Every metric per slice."""
+        from ragtui.tui.screens.reports import slices_screen
+
+        ws = self.ws
+        if ws is not None:
+            self.app.push_screen(slices_screen(ws))
+
+    def action_agreement(self) -> None:
+        """The agreement report."""
+        from ragtui.tui.screens.reports import agreement_screen
+
+        ws = self.ws
+        if ws is not None:
+            self.app.push_screen(agreement_screen(ws))
+
+    def action_diagnostics(self) -> None:
+        """The chunking diagnostics."""
+        from ragtui.tui.screens.reports import diagnostics_screen
+
+        ws = self.ws
+        if ws is not None:
+            self.app.push_screen(diagnostics_screen(ws))
+
+    # ---- embedding progress ----------------------------------------------------------------------
+
+    def show_progress(self, done: int, total: int, rate: str = "") -> None:
         """Show embedding progress (total 0: the model is still loading)."""
         row = self.query_one("#progress-row")
         row.display = True
         bar = self.query_one("#progress", ProgressBar)
         label = self.query_one("#progress-label", Label)
         if total <= 0 or done <= 0:
-            self._progress_start = None
             label.update(f"loading the embedding model ({total} texts to embed)…")
             bar.update(total=None)
         else:
-            label.update(f"embedding {done}/{total} texts{self._progress_rate(done, total)}")
+            label.update(f"embedding {done}/{total} texts{rate}")
             bar.update(total=total, progress=done)
-
-    def _progress_rate(self, done: int, total: int) -> str:
-        """`` · 41 texts/s · 12 s left``, measured from the first batch done (so the model load does
-        not count); empty until two reports exist."""
-        now = time.monotonic()
-        if self._progress_start is None or done < self._progress_start[1]:
-            self._progress_start = (now, done)
-            return ""
-        started, done_then = self._progress_start
-        if now - started <= 0 or done == done_then:
-            return ""
-        rate = (done - done_then) / (now - started)
-        left = (total - done) / rate
-        return f" · {rate:.0f} texts/s · {format_seconds(left)} left"
 
     def hide_progress(self) -> None:
         """Hide the progress row."""
         self.query_one("#progress-row").display = False
-        self._progress_start = None
-
-    # ---- another session's labels ----------------------------------------------------------------
-
-    def labels_changed(self, qids: set[str]) -> None:
-        """Labels from another session changed these questions: their rows, the current lists, the
-        titles, the chunk view and every metric panel."""
-        ws = self.ws
-        if ws is None or ws.evaluation is None:
-            return
-        for qid in qids:
-            self.question_list.update_question(ws, qid, self.status)
-        if self.current_qid in qids:
-            for name in self.retrievers:
-                results = self.result_list(name)
-                if results.qid == self.current_qid:
-                    results.update_grades(ws)
-            self.select_question_bar()
-            self._update_titles()
-            self._update_chunk_view()
-        self.refresh_metrics()

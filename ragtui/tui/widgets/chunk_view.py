@@ -11,21 +11,25 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from ragtui.core.data.golden import evidence_spans, term_spans
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.tui.widgets.text import data_text
 
 
 def chunk_header(ws: Workspace, qid: str | None, cid: str) -> Text:
     """Where a chunk comes from (document, heading path, span, tokens) and its grade for the question."""
     chunk = ws.chunk_by_id[cid]
     place = " › ".join((chunk.doc, *chunk.heading_path))
-    header = Text(f"{place} · chars {chunk.start}–{chunk.end} · {chunk.token_count} tokens")
+    header = Text(
+        visible_line(f"{place} · chars {chunk.start}–{chunk.end} · {chunk.token_count} tokens")
+    )
     if qid is not None:
         grade, source = ws.grade_source(qid, cid)
         header.append("\n")
         if grade is None:
-            header.append(f"not graded for {qid}")
+            header.append(visible_line(f"not graded for {qid}"))
         else:
-            header.append(f"grade {grade} ({source}) for {qid}")
+            header.append(visible_line(f"grade {grade} ({source}) for {qid}"))
     return header
 
 
@@ -33,12 +37,11 @@ def highlighted_text(
     text: str, evidence: tuple[str, ...], question: str, evidence_style: Style, term_style: Style
 ) -> Text:
     """The text as data (never markup), question terms then evidence spans styled on top."""
-    body = Text(text)
-    for start, end in term_spans(text, question):
-        body.stylize(term_style, start, end)
-    for start, end in evidence_spans(text, evidence):
-        body.stylize(evidence_style, start, end)
-    return body
+    spans: list[tuple[int, int, Style]] = [
+        (s, e, term_style) for s, e in term_spans(text, question)
+    ]
+    spans += [(s, e, evidence_style) for s, e in evidence_spans(text, evidence)]
+    return data_text(text, spans)
 
 
 class ChunkView(VerticalScroll, can_focus=False):
@@ -74,7 +77,7 @@ class ChunkView(VerticalScroll, can_focus=False):
             return
         chunk = ws.chunk_by_id[cid]
         question = ws.question_by_id.get(qid) if qid else None
-        self.border_title = f"chunk {cid}"
+        self.border_title = visible_line(f"chunk {cid}")
         new_header = chunk_header(ws, qid, cid)
         old_header = header.content
         # Skip the costly layout (a grade changed) when the size cannot change.
@@ -125,7 +128,7 @@ class ChunkView(VerticalScroll, can_focus=False):
             if isinstance(header_content, Text)
             else 1
         )
-        before = len(Text(text[:offset]).wrap(self.app.console, width))
+        before = len(data_text(text[:offset]).wrap(self.app.console, width))
         line = header_lines + header.styles.margin.bottom + before - 1
         self._scroll_target = (token, text, offset)
         self.scroll_to(y=max(0, line - 1) if line >= height else 0, animate=False)

@@ -1,44 +1,59 @@
-"""The question list: one virtualised table row per golden question, updated in place by row key."""
+"""The question list: one row per golden question, drawn only when visible (Line API).
+
+Each row: a mark (✗ some retriever misses within k, ∅ no relevant chunk), the id, the first
+relevant rank of each retriever (one column each, or one character each when the list is narrow),
+the change against a baseline run, the question and, when there is room, its slices.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.console import JustifyMethod
-from rich.style import Style
-from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
-from textual.message import Message
-from textual.widgets import DataTable
-from textual.widgets.data_table import CellKey, Column, RowKey
 
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
-from ragtui.tui.widgets.table import RowCachedTable
+from ragtui.tui.messages import Notice
+from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.text import (
+    FAILURE_MARK,
     MISS_MARK,
     PENDING_MARK,
     SHORT_NAMES,
     SKIPPED_MARK,
     UNAVAILABLE_MARK,
-    cell,
-    foreground,
 )
 
 #: Readiness of a retriever's rankings: ``ready``, ``pending`` (embedding) or ``failed``.
 RetrieverStatus = Mapping[str, str]
 
-#: Above this many changed cells, ``update_all`` refills the table instead of updating cell by cell.
-REFILL_THRESHOLD = 2000
+#: The question text keeps at least this many characters; rank columns collapse to make room.
+MIN_TEXT_WIDTH = 24
+#: The widest id column (longer ids are shortened in the middle).
+MAX_ID_WIDTH = 10
+#: Slices show only when the text column still has this much room beside them.
+SLICES_MIN_TEXT = 40
+#: Width of the slices column.
+SLICES_WIDTH = 20
 
-#: Marks a question that some ready retriever misses in its top k.
-FAILURE_MARK = "✗"
+
+@dataclass(frozen=True)
+class QuestionView:
+    """What the list shows: the workspace, the questions in list order, readiness, and deltas."""
+
+    ws: Workspace
+    qids: Sequence[str]
+    status: RetrieverStatus
+    retrievers: Sequence[str]
+    deltas: Mapping[str, float] | None = None
 
 
-class QuestionList(RowCachedTable[Text]):
-    """Every golden question: a failure mark, its id, the first relevant rank per retriever, text and slices."""
+class QuestionList(RowList):
+    """Every golden question (filtered and sorted by the screen), with its ranks and marks."""
 
+    STYLE_PREFIX = "question-list"
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "question-list--hit",
         "question-list--late",
@@ -50,10 +65,18 @@ class QuestionList(RowCachedTable[Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "enter",
-            "show_results",
+            "choose",
             "Results",
             tooltip="Move the focus to the ranked lists of this question.",
             id="questions.results",
+        ),
+        Binding(
+            "0,1,2,3,4,5,6,7,8,9,backspace",
+            "grade_hint",
+            "Grade",
+            show=False,
+            tooltip="Grades apply to a chunk: tab to a result list first, or j to judge.",
+            id="questions.grade_hint",
         ),
         Binding(
             "s",
@@ -62,221 +85,182 @@ class QuestionList(RowCachedTable[Text]):
             tooltip="Worst questions first (hybrid nDCG@k), or golden-set order.",
             id="questions.sort",
         ),
-        Binding(
-            "0,1,2,3,4,5,6,7,8,9,backspace",
-            "screen.grade_hint",
-            "Grade",
-            show=False,
-            tooltip="Grades apply to a chunk: tab to a result list first.",
-            id="questions.grade_hint",
-        ),
     ]
 
-    _ordered_columns: list[Column] | None = None
-
-    class ShowResults(Message):
-        """Asks the screen to move the focus to the result lists of the current question."""
-
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        """A row-cursor table with no rows yet; ``configure`` adds the columns."""
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
-        #: The retrievers shown as rank columns, in order.
-        self.retrievers: list[str] = []
-        self._styles: dict[str, Style] = {}
-        self._short_cells: dict[tuple[str, str, JustifyMethod], Text] = {}
-        #: Each question's change against a baseline run (nDCG@k now minus then), or None: no Δ column.
-        self.deltas: dict[str, float] | None = None
+        """An empty list; ``show`` fills it."""
+        super().__init__(id=id, classes=classes)
+        self.view: QuestionView | None = None
+        self._index: dict[str, int] = {}
+        self._collapsed = False
+        self._show_slices = False
+        self._id_width = 2
 
-    def configure(self, retrievers: Iterable[str], id_width: int) -> None:
-        """Set the columns: mark, id, one rank column per retriever, question, slices (rows are cleared)."""
-        self.clear(columns=True)
-        self._ordered_columns = None
-        self.retrievers = list(retrievers)
-        self.add_column(Text(" "), width=1, key="mark")
-        self.add_column(Text("id"), width=id_width, key="id")
-        for name in self.retrievers:
-            self.add_column(Text(SHORT_NAMES.get(name, name), justify="right"), width=3, key=name)
-        if self.deltas is not None:
-            self.add_column(Text("Δ", justify="right"), width=6, key="delta")
-        self.add_column(Text("question"), width=48, key="question")
-        self.add_column(Text("slices"), width=24, key="slices")
+    # ---- data -----------------------------------------------------------------------------------
 
-    @property
-    def ordered_columns(self) -> list[Column]:
-        """The columns in display order, cached: DataTable recomputes them twice per added row,
-        a third of the time it takes to fill 10,000 rows. Only ``configure`` changes the columns."""
-        cached = self._ordered_columns
-        if cached is None or len(cached) != len(self.columns):
-            cached = self._ordered_columns = DataTable.ordered_columns.fget(self)  # type: ignore[attr-defined]
-        return cached
+    def show(self, view: QuestionView, cursor_qid: str | None = None) -> None:
+        """Show these questions (in this order), the cursor on ``cursor_qid`` or the first row."""
+        self.view = view
+        self._index = {qid: i for i, qid in enumerate(view.qids)}
+        self._configure()
+        self.set_row_count(len(view.qids), self._index.get(cursor_qid or "", 0))
 
-    @property
-    def _fixed_widths(self) -> bool:
-        """Whether every column has an explicit width (``configure`` sets them all)."""
-        return bool(self.columns) and not any(c.auto_width for c in self.columns.values())
-
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """DataTable measures every cell of every new row (about 1 s for 10,000 questions) to size
-        auto-width columns; ours all have explicit widths and one-line rows, so only the virtual size
-        changes."""
-        if not self._fixed_widths:
-            super()._update_dimensions(new_rows)
+    def update_view(self, view: QuestionView, qids: set[str] | None = None) -> None:
+        """The same rows with new numbers: redraw the rows of ``qids`` (None: every row)."""
+        self.view = view
+        self._configure()
+        if qids is None:
+            self.refresh_rows()
             return
-        width = sum(c.get_render_width(self) for c in self.columns.values())
-        header = self.header_height if self.show_header else 0
-        self.virtual_size = Size(
-            width + self._row_label_column_width, self._total_row_height + header
-        )
+        for qid in qids:
+            index = self._index.get(qid)
+            if index is not None:
+                self.refresh_row(index)
 
-    def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
-        """Skip DataTable's re-measuring after ``update_cell`` (a narrower cell re-measures the whole
-        column: 10,000 cells per grade change): explicit widths never change with the content."""
-        if not self._fixed_widths:
-            super()._update_column_widths(updated_cells)
+    @property
+    def current_qid(self) -> str | None:
+        """The question under the cursor, or None when the list is empty."""
+        if self.view is None or not self.row_count:
+            return None
+        return self.view.qids[self.cursor]
 
-    def _short(self, text: str, style_name: str, justify: JustifyMethod = "right") -> Text:
-        """A shared cell for a mark or a rank: the same few values repeat on every row."""
-        key = (text, style_name, justify)
-        found = self._short_cells.get(key)
-        if found is None:
-            style = self._styles[style_name] if style_name else ""
-            found = self._short_cells[key] = cell(text, style, justify=justify)
-        return found
+    def cell(self, qid: str, column: str) -> str:
+        """What a question's row shows in a column (``mark``, ``id``, a retriever, ``ranks``,
+        ``delta``, ``question``, ``slices``)."""
+        return self.cell_text(self._index[qid], column)
 
-    def _load_styles(self) -> None:
-        """Read the component styles once per batch of rows (reading them per cell is slow at 10,000 rows)."""
-        self._styles = {
-            name: foreground(self.get_component_rich_style(f"question-list--{name}"))
-            for name in ("hit", "late", "miss", "skipped")
-        }
-        self._short_cells = {}
+    def select_qid(self, qid: str, announce: bool = True) -> bool:
+        """Put the cursor on a question's row; False when it is not in the list."""
+        index = self._index.get(qid)
+        if index is None:
+            return False
+        self.move_cursor(index, announce=announce)
+        return True
 
-    def _style(self, name: str) -> Style:
-        """The rich style of one of this widget's component classes (as last loaded)."""
-        return self._styles[name]
+    def action_grade_hint(self) -> None:
+        """A digit here grades nothing: say where grading happens."""
+        self.post_message(Notice("Grades go to a chunk: tab to a result list, then 0-9."))
 
-    def _rank_cell(self, ws: Workspace, qid: str, name: str, status: RetrieverStatus) -> Text:
-        """The first relevant rank of one retriever, or a miss, pending or unavailable mark."""
-        state = status.get(name, "ready")
+    # ---- columns ----------------------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        """Lay the columns out for the new width."""
+        self._configure()
+        super().on_resize()
+
+    def _configure(self) -> None:
+        """Columns for the width: rank columns collapse and slices go when the text needs room."""
+        view = self.view
+        if view is None:
+            return
+        width = self.scrollable_content_region.width or self.size.width or 40
+        names = list(view.retrievers)
+        id_width = min(MAX_ID_WIDTH, max((len(q) for q in view.qids[:5000]), default=2))
+        id_width = max(2, id_width)
+        delta = 6 if view.deltas is not None else 0
+        full_ranks = 4 * len(names)
+        fixed = 2 + id_width + 1 + (delta + 1 if delta else 0)
+        collapsed = width - fixed - full_ranks < MIN_TEXT_WIDTH
+        ranks = len(names) + 1 if collapsed else full_ranks
+        spare = width - fixed - ranks - MIN_TEXT_WIDTH
+        if spare < 0:  # very narrow: the id gives way too
+            id_width = max(4, id_width + spare)
+        text_width = max(8, width - 2 - id_width - 1 - ranks - (delta + 1 if delta else 0))
+        self._show_slices = text_width - SLICES_WIDTH - 1 >= SLICES_MIN_TEXT
+        if self._show_slices:
+            text_width -= SLICES_WIDTH + 1
+        self._collapsed = collapsed
+        self._id_width = id_width
+        columns = [ColumnSpec(" ", 1, key="mark"), ColumnSpec("id", id_width)]
+        if collapsed:
+            heading = "".join(SHORT_NAMES.get(n, n)[:1] for n in names)
+            columns.append(ColumnSpec(heading, max(1, len(names)), key="ranks"))
+        else:
+            columns += [ColumnSpec(SHORT_NAMES.get(n, n)[:3], 3, "right", n) for n in names]
+        if delta:
+            columns.append(ColumnSpec("Δ", delta, "right", "delta"))
+        columns.append(ColumnSpec("question", text_width))
+        if self._show_slices:
+            columns.append(ColumnSpec("slices", SLICES_WIDTH))
+        self.set_columns(columns)
+
+    # ---- rows -----------------------------------------------------------------------------------------
+
+    def row_cells(self, index: int) -> list[Cell]:
+        """The cells of one question's row."""
+        view = self.view
+        assert view is not None
+        ws = view.ws
+        qid = view.qids[index]
+        question = ws.question_by_id[qid]
         evaluation = ws.evaluation
+        skipped = evaluation is not None and qid not in evaluation.evaluated
+        text_style = "skipped" if skipped else ""
+        cells = [
+            self._mark(view, qid),
+            Cell(shorten_middle(visible_line(qid), self._id_width), text_style),
+        ]
+        ranks = [self._rank(view, qid, name) for name in view.retrievers]
+        if self._collapsed:
+            cells.append(_collapse(ranks))
+        else:
+            cells += ranks
+        if view.deltas is not None:
+            cells.append(self._delta(view.deltas.get(qid)))
+        cells.append(Cell(visible_line(" ".join(question.text.split())), text_style))
+        if self._show_slices:
+            cells.append(Cell(visible_line(", ".join(question.slices)), "skipped"))
+        return cells
+
+    @staticmethod
+    def _rank(view: QuestionView, qid: str, name: str) -> Cell:
+        """One retriever's first relevant rank, or a miss, pending or unavailable mark."""
+        state = view.status.get(name, "ready")
+        evaluation = view.ws.evaluation
         if state == "failed":
-            return self._short(UNAVAILABLE_MARK, "skipped")
+            return Cell(UNAVAILABLE_MARK, "skipped")
         if evaluation is None or name not in evaluation.per_question:
-            return self._short(PENDING_MARK, "skipped")
+            return Cell(PENDING_MARK, "skipped")
         if qid not in evaluation.evaluated:
-            return self._short("–", "skipped")
+            return Cell("–", "skipped")
         rank = evaluation.per_question[name][qid].first_relevant_rank
         if rank is None:
-            return self._short(MISS_MARK, "miss")
-        return self._short(str(rank), "hit" if rank <= evaluation.k else "late")
+            return Cell(MISS_MARK, "miss")
+        return Cell(str(rank), "hit" if rank <= evaluation.k else "late")
 
-    def _mark_cell(self, ws: Workspace, qid: str) -> Text:
+    @staticmethod
+    def _mark(view: QuestionView, qid: str) -> Cell:
         """∅ for a question with no relevant chunk, ✗ when a ready retriever misses it in the top k."""
-        evaluation = ws.evaluation
+        evaluation = view.ws.evaluation
         if evaluation is None:
-            return self._short(" ", "", "left")
+            return Cell(" ")
         if qid not in evaluation.evaluated:
-            return self._short(SKIPPED_MARK, "skipped", "left")
-        for name in self.retrievers:
+            return Cell(SKIPPED_MARK, "skipped")
+        for name in view.retrievers:
             values = evaluation.per_question.get(name)
             if values is None:
                 continue
             rank = values[qid].first_relevant_rank
             if rank is None or rank > evaluation.k:
-                return self._short(FAILURE_MARK, "miss", "left")
-        return self._short(" ", "", "left")
+                return Cell(FAILURE_MARK, "miss")
+        return Cell(" ")
 
-    def _delta_cell(self, qid: str) -> list[Text]:
-        """The baseline change of a question (empty list without a baseline; blank when not in both runs)."""
-        if self.deltas is None:
-            return []
-        change = self.deltas.get(qid)
+    @staticmethod
+    def _delta(change: float | None) -> Cell:
+        """The baseline change of a question (blank when not in both runs)."""
         if change is None:
-            return [self._short("", "skipped")]
+            return Cell("", "skipped")
         if abs(change) < 1e-9:
-            return [self._short("=", "skipped")]
-        return [self._short(f"{change:+.2f}", "hit" if change > 0 else "miss")]
+            return Cell("=", "skipped")
+        return Cell(f"{change:+.2f}", "hit" if change > 0 else "miss")
 
-    def row_cells(self, ws: Workspace, qid: str, status: RetrieverStatus) -> list[Text]:
-        """The cells of one question's row, in column order."""
-        question = ws.question_by_id[qid]
-        skipped = ws.evaluation is not None and qid not in ws.evaluation.evaluated
-        text_style = self._style("skipped") if skipped else ""
-        return [
-            self._mark_cell(ws, qid),
-            cell(qid, text_style),
-            *(self._rank_cell(ws, qid, name, status) for name in self.retrievers),
-            *self._delta_cell(qid),
-            cell(" ".join(question.text.split()), text_style),
-            cell(", ".join(question.slices), text_style),
-        ]
 
-    def fill(self, ws: Workspace, qids: Iterable[str], status: RetrieverStatus) -> None:
-        """Replace the rows with these questions, in this order (a filter or sort changed)."""
-        self._load_styles()
-        self.clear()
-        for qid in qids:
-            self.add_row(*self.row_cells(ws, qid, status), key=qid)
-
-    def reorder(self, qids: list[str]) -> None:
-        """Put the same rows in another order, in place (sorting; cheaper than refilling)."""
-        position = {qid: i for i, qid in enumerate(qids)}
-        self.sort("id", key=lambda cell: position[cell.plain])
-
-    def _changed_cells(
-        self, ws: Workspace, qid: str, status: RetrieverStatus
-    ) -> list[tuple[str, Text]]:
-        """The (column, new cell) pairs of one row whose content differs from what is shown."""
-        keys = ["mark", "id", *self.retrievers, *(["delta"] if self.deltas is not None else [])]
-        changed = []
-        # The text and slice cells never change: only the first len(keys) cells are compared.
-        for key, value in zip(keys, self.row_cells(ws, qid, status), strict=False):
-            old = self.get_cell(qid, key)
-            # Text equality ignores the base style: a rank that moves beyond k keeps its digits.
-            if old != value or old.style != value.style:
-                changed.append((key, value))
-        return changed
-
-    def update_question(self, ws: Workspace, qid: str, status: RetrieverStatus) -> None:
-        """Rewrite one question's changed cells in place, by row key (after a grade change)."""
-        if qid not in self.rows:
-            return
-        self._load_styles()
-        for key, value in self._changed_cells(ws, qid, status):
-            self.update_cell(qid, key, value)
-
-    def update_all(self, ws: Workspace, status: RetrieverStatus, *, refill: bool = False) -> None:
-        """Rewrite every changed cell in place (k changed, labels reloaded); when most rows change
-        (or ``refill``: vector rankings arrived) refill the table instead, faster at 10,000 rows."""
-        self._load_styles()
-        qids = [key.value for key in self.rows if key.value is not None]
-        changes = [] if refill else [(qid, self._changed_cells(ws, qid, status)) for qid in qids]
-        if refill or sum(len(c) for _, c in changes) > REFILL_THRESHOLD:
-            current = self.current_qid
-            self.fill(ws, qids, status)
-            if current is not None:
-                self.select_qid(current)
-            return
-        for qid, changed in changes:
-            for key, value in changed:
-                self.update_cell(qid, key, value)
-
-    @property
-    def current_qid(self) -> str | None:
-        """The id of the question under the cursor, or None when the list is empty."""
-        if not self.row_count:
-            return None
-        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
-        return row_key.value
-
-    def select_qid(self, qid: str) -> bool:
-        """Move the cursor to a question's row; False when it is not in the list."""
-        if qid not in self.rows:
-            return False
-        self.move_cursor(row=self.get_row_index(qid))
-        return True
-
-    def action_show_results(self) -> None:
-        """Ask the screen to move the focus to this question's ranked lists."""
-        if self.row_count:
-            self.post_message(self.ShowResults())
+def _collapse(ranks: list[Cell]) -> Cell:
+    """The rank cells as one character each (a rank above 9 is ``+``); the worst style wins."""
+    chars = []
+    for cell in ranks:
+        text = cell.text
+        chars.append(text if len(text) == 1 else "+")
+    styles = [c.style for c in ranks]
+    style = next((s for s in ("miss", "late", "hit", "skipped") if s in styles), "")
+    return Cell("".join(chars), style)

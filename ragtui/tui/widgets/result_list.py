@@ -1,34 +1,35 @@
-"""A retriever's ranked chunks for the current question, with grades and where they came from."""
+"""A retriever's ranked chunks for the current question, with grades and where they came from, drawn
+only when visible (Line API)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.style import Style
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import Static
 
-from ragtui.core.workspace import Workspace
-from ragtui.tui.widgets.table import RowCachedTable
-from ragtui.tui.widgets.text import (
-    JUDGED_MARK,
-    RELEVANT_MARK,
-    cell,
-    fmt_score,
-    foreground,
-    one_line,
-)
+from ragtui.core.data.golden import passage_start
+from ragtui.core.retrieval.base import Ranking
+from ragtui.core.text import visible_line
+from ragtui.core.workspace import SOURCE_HAND, Workspace
+from ragtui.tui.messages import GradeRequested, Notice
+from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
+from ragtui.tui.widgets.text import JUDGED_MARK, RELEVANT_MARK, fmt_score
 
-#: Width of the grade column: mark, grade, source ("● 2 evidence").
-GRADE_WIDTH = 12
+#: Below this width the grade column is three characters (``●2e``) and the score goes.
+NARROW = 64
+#: The widest chunk id column (longer ids are shortened in the middle, keeping ``#n``).
+MAX_CHUNK_WIDTH = 28
+#: Characters of a chunk's text kept for its snippet (the passage that matched).
+SNIPPET_CHARS = 240
 
 
 def _grade_bindings() -> list[Binding]:
-    """0-9 give a grade; only 0 shows in the footer, as "0-9"."""
+    """0-9 give a grade; only 0 shows in the footer, as "0-9". At priority, so the app runs each as
+    it arrives, after the keys before it (see ``MainScreen``)."""
     bindings = [
         Binding(
             "0",
@@ -37,25 +38,51 @@ def _grade_bindings() -> list[Binding]:
             key_display="0-9",
             tooltip="Give the highlighted chunk this grade for the current question (saved at once).",
             id="grade.0",
+            priority=True,
         )
     ]
-    for grade in range(1, 10):
-        bindings.append(
-            Binding(
-                str(grade),
-                f"grade({grade})",
-                f"Grade {grade}",
-                show=False,
-                tooltip=f"Give the highlighted chunk grade {grade} for the current question.",
-                id=f"grade.{grade}",
-            )
+    bindings += [
+        Binding(
+            str(grade),
+            f"grade({grade})",
+            f"Grade {grade}",
+            show=False,
+            tooltip=f"Give the highlighted chunk grade {grade} for the current question.",
+            id=f"grade.{grade}",
+            priority=True,
         )
+        for grade in range(1, 10)
+    ]
     return bindings
 
 
-class ResultList(RowCachedTable[Text]):
-    """One retriever's ranking: rank, grade and source, chunk id, score, one-line snippet."""
+@dataclass(frozen=True)
+class ResultView:
+    """What a list shows: the workspace, the question and its ranking by this retriever."""
 
+    ws: Workspace
+    qid: str
+    ranking: Ranking
+
+
+def snippet(ws: Workspace, qid: str, cid: str) -> str:
+    """The passage of a chunk that matched the question (its evidence, else the densest question
+    terms), on one line, control characters made visible."""
+    chunk = ws.chunk_by_id.get(cid)
+    if chunk is None:
+        return ""
+    question = ws.question_by_id.get(qid)
+    start, _ = (
+        passage_start(chunk.text, question.evidence, question.text) if question else (0, "start")
+    )
+    text = chunk.text[start : start + SNIPPET_CHARS]
+    return visible_line(" ".join(text.split()))
+
+
+class ResultList(RowList):
+    """One retriever's ranking: rank, grade and its source, chunk id, score, and the matching passage."""
+
+    STYLE_PREFIX = "result-list"
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "result-list--relevant",
         "result-list--judged",
@@ -72,10 +99,11 @@ class ResultList(RowCachedTable[Text]):
             "Ungrade",
             tooltip="Remove the hand grade of the highlighted chunk (the evidence rule applies again).",
             id="grade.remove",
+            priority=True,
         ),
         Binding(
             "enter",
-            "open_chunk",
+            "choose",
             "Chunk",
             show=False,
             tooltip="Show the highlighted chunk full screen.",
@@ -83,115 +111,132 @@ class ResultList(RowCachedTable[Text]):
         ),
     ]
 
-    class GradeRequested(Message):
-        """The user asked to give a chunk a grade (None removes the hand grade)."""
-
-        def __init__(self, retriever: str, chunk: str | None, grade: int | None) -> None:
-            """Which list, which chunk (None when the list is empty) and which grade."""
-            super().__init__()
-            self.retriever = retriever
-            self.chunk = chunk
-            self.grade = grade
-
-    class ChunkRequested(Message):
-        """The user asked to see a chunk full screen."""
-
-        def __init__(self, chunk: str) -> None:
-            """Which chunk."""
-            super().__init__()
-            self.chunk = chunk
-
-    def __init__(
-        self, retriever: str, *, id: str | None = None, classes: str | None = None
-    ) -> None:
-        """An empty list for ``retriever``; ``configure`` adds the columns."""
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
+    def __init__(self, retriever: str, *, id: str | None = None) -> None:
+        """An empty list for ``retriever``."""
+        super().__init__(id=id)
         #: The retriever whose ranking this list shows.
         self.retriever = retriever
-        #: The question whose ranking is shown.
-        self.qid: str | None = None
+        self.view: ResultView | None = None
+        self._narrow = False
 
-    def configure(self, chunk_width: int) -> None:
-        """Set the columns; the chunk id column is ``chunk_width`` wide."""
-        self.clear(columns=True)
-        self.add_column(Text("#", justify="right"), width=2, key="rank")
-        self.add_column(Text("grade"), width=GRADE_WIDTH, key="grade")
-        self.add_column(Text("chunk"), width=chunk_width, key="chunk")
-        self.add_column(Text("score", justify="right"), width=6, key="score")
-        self.add_column(Text("text"), width=120, key="snippet")
+    @property
+    def qid(self) -> str | None:
+        """The question whose ranking is shown."""
+        return self.view.qid if self.view is not None else None
 
-    def _style(self, name: str) -> Style:
-        """The rich style of one of this widget's component classes."""
-        return foreground(self.get_component_rich_style(f"result-list--{name}"))
+    def show(self, view: ResultView | None) -> None:
+        """Show a ranking (None: empty), the cursor on the first chunk."""
+        self.view = view
+        self._configure()
+        self.set_row_count(len(view.ranking) if view else 0, 0)
 
-    def _cells(self, ws: Workspace, qid: str, rank: int, cid: str, score: float) -> list[Text]:
-        """The cells of one ranked chunk."""
-        grade, source = ws.grade_source(qid, cid)
-        relevant = grade is not None and grade >= ws.settings.threshold
-        row_style = self._style("relevant") if relevant else Style()
-        if grade is None:
-            grade_text = cell("  –")
+    def update_view(self, view: ResultView) -> None:
+        """The same ranking with new grades or k: redraw every row, keep the cursor."""
+        same = self.view is not None and self.view.ranking == view.ranking
+        self.view = view
+        if same:
+            self.refresh_rows()
         else:
-            mark = RELEVANT_MARK if relevant else JUDGED_MARK
-            grade_text = cell(f"{mark} {grade} {source}", row_style)
-            if not relevant:
-                grade_text.stylize(self._style("judged"))
-            if source == "hand":
-                grade_text.stylize(self._style("hand"), 4)
-        rank_style = self._style("beyond-k") if rank > ws.settings.k else row_style
-        chunk = ws.chunk_by_id.get(cid)
-        return [
-            cell(str(rank), rank_style, justify="right"),
-            grade_text,
-            cell(cid, row_style),
-            cell(fmt_score(self.retriever, score), row_style, justify="right"),
-            cell(one_line(chunk.text) if chunk else "", row_style),
-        ]
-
-    def show(self, ws: Workspace, qid: str) -> None:
-        """Show this retriever's ranking of a question, the cursor on the first chunk."""
-        self.qid = qid
-        self.clear()
-        for rank, (cid, score) in enumerate(ws.ranking(self.retriever, qid), start=1):
-            self.add_row(*self._cells(ws, qid, rank, cid, score), key=cid)
-        if self.row_count:
-            self.move_cursor(row=0, scroll=True)
-
-    def update_grades(self, ws: Workspace) -> None:
-        """Rewrite every row's cells in place by row key (a grade or k changed)."""
-        if self.qid is None:
-            return
-        keys = ("rank", "grade", "chunk", "score", "snippet")
-        for rank, (cid, score) in enumerate(ws.ranking(self.retriever, self.qid), start=1):
-            if cid not in self.rows:
-                continue
-            for key, value in zip(keys, self._cells(ws, self.qid, rank, cid, score), strict=True):
-                # Only changed cells: every update_cell makes the table re-render all its rows.
-                old = self.get_cell(cid, key)
-                if old != value or old.style != value.style:  # Text equality ignores the base style
-                    self.update_cell(cid, key, value)
+            self._configure()
+            self.set_row_count(len(view.ranking))
 
     @property
     def highlighted_chunk(self) -> str | None:
         """The id of the chunk under the cursor, or None when the list is empty."""
-        if not self.row_count:
+        if self.view is None or not self.row_count:
             return None
-        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
-        return row_key.value
+        return self.view.ranking[self.cursor][0]
+
+    def cell(self, cid: str, column: str) -> str:
+        """What a chunk's row shows in a column (``rank``, ``grade``, ``chunk``, ``score``, ``passage``)."""
+        assert self.view is not None
+        index = [c for c, _ in self.view.ranking].index(cid)
+        return self.cell_text(index, column)
+
+    def select_chunk(self, cid: str) -> bool:
+        """Put the cursor on a chunk; False when this list does not have it."""
+        if self.view is None:
+            return False
+        for index, (chunk, _) in enumerate(self.view.ranking):
+            if chunk == cid:
+                self.move_cursor(index)
+                return True
+        return False
+
+    # ---- columns and rows ---------------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        """Lay the columns out for the new width."""
+        self._configure()
+        super().on_resize()
+
+    def _configure(self) -> None:
+        width = self.scrollable_content_region.width or self.size.width or 60
+        self._narrow = width < NARROW
+        ids = [cid for cid, _ in self.view.ranking] if self.view else []
+        chunk_width = min(
+            MAX_CHUNK_WIDTH, max((len(c) for c in ids), default=5), max(8, width // 3)
+        )
+        rank_width = max(2, len(str(len(ids))))
+        grade = ColumnSpec("grd", 3, key="grade") if self._narrow else ColumnSpec("grade", 12)
+        columns = [
+            ColumnSpec("#", rank_width, "right", "rank"),
+            grade,
+            ColumnSpec("chunk", chunk_width),
+        ]
+        if not self._narrow:
+            columns.append(ColumnSpec("score", 6, "right"))
+        used = sum(c.width + 1 for c in columns)
+        columns.append(ColumnSpec("passage", max(4, width - used)))
+        self.set_columns(columns)
+
+    def row_cells(self, index: int) -> list[Cell]:
+        """The cells of one ranked chunk."""
+        view = self.view
+        assert view is not None
+        ws = view.ws
+        cid, score = view.ranking[index]
+        rank = index + 1
+        grade, source = ws.grade_source(view.qid, cid)
+        relevant = grade is not None and grade >= ws.settings.threshold
+        row_style = "relevant" if relevant else ""
+        if grade is None:
+            grade_cell = Cell(" –" if self._narrow else "  –")
+        else:
+            mark = RELEVANT_MARK if relevant else JUDGED_MARK
+            style = "hand" if source == SOURCE_HAND else ("relevant" if relevant else "judged")
+            text = (
+                f"{mark}{grade}{(source or '')[:1]}" if self._narrow else f"{mark} {grade} {source}"
+            )
+            grade_cell = Cell(text, style)
+        rank_style = "beyond-k" if rank > ws.settings.k else row_style
+        cells = [
+            Cell(str(rank), rank_style),
+            grade_cell,
+            Cell(shorten_middle(visible_line(cid), self.columns[2].width), row_style),
+        ]
+        if not self._narrow:
+            cells.append(Cell(fmt_score(score), row_style))
+        cells.append(Cell(snippet(ws, view.qid, cid), row_style))
+        return cells
+
+    # ---- keys -----------------------------------------------------------------------------------------
 
     def action_grade(self, grade: int) -> None:
-        """Ask for the highlighted chunk to get ``grade``."""
-        self.post_message(self.GradeRequested(self.retriever, self.highlighted_chunk, grade))
+        """Ask the app to give the highlighted chunk ``grade`` for the question shown now."""
+        self._request(grade)
 
     def action_ungrade(self) -> None:
-        """Ask for the highlighted chunk's hand grade to be removed."""
-        self.post_message(self.GradeRequested(self.retriever, self.highlighted_chunk, None))
+        """Ask the app to remove the highlighted chunk's hand grade."""
+        self._request(None)
 
-    def action_open_chunk(self) -> None:
-        """Ask for the highlighted chunk full screen."""
+    def _request(self, grade: int | None) -> None:
         chunk = self.highlighted_chunk
-        if chunk is not None:
-            self.post_message(self.ChunkRequested(chunk))
+        if self.view is None or chunk is None:
+            self.post_message(Notice("This list is empty: nothing to grade."))
+            return
+        # Straight to the app's queue: requests from the three lists are applied in key order.
+        self.app.post_message(GradeRequested(self.view.qid, chunk, grade))
 
 
 class ResultPane(Vertical):
@@ -217,5 +262,5 @@ class ResultPane(Vertical):
     def set_note(self, note: str | None) -> None:
         """Show a note (loading, unavailable) in place of the list, or the list when None."""
         static = self.query_one(".pane-note", Static)
-        static.update(note or "")
+        static.update(visible_line(note or ""))
         self.set_class(note is not None, "-note")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
+
+from ragtui.core.text import has_control, visible
 
 #: Shown for a retriever whose rankings are not ready yet (embedding still running).
 PENDING_MARK = "…"
@@ -18,6 +22,8 @@ UNAVAILABLE_MARK = "×"
 RELEVANT_MARK = "●"
 #: Marks a chunk judged not relevant (a grade below the threshold).
 JUDGED_MARK = "○"
+#: Marks a question that some ready retriever misses in its top k.
+FAILURE_MARK = "✗"
 
 #: Short column headings of the retrievers in the question list.
 SHORT_NAMES = {"bm25": "bm", "vector": "vec", "hybrid": "hyb"}
@@ -28,9 +34,10 @@ def fmt(value: float) -> str:
     return f"{value:.3f}"
 
 
-def fmt_score(name: str, score: float) -> str:
-    """A retriever score: RRF scores are small, so hybrid gets four decimals."""
-    return f"{score:.4f}" if name == "hybrid" else f"{score:.3f}"
+def fmt_score(score: float) -> str:
+    """A retriever score with three significant digits (BM25 ``12.3``, cosine ``0.812``, RRF
+    ``0.0328``), so a narrow column still tells scores apart."""
+    return f"{score:.3g}"
 
 
 def one_line(text: str, limit: int = 160) -> str:
@@ -55,3 +62,27 @@ def foreground(style: Style) -> Style:
         strike=style.strike,
         reverse=style.reverse,
     )
+
+
+def data_text(raw: str, styled: Iterable[tuple[int, int, Style | str]] = ()) -> Text:
+    """Text from a file as a ``Text`` with styled character spans of ``raw``; control characters
+    are shown as escapes (the spans move with them), so nothing in the data reaches the terminal raw."""
+    spans = list(styled)
+    if not has_control(raw):
+        out = Text(raw)
+        for start, end, style in spans:
+            out.stylize(style, start, end)
+        return out
+    pieces: list[str] = []
+    offsets = [0] * (len(raw) + 1)
+    position = 0
+    for i, char in enumerate(raw):
+        offsets[i] = position
+        shown = visible(char) if has_control(char) else char
+        pieces.append(shown)
+        position += len(shown)
+    offsets[len(raw)] = position
+    out = Text("".join(pieces))
+    for start, end, style in spans:
+        out.stylize(style, offsets[start], offsets[end])
+    return out

@@ -1,0 +1,124 @@
+"""The question list's filter and sort: which questions to show, in which order.
+
+A filter is words and terms, all of which a question must match:
+- a word matches the question's id or text (case-insensitive);
+- ``slice:NAME`` the questions in that slice;
+- ``miss:RETRIEVER`` the questions whose relevant chunks that retriever does not all have in its top k
+  (``miss:any``: some shown retriever misses);
+- ``unjudged`` the questions with a pooled chunk (any shown retriever's top k) without a hand grade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragtui.core.labelling.judging import JudgingQueue
+from ragtui.core.workspace import Workspace
+
+#: The terms a filter understands besides plain words.
+TERMS = ("slice:NAME", "miss:RETRIEVER", "miss:any", "unjudged")
+
+
+@dataclass(frozen=True)
+class QuestionFilter:
+    """A parsed filter (see the module docstring)."""
+
+    words: tuple[str, ...] = ()
+    slices: tuple[str, ...] = ()
+    misses: tuple[str, ...] = ()
+    unjudged: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """Whether the filter lets every question through."""
+        return not (self.words or self.slices or self.misses or self.unjudged)
+
+    @classmethod
+    def parse(cls, text: str, retrievers: Sequence[str]) -> QuestionFilter:
+        """Parse a filter; ValueError names a term it cannot use (an unknown retriever)."""
+        words: list[str] = []
+        slices: list[str] = []
+        misses: list[str] = []
+        unjudged = False
+        for token in text.lower().split():
+            head, sep, rest = token.partition(":")
+            if sep and head == "slice" and rest:
+                slices.append(rest)
+            elif sep and head == "miss" and rest:
+                known = {r.lower(): r for r in retrievers}
+                if rest != "any" and rest not in known:
+                    raise ValueError(
+                        f"miss:{rest}: no such retriever (shown: {', '.join(retrievers)}, or any)"
+                    )
+                misses.append("any" if rest == "any" else known[rest])
+            elif token == "unjudged":
+                unjudged = True
+            else:
+                words.append(token)
+        return cls(tuple(words), tuple(slices), tuple(misses), unjudged)
+
+
+def misses(ws: Workspace, retriever: str, qid: str) -> bool:
+    """Whether ``retriever`` leaves a relevant chunk of ``qid`` out of its top k (False for a question
+    with no relevant chunk, or a retriever without rankings yet)."""
+    ev = ws.evaluation
+    if ev is None or retriever not in ev.per_question or qid not in ev.evaluated:
+        return False
+    return ev.per_question[retriever][qid].recall < 1.0
+
+
+def filter_questions(
+    ws: Workspace, flt: QuestionFilter, queue: JudgingQueue | None = None
+) -> list[str]:
+    """The ids of the questions ``flt`` lets through, in golden-set order (``queue`` is needed for
+    ``unjudged``; it is built when not given)."""
+    if flt.empty:
+        return [q.id for q in ws.questions]
+    shown = list(ws.retrievers)
+    if flt.unjudged and queue is None:
+        queue = JudgingQueue(ws)
+    out = []
+    for q in ws.questions:
+        if flt.slices:
+            have = {s.lower() for s in q.slices}
+            if any(s not in have for s in flt.slices):
+                continue
+        if flt.words:
+            haystack = f"{q.id} {q.text}".lower()
+            if any(w not in haystack for w in flt.words):
+                continue
+        if flt.misses:
+            wanted = [shown if m == "any" else [m] for m in flt.misses]
+            if not all(any(misses(ws, r, q.id) for r in group) for group in wanted):
+                continue
+        if flt.unjudged and queue is not None:
+            count = queue.count(q.id)
+            if count.judged >= count.pooled:
+                continue
+        out.append(q.id)
+    return out
+
+
+def worst_first(ws: Workspace, qids: Sequence[str]) -> list[str]:
+    """Questions sorted worst-first: lowest nDCG@k of the best-informed retriever (hybrid, else
+    vector, else bm25, else the first shown), then a miss before a hit, the later first hit first,
+    golden-set order; skipped questions last."""
+    evaluation = ws.evaluation
+    if evaluation is None:
+        return list(qids)
+    shown: list[str] = [n for n in ("hybrid", "vector", "bm25") if n in evaluation.per_question]
+    shown += [n for n in evaluation.per_question if n not in shown]
+    if not shown:
+        return list(qids)
+    values = evaluation.per_question[shown[0]]
+    position = {q.id: i for i, q in enumerate(ws.questions)}
+
+    def key(qid: str) -> tuple[int, float, int, int, int]:
+        if qid not in evaluation.evaluated:
+            return (1, 0.0, 0, 0, position[qid])
+        m = values[qid]
+        rank = m.first_relevant_rank
+        return (0, m.ndcg, 0 if rank is None else 1, -(rank or 0), position[qid])
+
+    return sorted(qids, key=key)

@@ -1,0 +1,310 @@
+"""The project file: ``ragtui.toml`` (or ``[tool.ragtui]`` in ``pyproject.toml``) in the working folder or a parent.
+
+Every shared option's key (``ragtui.core.options.OPTIONS``) is valid at top level, with the value a
+flag would take (``k = 5``, ``retrievers = ["bm25", "hybrid"]``, ``corpus = "docs"``); paths are
+relative to the file's folder. Tables are sections, each read by the parser ``SECTIONS`` names
+(``[grades]`` here; ``[retrievers.NAME]`` and ``[variants.NAME]`` are added by the modules that
+define them). An unknown key or section, or a bad value, is an ``InputError`` naming the file, the
+line, the key and the problem. Flags override the file; ``effective_settings`` says where each value
+came from, for ``ragtui config``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ragtui.core.data.grades import parse_grade_scale
+from ragtui.core.errors import InputError
+from ragtui.core.options import OPTIONS, Option, OptionError, settings_from_values
+from ragtui.core.settings import Settings
+
+#: The project file's name.
+PROJECT_FILE = "ragtui.toml"
+#: The table of ``pyproject.toml`` that may hold the same keys.
+PYPROJECT_TABLE = ("tool", "ragtui")
+#: Where a value came from when nothing set it.
+DEFAULT = "default"
+#: Options that each name the data to load: a flag for one of them replaces the file's others,
+#: so ``--corpus`` on the command line wins over ``beir`` in the file.
+DATA_SOURCES = frozenset({"corpus", "beir", "chunks"})
+
+
+@dataclass(frozen=True)
+class SectionContext:
+    """What a section parser may need: the project file and the folder its paths are relative to."""
+
+    path: Path
+    name: str
+    """The section's name (``grades``)."""
+
+    @property
+    def folder(self) -> Path:
+        """The folder relative paths in the file are relative to."""
+        return self.path.resolve().parent
+
+    def resolve(self, raw: str | Path) -> Path:
+        """A path from the file, relative to the file's folder (``~`` expanded)."""
+        path = Path(raw).expanduser()
+        return path if path.is_absolute() else self.folder / path
+
+
+#: Reads one section's table into ``Settings`` field values; raises OptionError (or ValueError)
+#: with a message that names the entry at fault, such as ``mine: url is not http(s)``.
+SectionParser = Callable[[Mapping[str, Any], SectionContext], Mapping[str, Any]]
+
+
+def _grades_section(table: Mapping[str, Any], context: SectionContext) -> dict[str, Any]:
+    """``[grades]``: ``0 = "not relevant"``, ``1 = "partly"``, ... -> ``Settings.grade_scale``."""
+    return {"grade_scale": parse_grade_scale(table)}
+
+
+#: Section name -> parser. A module that defines a section adds its parser here.
+SECTIONS: dict[str, SectionParser] = {
+    "grades": _grades_section,
+}
+
+#: Options by project-file key.
+_OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
+
+
+@dataclass
+class Project:
+    """A project file read: the option values it sets and where each came from."""
+
+    path: Path
+    values: dict[str, Any] = field(default_factory=dict)
+    """``Settings`` field -> value, paths made absolute."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """``Settings`` field -> ``file:key`` (or ``file:[section]``)."""
+
+
+# ---- finding and reading ----------------------------------------------------------------------------
+
+
+def _has_ragtui_table(pyproject: Path) -> bool:
+    """Whether a ``pyproject.toml`` holds ``[tool.ragtui]`` (parsed only when the text mentions it)."""
+    try:
+        text = pyproject.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if "ragtui" not in text:
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        # Someone else's broken pyproject.toml is not ours to report unless it is meant for us.
+        return re.search(r"^\s*\[\s*tool\s*\.\s*ragtui\b", text, re.M) is not None
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "ragtui" in tool
+
+
+def find_project_file(start: str | Path) -> Path | None:
+    """The nearest ``ragtui.toml``, or ``pyproject.toml`` with ``[tool.ragtui]``, in ``start`` or a parent."""
+    folder = Path(start).resolve()
+    for candidate in (folder, *folder.parents):
+        own = candidate / PROJECT_FILE
+        if own.is_file():
+            return _shown(own)
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file() and _has_ragtui_table(pyproject):
+            return _shown(pyproject)
+    return None
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies inside it (shorter in messages)."""
+    try:
+        return path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+_TOML_WHERE = re.compile(r"\s*\(at line (\d+), column \d+\)\s*$")
+
+
+def _read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The parsed file and its lines; InputError with the line for a syntax error."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"cannot read the project file ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(path, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", line) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        where = _TOML_WHERE.search(message)
+        problem = _TOML_WHERE.sub("", message) if where else message
+        raise InputError(
+            path, f"invalid TOML: {problem}", int(where.group(1)) if where else None
+        ) from None
+    return data, text.splitlines()
+
+
+def _key_line(lines: Sequence[str], table: str, key: str) -> int | None:
+    """The line where ``key`` is set in table ``table`` ("" for the top level), best effort."""
+    current = ""
+    header = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+    wanted = re.compile(
+        rf"""^\s*(?:"{re.escape(key)}"|'{re.escape(key)}'|{re.escape(key)})\s*[.=]"""
+    )
+    for number, line in enumerate(lines, start=1):
+        match = header.match(line)
+        if match:
+            current = re.sub(r"\s*\.\s*", ".", match.group(1)).replace('"', "")
+            if current == f"{table}.{key}".lstrip(".") or current.startswith(
+                f"{table}.{key}.".lstrip(".")
+            ):
+                return number
+            continue
+        if current == table and wanted.match(line):
+            return number
+    return None
+
+
+def _anchor(value: Any, folder: Path) -> Any:
+    """``value`` with every relative path made relative to ``folder`` (tuples and lists followed)."""
+    if isinstance(value, Path):
+        return value if value.is_absolute() else folder / value
+    if isinstance(value, tuple):
+        return tuple(_anchor(v, folder) for v in value)
+    if isinstance(value, list):
+        return [_anchor(v, folder) for v in value]
+    return value
+
+
+def _parse_option(option: Option, raw: Any) -> Any:
+    """An option's value from the file: one value, or for a repeatable option a list (or one item)."""
+    if option.repeatable:
+        items = raw if isinstance(raw, list) else [raw]
+        return tuple(option.parse(item) for item in items)
+    return option.parse(raw)
+
+
+def _unknown(key: str, known: Sequence[str]) -> str:
+    """``unknown key 'kk'`` with a hint when a known key is close."""
+    if "_" in key and key.replace("_", "-") in known:
+        return f"unknown key {key!r}; keys use dashes: {key.replace('_', '-')!r}"
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown key {key!r}{hint} (known: {', '.join(sorted(known))})"
+
+
+def load_project(path: str | Path) -> Project:
+    """Read a project file (``ragtui.toml``, or ``pyproject.toml``'s ``[tool.ragtui]``); InputError on any problem."""
+    path = Path(path)
+    data, lines = _read_toml(path)
+    table_name = ""
+    if path.name == "pyproject.toml":
+        table: Any = data
+        for part in PYPROJECT_TABLE:
+            table = table.get(part, {}) if isinstance(table, dict) else {}
+        if not isinstance(table, dict):
+            raise InputError(path, "[tool.ragtui] must be a table")
+        data = table
+        table_name = ".".join(PYPROJECT_TABLE)
+    project = Project(path)
+    folder = path.resolve().parent
+    prefix = f"{table_name}." if table_name else ""
+    known = sorted({*_OPTIONS_BY_KEY, *SECTIONS})
+    for key, raw in data.items():
+        line = _key_line(lines, table_name, key)
+        option = _OPTIONS_BY_KEY.get(key)
+        section = SECTIONS.get(key)
+        if isinstance(raw, dict) and section is not None:
+            context = SectionContext(path, key)
+            body = dict(raw)
+            if option is not None and "show" in body and not isinstance(body["show"], dict):
+                # ``retrievers = [...]`` and ``[retrievers.NAME]`` cannot share one TOML file, so
+                # the section's ``show`` entry sets the option of the same name.
+                shown = body.pop("show")
+                try:
+                    project.values[option.name] = _anchor(_parse_option(option, shown), folder)
+                except OptionError as exc:
+                    raise InputError(path, f"[{prefix}{key}] show: {exc}", line) from None
+                project.sources[option.name] = f"{path}:[{prefix}{key}] show"
+            try:
+                produced = section(body, context)
+            except (OptionError, ValueError) as exc:
+                raise InputError(path, f"[{prefix}{key}] {exc}", line) from None
+            for name, value in produced.items():
+                project.values[name] = _anchor(value, folder)
+                project.sources[name] = f"{path}:[{prefix}{key}]"
+            continue
+        if isinstance(raw, dict):
+            hint = f"; {key} = VALUE sets the option" if option is not None else ""
+            raise InputError(
+                path,
+                f"[{prefix}{key}]: unknown section (sections: {', '.join(sorted(SECTIONS))}){hint}",
+                line,
+            )
+        if option is None:
+            if section is not None:
+                problem = f"{prefix}{key}: expected a table [{prefix}{key}]"
+            else:
+                problem = _unknown(key, known)
+            raise InputError(path, problem, line)
+        try:
+            value = _parse_option(option, raw)
+        except OptionError as exc:
+            raise InputError(path, f"{prefix}{key}: {exc}", line) from None
+        project.values[option.name] = _anchor(value, folder)
+        project.sources[option.name] = f"{path}:{prefix}{key}"
+    return project
+
+
+# ---- merging with the command line --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Effective:
+    """The settings a command runs with, and where each field's value came from."""
+
+    settings: Settings
+    sources: dict[str, str]
+    """``Settings`` field -> ``default``, ``FILE:KEY`` or ``flag --NAME``."""
+    project: Project | None
+
+
+def effective_settings(flags: Mapping[str, Any], project: Project | None) -> Effective:
+    """Settings from the project file's values overridden by the flags given (by ``Settings`` field)."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {f.name: DEFAULT for f in fields(Settings)}
+    if project is not None:
+        file_values = dict(project.values)
+        if DATA_SOURCES & flags.keys():
+            for name in DATA_SOURCES:
+                file_values.pop(name, None)
+        values.update(file_values)
+        sources.update({k: v for k, v in project.sources.items() if k in file_values})
+    by_name = {o.name: o for o in OPTIONS}
+    for name, value in flags.items():
+        values[name] = value
+        option = by_name.get(name)
+        sources[name] = f"flag {option.flag}" if option is not None else "flag"
+    return Effective(settings_from_values(values), sources, project)
+
+
+def project_for(
+    folder: str | Path, explicit: str | Path | None = None, disabled: bool = False
+) -> Project | None:
+    """The project in force: ``explicit`` (``--project FILE``), none when ``disabled``, else the nearest one."""
+    if disabled:
+        return None
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise InputError(path, "project file not found")
+        return load_project(path)
+    found = find_project_file(folder)
+    return load_project(found) if found is not None else None

@@ -1,0 +1,195 @@
+"""The command palette: the less common actions, titled "area: verb".
+
+Each entry calls the app (which owns every change) or the main screen (which owns only what it
+shows); the palette itself changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from ragtui.core.analysis.runs import list_runs
+
+if TYPE_CHECKING:
+    from ragtui.tui.app import RagtuiApp
+
+#: The k values offered directly (k can also be stepped with + and -).
+K_CHOICES = (1, 3, 5, 10, 20)
+#: The depths offered (a new depth re-runs every search).
+DEPTH_CHOICES = (5, 10, 20, 50, 100)
+
+#: One palette entry: title, what it calls, help.
+Entry = tuple[str, Callable[[], object], str]
+
+
+class RagtuiCommands(Provider):
+    """Metrics, results, questions, labels, comparisons, export and check."""
+
+    @property
+    def ragtui(self) -> RagtuiApp:
+        """The app, typed."""
+        return cast("RagtuiApp", self.app)
+
+    def commands(self) -> list[Entry]:
+        """(title, callback, help) of every command that applies now."""
+        app = self.ragtui
+        ws = app.workspace
+        if ws is None:
+            return [
+                ("help: keys and metrics", app.action_help, "every key and what each metric means")
+            ]
+        screen = app.main_screen
+        k = ws.settings.k
+        depth = ws.settings.depth
+        out: list[Entry] = [
+            (
+                "metrics: increase k",
+                partial(app.set_k, k + 1),
+                f"k is {k}; recall, precision and nDCG are cut at k",
+            ),
+            ("metrics: decrease k", partial(app.set_k, k - 1), f"k is {k}"),
+        ]
+        out += [
+            (f"metrics: set k to {c}", partial(app.set_k, c), f"k is {k}")
+            for c in K_CHOICES
+            if c != k
+        ]
+        out += [
+            (
+                f"results: set depth to {c}",
+                partial(app.set_depth, c),
+                f"depth is {depth}; re-runs every search (MRR looks at the whole run)",
+            )
+            for c in DEPTH_CHOICES
+            if c != depth
+        ]
+        out += [
+            (
+                "metrics: per-slice report",
+                screen.action_slices,
+                "every metric per slice, with question counts",
+            ),
+            (
+                "metrics: recall@k curve",
+                screen.action_curve,
+                "key r: recall at k = 1..depth per retriever",
+            ),
+            (
+                "results: explain hybrid",
+                screen.action_explain,
+                "key e: bm25 and vector ranks, RRF terms, pool ceiling",
+            ),
+            (
+                "export: write TREC qrels and runs",
+                app.action_export,
+                "qrels.trec and one <retriever>.trec per retriever",
+            ),
+            (
+                "check: validate the golden set",
+                app.action_check,
+                "evidence found in no chunk, stale labels",
+            ),
+            (
+                "questions: sort worst-first",
+                partial(screen.set_sort, True),
+                "lowest hybrid nDCG@k first",
+            ),
+            (
+                "questions: golden-set order",
+                partial(screen.set_sort, False),
+                "the order of questions.jsonl",
+            ),
+            (
+                "questions: filter",
+                screen.action_filter,
+                "words, slice:NAME, miss:RETRIEVER, miss:any, unjudged",
+            ),
+            ("questions: clear filter", screen.action_clear_filter, "show every question"),
+            (
+                "questions: ad-hoc query and add",
+                screen.action_adhoc,
+                "key a: type any question, add it to the golden set",
+            ),
+            (
+                "labels: next unjudged chunk",
+                screen.action_next_unjudged,
+                "key n: the judging queue (pooled top k)",
+            ),
+            (
+                "labels: judging queue in random order",
+                partial(screen.set_queue_order, "random"),
+                "seeded shuffle of each pool, so position does not bias the judge",
+            ),
+            (
+                "labels: judging queue in rank order",
+                partial(screen.set_queue_order, "rank"),
+                "highest-ranked first",
+            ),
+            ("labels: undo last change", app.action_undo, "written as a new journal line"),
+            (
+                "labels: reload labels.jsonl",
+                app.action_reload_labels,
+                "pick up labels another process wrote",
+            ),
+            (
+                "labels: agreement",
+                screen.action_agreement,
+                "key g: evidence rule vs hand grades, kappa, annotators",
+            ),
+            (
+                "corpus: chunking diagnostics",
+                screen.action_diagnostics,
+                "key d: straddling evidence, truncation, histogram",
+            ),
+            (
+                "chunking: set size and overlap",
+                app.action_chunking_prompt,
+                "re-chunk and re-evaluate; stale labels are kept",
+            ),
+            ("help: keys and metrics", app.action_help, "every key and what each metric means"),
+        ]
+        names = ws.retrievers
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                out.append(
+                    (
+                        f"compare: {b} against {a}",
+                        partial(screen.action_compare, a, b),
+                        "win/tie/loss, p-value, 95% CI",
+                    )
+                )
+        folder = app.runs_folder()
+        for name in list_runs(folder) if folder is not None else []:
+            out.append(
+                (
+                    f"baseline: {name}",
+                    partial(app.set_baseline, name),
+                    f"Δ nDCG@k against {folder}/{name}.json",
+                )
+            )
+        if app.controller.baseline is not None:
+            out.append(
+                (
+                    "baseline: clear",
+                    app.clear_baseline,
+                    f"stop comparing against {app.controller.baseline.name}",
+                )
+            )
+        return out
+
+    async def discover(self) -> Hits:
+        """Every command, for the palette opened with nothing typed."""
+        for title, callback, help_text in self.commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        """Commands whose title matches what was typed."""
+        matcher = self.matcher(query)
+        for title, callback, help_text in self.commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)

@@ -1,0 +1,208 @@
+"""The one owner of every change: the app's controller holds the workspace and applies changes to it,
+to the label journal and to the golden set, and says what changed.
+
+It runs on the UI thread only (the app's message handlers call it); workers never touch it. It
+imports no Textual, so its rules are tested without an app. Every method that changes something
+returns a ``Changed`` for the screens, or raises ``Refused`` with a one-line reason for the status
+line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ragtui.core.analysis.runs import Baseline
+from ragtui.core.data.golden import Question
+from ragtui.core.errors import InputError
+from ragtui.core.labelling.journal import ReadOnlyError
+from ragtui.core.retrieval.base import Ranking
+from ragtui.core.settings import Settings
+from ragtui.core.text import visible_line
+from ragtui.core.workspace import GradeChange, VectorResult, Workspace
+from ragtui.tui.messages import Changed
+
+#: The retrievers that need embeddings.
+VECTOR_RETRIEVERS = ("vector", "hybrid")
+
+
+class Refused(Exception):
+    """A change that was not made, with a one-line reason for the person who asked."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = visible_line(message)
+
+
+def _moves(change: GradeChange) -> dict[str, tuple[float, float]]:
+    """nDCG before and after, per retriever."""
+    return {name: (old.ndcg, new.ndcg) for name, (old, new) in change.changes.items()}
+
+
+@dataclass
+class Controller:
+    """The app's state and the rules for changing it."""
+
+    settings: Settings
+    """What is loaded (a reload replaces it)."""
+    workspace: Workspace | None = None
+    """The loaded workspace; None while the first load runs."""
+    retriever_status: dict[str, str] = field(default_factory=dict)
+    """Each shown retriever: ``ready``, ``pending`` (embedding) or ``failed``."""
+    retriever_errors: dict[str, str] = field(default_factory=dict)
+    """Why a failed retriever is unavailable."""
+    baseline: Baseline | None = None
+    """The saved run the question list compares against, or None."""
+    embedding_progress: tuple[int, int] | None = None
+    """(done, total) while embedding runs."""
+
+    @property
+    def ws(self) -> Workspace:
+        """The workspace; Refused while it is loading."""
+        if self.workspace is None or self.workspace.evaluation is None:
+            raise Refused("The data is still loading.")
+        return self.workspace
+
+    @property
+    def retrievers(self) -> list[str]:
+        """The retrievers shown: the chosen built-in ones in the standard order, then external runs."""
+        from ragtui.core.retrieval.base import RETRIEVER_NAMES
+
+        builtin = [n for n in RETRIEVER_NAMES if n in self.settings.retrievers]
+        return builtin + [n for n, _ in self.settings.runs if n not in builtin]
+
+    # ---- loading -----------------------------------------------------------------------------------
+
+    def loaded(self, ws: Workspace, vectors: VectorResult | None) -> Changed:
+        """A (re)load finished: show it; BM25 works now, vector and hybrid follow unless given."""
+        reloaded = self.workspace is not None
+        self.workspace = ws
+        self.settings = ws.settings
+        if reloaded:
+            ws.refresh_labels()  # labels saved while the reload ran
+        if vectors is not None:
+            ws.apply_vectors(vectors)
+        self.retriever_status = {
+            n: (
+                "pending"
+                if n in VECTOR_RETRIEVERS and ws.vector is None and ws.vectors_needed
+                else "ready"
+            )
+            for n in self.retrievers
+        }
+        self.retriever_errors = {}
+        self.embedding_progress = None
+        if self.baseline is not None:
+            self.baseline = self.baseline.with_k(ws.settings.k)
+        return Changed("loaded")
+
+    def vectors_ready(self, result: VectorResult) -> Changed:
+        """Vector and hybrid rankings arrived: evaluate them."""
+        ws = self.ws
+        ws.apply_vectors(result)
+        self.embedding_progress = None
+        for name in VECTOR_RETRIEVERS:
+            if name in self.retriever_status:
+                self.retriever_status[name] = "ready"
+        return Changed("retrievers")
+
+    def vectors_failed(self, message: str) -> Changed:
+        """Embedding failed: vector and hybrid are unavailable, BM25 keeps working."""
+        self.embedding_progress = None
+        for name in VECTOR_RETRIEVERS:
+            if name in self.retriever_status:
+                self.retriever_status[name] = "failed"
+                self.retriever_errors[name] = message
+        return Changed("retrievers")
+
+    @property
+    def is_ready(self) -> bool:
+        """True when the workspace is shown and every retriever is ready or failed."""
+        return self.workspace is not None and all(
+            s != "pending" for s in self.retriever_status.values()
+        )
+
+    # ---- labels ------------------------------------------------------------------------------------
+
+    def _check_writable(self, what: str) -> None:
+        labels = self.ws.labels
+        if labels.read_only:
+            reason = labels.read_only_reason or f"{labels.path} is read-only"
+            raise Refused(f"{reason}: {what}")
+
+    def grade(self, qid: str, cid: str, grade: int | None) -> Changed:
+        """Save a hand grade (None removes it) for the pair, fsynced, and update every number."""
+        ws = self.ws
+        if qid not in ws.question_by_id:
+            raise Refused(f"{qid} is not a question of this golden set: nothing saved.")
+        if cid not in ws.chunk_by_id:
+            raise Refused(f"{cid} is not a chunk of this corpus: nothing saved.")
+        self._check_writable("the grade was not saved.")
+        try:
+            change = ws.set_grade(qid, cid, grade)
+        except ReadOnlyError as exc:
+            raise Refused(str(exc)) from None
+        except InputError as exc:  # another writer's bad line: reported, our line is saved
+            raise Refused(f"Saved, but the journal has a bad line: {exc.message}") from None
+        except OSError as exc:
+            raise Refused(f"Could not save the label: {exc.strerror or exc}") from None
+        return Changed("grades", frozenset({qid}), cid, moves=_moves(change))
+
+    def undo(self) -> Changed:
+        """Undo the last label change (a new journal line)."""
+        ws = self.ws
+        if not ws.labels.can_undo:
+            raise Refused("Nothing to undo.")
+        self._check_writable("cannot undo.")
+        try:
+            change = ws.undo()
+        except ReadOnlyError as exc:
+            raise Refused(str(exc)) from None
+        except OSError as exc:
+            raise Refused(f"Could not save the undo: {exc.strerror or exc}") from None
+        if change is None:
+            raise Refused("Nothing to undo.")
+        return Changed(
+            "grades", frozenset({change.question}), change.chunk, undo=True, moves=_moves(change)
+        )
+
+    def refresh_labels(self) -> Changed | None:
+        """Apply labels another session appended; None when nothing changed."""
+        ws = self.workspace
+        if ws is None or ws.evaluation is None:
+            return None
+        changed = ws.refresh_labels()
+        if not changed:
+            return None
+        return Changed("labels-reloaded", frozenset(changed))
+
+    # ---- questions -------------------------------------------------------------------------------
+
+    def question_added(self, question: Question, rankings: dict[str, Ranking]) -> Changed:
+        """A worker appended a question to the golden set: evaluate it with its rankings."""
+        self.ws.insert_question(question, rankings)
+        return Changed("questions", frozenset({question.id}))
+
+    # ---- settings ------------------------------------------------------------------------------
+
+    def set_k(self, k: int) -> Changed:
+        """Change k and recompute every number."""
+        if k < 1:
+            raise Refused("k is at least 1.")
+        self.ws.set_k(k)
+        self.settings = self.ws.settings
+        if self.baseline is not None:
+            self.baseline = self.baseline.with_k(k)
+        return Changed("k")
+
+    def set_baseline(self, baseline: Baseline | None) -> Changed:
+        """Compare every question against a saved run (None: stop comparing)."""
+        if baseline is not None and baseline.retriever not in self.ws.retrievers:
+            raise Refused(f"{baseline.retriever} is not shown: no baseline.")
+        self.baseline = baseline.with_k(self.ws.settings.k) if baseline is not None else None
+        return Changed("baseline")
+
+    def baseline_deltas(self) -> dict[str, float] | None:
+        """Each evaluated question's nDCG@k now minus in the baseline, or None without a baseline."""
+        if self.baseline is None or self.workspace is None:
+            return None
+        return self.baseline.deltas(self.workspace)

@@ -1,0 +1,372 @@
+"""A list of one-line rows drawn through Textual's Line API: only the visible rows are rendered.
+
+A ``RowList`` knows how many rows it has and asks its subclass for the cells of a row only when
+that row is on screen (``row_cells``). Rendered rows are cached by row index and width; changing
+one row (``refresh_row``) re-renders that row alone, and nothing ever measures every row. This is
+how toolong shows a million log lines at the cost of a screenful.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+Justify = Literal["left", "right"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One cell of a row: its text (already made visible) and a style name (a component class
+    suffix of the list, "" for none)."""
+
+    text: str
+    style: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    """A column: its heading, width in cells, alignment, and a key naming it (default: the title)."""
+
+    title: str
+    width: int
+    justify: Justify = "left"
+    key: str = ""
+
+    @property
+    def name(self) -> str:
+        """The column's key, or its title when it has none."""
+        return self.key or self.title
+
+
+def fit(text: str, width: int, justify: Justify = "left") -> str:
+    """``text`` cut (ending in an ellipsis) or padded to exactly ``width`` cells."""
+    if width <= 0:
+        return ""
+    length = cell_len(text)
+    if length > width:
+        return set_cell_size(text, width - 1) + "…" if width > 1 else "…"
+    if justify == "right":
+        return " " * (width - length) + text
+    return text + " " * (width - length)
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` cut in the middle to ``width`` cells, keeping its end (``emergency…dures.md#2``)."""
+    if cell_len(text) <= width or width <= 3:
+        return text if cell_len(text) <= width else fit(text, width)
+    tail_size = min(max(width // 2, len(text) - text.rfind("#") + 4), width - 2)
+    head = set_cell_size(text, width - tail_size - 1).rstrip()
+    tail = text[-tail_size:]
+    while cell_len(tail) > tail_size:
+        tail = tail[1:]
+    return head + "…" + tail
+
+
+class RowList(ScrollView, can_focus=True):
+    """One-line rows with a cursor, a header line and per-row render caching (Line API)."""
+
+    DEFAULT_CSS = """
+    RowList {
+        background: $surface;
+        scrollbar-size-horizontal: 0;
+    }
+    RowList > .row-list--header {
+        text-style: bold;
+        color: $text-muted;
+    }
+    RowList > .row-list--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: bold;
+    }
+    RowList > .row-list--cursor-blurred {
+        background: $block-cursor-blurred-background;
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "row-list--header",
+        "row-list--cursor",
+        "row-list--cursor-blurred",
+    }
+    """The header line, the cursor row when focused, and the cursor row when not focused."""
+
+    #: Suffixes of the subclass's component classes that cells may name (``row-list--`` excluded).
+    CELL_STYLES: ClassVar[tuple[str, ...]] = ()
+    #: The prefix of the subclass's component classes.
+    STYLE_PREFIX: ClassVar[str] = "row-list"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+    ]
+
+    @dataclass
+    class CursorMoved(Message):
+        """The cursor moved to another row (or the rows changed under it)."""
+
+        row_list: RowList
+        index: int
+
+        @property
+        def control(self) -> RowList:
+            """The list that sent it (for ``@on`` selectors)."""
+            return self.row_list
+
+    @dataclass
+    class Chosen(Message):
+        """Enter on a row."""
+
+        row_list: RowList
+        index: int
+
+        @property
+        def control(self) -> RowList:
+            """The list that sent it."""
+            return self.row_list
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        """An empty list; subclasses set the columns and the row count."""
+        super().__init__(id=id, classes=classes)
+        #: The row under the cursor (0 when the list is empty).
+        self.cursor = 0
+        self._count = 0
+        self._columns: tuple[ColumnSpec, ...] = ()
+        self._cache: dict[int, Strip] = {}
+        self._cache_width = -1
+        self._styles: dict[str, Style] = {}
+        self._show_header = True
+
+    # ---- what subclasses provide -------------------------------------------------------------------
+
+    def row_cells(self, index: int) -> Sequence[Cell]:
+        """The cells of row ``index``, one per column."""
+        raise NotImplementedError
+
+    # ---- rows and columns --------------------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        """How many rows the list has."""
+        return self._count
+
+    @property
+    def columns(self) -> tuple[ColumnSpec, ...]:
+        """The columns, in order."""
+        return self._columns
+
+    def cell_text(self, index: int, column: str) -> str:
+        """The text of row ``index`` in the column named ``column`` (as drawn, before fitting)."""
+        names = [c.name for c in self._columns]
+        return self.row_cells(index)[names.index(column)].text
+
+    def set_columns(self, columns: Sequence[ColumnSpec], show_header: bool = True) -> None:
+        """Set the columns (every row is drawn again)."""
+        columns = tuple(columns)
+        if columns == self._columns and show_header == self._show_header:
+            return
+        self._columns = columns
+        self._show_header = show_header
+        self._cache.clear()
+        self._update_virtual_size()
+        self.refresh()
+
+    def set_row_count(self, count: int, cursor: int | None = None) -> None:
+        """Replace every row (there are ``count`` now); the cursor goes to ``cursor`` (default: kept,
+        clamped)."""
+        self._count = count
+        self._cache.clear()
+        self._update_virtual_size()
+        target = self.cursor if cursor is None else cursor
+        self.cursor = max(0, min(target, count - 1)) if count else 0
+        self._scroll_to_cursor()
+        self.refresh()
+
+    def refresh_row(self, index: int) -> None:
+        """Row ``index`` changed: draw it again (only it)."""
+        if self._cache.pop(index, None) is not None or self._visible(index):
+            self.refresh_line(index + self.header_height)
+
+    def _repaint_row(self, index: int) -> None:
+        """Draw row ``index``'s line again from the cache (the cursor moved onto or off it)."""
+        self.refresh_line(index + self.header_height)
+
+    def refresh_rows(self) -> None:
+        """Every row may have changed (k, a theme, another session's labels): draw them again."""
+        self._cache.clear()
+        self.refresh()
+
+    @property
+    def header_height(self) -> int:
+        """Lines above the first row (the header)."""
+        return 1 if self._show_header and self._columns else 0
+
+    def _update_virtual_size(self) -> None:
+        width = sum(c.width for c in self._columns) + max(0, len(self._columns) - 1)
+        self.virtual_size = Size(width, self._count + self.header_height)
+
+    def _visible(self, index: int) -> bool:
+        top = int(self.scroll_y)
+        return top <= index < top + self.size.height
+
+    # ---- the cursor ---------------------------------------------------------------------------------
+
+    def move_cursor(self, index: int, *, announce: bool = True) -> None:
+        """Put the cursor on row ``index`` (clamped) and scroll it into view."""
+        if not self._count:
+            return
+        index = max(0, min(index, self._count - 1))
+        old = self.cursor
+        self.cursor = index
+        self._scroll_to_cursor()
+        if old != index:
+            self._repaint_row(old)
+            self._repaint_row(index)
+        if announce:
+            self.post_message(self.CursorMoved(self, index))
+
+    def _scroll_to_cursor(self) -> None:
+        """Scroll the least amount that brings the cursor row into view."""
+        height = self.scrollable_content_region.height - self.header_height
+        if height <= 0:
+            return
+        top = int(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+
+    def action_cursor(self, step: int) -> None:
+        """Move the cursor one row."""
+        self.move_cursor(self.cursor + step)
+
+    def action_page(self, step: int, announce: bool = True) -> None:
+        """Move the cursor one page (the visible rows)."""
+        page = max(1, self.scrollable_content_region.height - self.header_height)
+        self.move_cursor(self.cursor + step * page, announce=announce)
+
+    def action_first(self) -> None:
+        """The first row."""
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        """The last row."""
+        self.move_cursor(self._count - 1)
+
+    def action_choose(self) -> None:
+        """Enter: announce the row under the cursor."""
+        if self._count:
+            self.post_message(self.Chosen(self, self.cursor))
+
+    async def _on_click(self, event: events.Click) -> None:
+        """A click puts the cursor on the row clicked (a double click chooses it)."""
+        y = event.y - self.header_height + int(self.scroll_y)
+        if event.y >= self.header_height and 0 <= y < self._count:
+            self.move_cursor(y)
+            if event.chain >= 2:
+                self.action_choose()
+
+    def on_focus(self) -> None:
+        """The cursor row changes colour with the focus."""
+        self._repaint_row(self.cursor)
+
+    def on_blur(self) -> None:
+        """The cursor row changes colour with the focus."""
+        self._repaint_row(self.cursor)
+
+    def on_resize(self) -> None:
+        """Keep the cursor in view."""
+        self._scroll_to_cursor()
+
+    def notify_style_update(self) -> None:
+        """A theme or CSS change: when the cells' styles really changed (not just the focus of an
+        ancestor), they are read again and every row redrawn."""
+        super().notify_style_update()
+        if not self._styles:
+            return
+        fresh = {
+            name: (
+                self.get_component_rich_style(f"{self.STYLE_PREFIX}--{name}", partial=True)
+                if name
+                else Style()
+            )
+            for name in self._styles
+        }
+        if fresh != self._styles:
+            self._styles = fresh
+            self._cache.clear()
+
+    # ---- drawing ------------------------------------------------------------------------------------
+
+    def _style(self, name: str) -> Style:
+        """The rich style of a cell style name (read once per theme)."""
+        style = self._styles.get(name)
+        if style is None:
+            style = (
+                self.get_component_rich_style(f"{self.STYLE_PREFIX}--{name}", partial=True)
+                if name
+                else Style()
+            )
+            self._styles[name] = style
+        return style
+
+    def _render_row(self, index: int) -> Strip:
+        """Row ``index`` as a strip, without the cursor (cached)."""
+        strip = self._cache.get(index)
+        if strip is None:
+            segments: list[Segment] = []
+            cells = self.row_cells(index)
+            last = len(self._columns) - 1
+            for i, (column, cell) in enumerate(zip(self._columns, cells, strict=True)):
+                segments.append(
+                    Segment(fit(cell.text, column.width, column.justify), self._style(cell.style))
+                )
+                if i < last:
+                    segments.append(Segment(" "))
+            strip = Strip(segments)
+            self._cache[index] = strip
+        return strip
+
+    def _render_header(self) -> Strip:
+        segments: list[Segment] = []
+        style = self.get_component_rich_style("row-list--header")
+        for i, column in enumerate(self._columns):
+            segments.append(Segment(fit(column.title, column.width, column.justify), style))
+            if i < len(self._columns) - 1:
+                segments.append(Segment(" ", style))
+        return Strip(segments)
+
+    def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the view: the header, a row, or blank."""
+        width = self.scrollable_content_region.width
+        if width != self._cache_width:
+            self._cache.clear()
+            self._cache_width = width
+        base = self.rich_style
+        if y < self.header_height:
+            return self._render_header().crop_extend(0, width, base).apply_style(base)
+        index = y - self.header_height + int(self.scroll_y)
+        if not 0 <= index < self._count:
+            return Strip.blank(width, base)
+        strip = self._render_row(index).crop_extend(0, width, None)
+        if index == self.cursor:
+            name = "row-list--cursor" if self.has_focus else "row-list--cursor-blurred"
+            cursor = self.get_component_rich_style(name)
+            # The cursor's colours go on top of the cells' own (Strip.apply_style puts a style under).
+            return Strip(Segment.apply_style(list(strip), base, cursor), width)
+        return strip.apply_style(base)

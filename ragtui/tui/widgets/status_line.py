@@ -1,0 +1,51 @@
+"""The status line: one line above the footer, always visible, never over the content.
+
+It replaces toasts: what a grade did, why a key saved nothing, what went wrong. An error stays
+until the next key; other messages stay until a newer one replaces them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ragtui.core.text import visible_line
+
+
+@dataclass(frozen=True)
+class Status:
+    """A status message: its text and whether it is an error."""
+
+    text: str = ""
+    error: bool = False
+
+
+class StatusLine(Static):
+    """Shows a status message; its screen feeds it the app's messages."""
+
+    DEFAULT_CSS = """
+    StatusLine {
+        height: 1;
+        padding: 0 1;
+        background: $boost;
+        color: $text-muted;
+    }
+    StatusLine.-error {
+        background: $error-muted;
+        color: $text;
+        text-style: bold;
+    }
+    """
+
+    def show(self, status: Status) -> None:
+        """Show a status message (control characters made visible)."""
+        self.update(Text(visible_line(status.text), no_wrap=True, overflow="ellipsis"))
+        self.set_class(status.error, "-error")
+
+    @property
+    def plain(self) -> str:
+        """The text shown."""
+        content = self.content
+        return content.plain if isinstance(content, Text) else str(content)

@@ -1,0 +1,350 @@
+"""``ragtui serve`` in a real headless Chromium (Debian's ``chromium``), driven by Playwright.
+
+The server is started once for the module, the way a user starts it: ``ragtui serve`` in a folder
+whose ``ragtui.toml`` names the data. The terminal the page shows is rebuilt from the bytes the page
+received over its websocket (pyte, a VT100 emulator); the screenshot is checked against it cell by
+cell (the highlighted question's colour where the terminal says it is), and a key press in the page
+grades a chunk: the label journal gets the line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
+from tests.conftest import MINI, MINI_CHUNK_SIZE, ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+#: The flags Chromium needs on this kind of machine (no sandbox as root, no GPU, no calls home).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def _missing() -> str | None:
+    """What the browser test lacks, or None."""
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is not installed (.ci/run installs Debian's chromium)"
+    for module in ("playwright", "pyte", "textual_serve"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed (pip install -e '.[test]')"
+    return None
+
+
+if _missing() and not os.environ.get("CI"):
+    # On a developer's machine without the browser; CI installs it, so there the test fails instead.
+    pytest.skip(str(_missing()), allow_module_level=True)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[bytes], int]:
+    """Width, height, unfiltered rows and bytes per pixel of an 8-bit RGB or RGBA PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    height = depth = colour = 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    assert depth == 8 and colour in (2, 6), (depth, colour)
+    bpp = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows: list[bytes] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - bpp] if i >= bpp else 0
+            up = previous[i]
+            corner = previous[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + pred) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, height, rows, bpp
+
+
+class Terminal:
+    """The terminal a page shows, rebuilt from the bytes its websocket received."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.frames: list[bytes] = []
+        self.size: tuple[int, int] | None = None
+        self.requests: list[str] = []
+        page.on("websocket", self._attach)
+        page.on("request", lambda request: self.requests.append(request.url))
+
+    def _attach(self, ws: Any) -> None:
+        ws.on("framereceived", self._received)
+        ws.on("framesent", self._sent)
+
+    def _received(self, payload: bytes | str) -> None:
+        if isinstance(payload, bytes):
+            self.frames.append(payload)
+
+    def _sent(self, payload: bytes | str) -> None:
+        if isinstance(payload, str) and payload.startswith('["resize"'):
+            size = json.loads(payload)[1]
+            self.size = (size["width"], size["height"])
+
+    def screen(self) -> Any:
+        """A pyte screen fed every byte received so far."""
+        import pyte
+
+        assert self.size is not None, "the page never said its terminal size"
+        screen = pyte.Screen(*self.size)
+        stream = pyte.ByteStream(screen)
+        for frame in self.frames:
+            stream.feed(frame)
+        return screen
+
+    def wait_for(self, check: Any, timeout: float = 60.0) -> Any:
+        """Poll the screen until ``check(screen)`` is true (events are delivered while the page waits)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.page.wait_for_timeout(250)
+            if self.size is not None:
+                screen = self.screen()
+                if check(screen):
+                    return screen
+            if time.monotonic() > deadline:
+                text = "\n".join(self.screen().display) if self.size else "(nothing)"
+                raise AssertionError(f"the page never showed what was expected; it shows:\n{text}")
+
+
+def _question_rows(screen: Any, ids: list[str]) -> dict[str, int]:
+    """The screen row of each question id in the question list (the left panel)."""
+    rows: dict[str, int] = {}
+    for y, line in enumerate(screen.display):
+        panel = line[: screen.columns // 3]
+        for qid in ids:
+            if f" {qid} " in panel and qid not in rows:
+                rows[qid] = y
+    return rows
+
+
+# ---- fixtures -----------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterator[dict[str, Any]]:
+    """``ragtui serve`` in a project folder (its ragtui.toml names a copy of the small set)."""
+    missing = _missing()
+    if missing:
+        pytest.fail(missing)
+    folder = tmp_path_factory.mktemp("served")
+    shutil.copytree(MINI / "corpus", folder / "corpus")
+    shutil.copytree(MINI / "golden", folder / "golden")
+    (folder / "golden" / "labels.jsonl").unlink(missing_ok=True)
+    (folder / "ragtui.toml").write_text(
+        f'corpus = "corpus"\ngolden = "golden"\nchunk-size = {MINI_CHUNK_SIZE}\nannotator = "browser"\n'
+    )
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "RAGTUI_CACHE_DIR": str(cache_dir),
+        "HF_HUB_OFFLINE": "1",
+        "TEXTUAL_ANIMATIONS": "none",
+        "XDG_DATA_HOME": str(folder / "xdg"),
+    }
+    log = (folder / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ragtui", "serve", "--port", str(port)],
+        cwd=folder,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: the app processes it starts end with it
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            pytest.fail(f"ragtui serve did not start: {(folder / 'serve.log').read_text()}")
+        time.sleep(0.2)
+    try:
+        yield {"url": url, "folder": folder, "port": port}
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Headless Debian Chromium with a fresh profile, driven by Playwright (which downloads no browser)."""
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport=VIEWPORT,
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def page(browser: Any, served: dict[str, Any]) -> Iterator[tuple[Any, Terminal]]:
+    """A new tab on the served app (a new app process), with its terminal recorded from the start."""
+    tab = browser.new_page()
+    terminal = Terminal(tab)
+    tab.goto(served["url"])
+    tab.wait_for_selector("body.-first-byte", timeout=60_000)
+    yield tab, terminal
+    tab.close()
+
+
+def _mini_workspace(folder: Path) -> Workspace:
+    return Workspace.load(
+        Settings(corpus=folder / "corpus", golden=folder / "golden", chunk_size=MINI_CHUNK_SIZE)
+    )
+
+
+# ---- tests --------------------------------------------------------------------------------------
+
+
+def test_the_page_shows_the_question_list(page, served, tmp_path):
+    tab, terminal = page
+    ws = _mini_workspace(served["folder"])
+    ids = [q.id for q in ws.questions]
+    screen = terminal.wait_for(lambda s: len(_question_rows(s, ids)) == len(ids))
+    rows = _question_rows(screen, ids)
+    # In golden-set order, one a row, each with the start of its text beside it.
+    assert [rows[q] for q in ids] == list(range(rows[ids[0]], rows[ids[0]] + len(ids)))
+    for question in ws.questions:
+        assert question.text[:10] in screen.display[rows[question.id]], question.id
+    # The screenshot shows the same screen: the first question's row is highlighted (its cells
+    # have the colour the terminal gave them), the next row is not.
+    shot = tmp_path / "served.png"
+    tab.screenshot(path=str(shot))
+    width, height, pixels, bpp = png_pixels(shot.read_bytes())
+    assert (width, height) == (VIEWPORT["width"], VIEWPORT["height"])
+    box = tab.locator(".xterm-screen").bounding_box()
+    cols, lines = terminal.size or (0, 0)
+    cell_w, cell_h = box["width"] / cols, box["height"] / lines
+
+    def cell_colour(x: int, y: int) -> tuple[int, ...]:
+        """The most common colour inside a cell of the screenshot (its background)."""
+        counts: Counter[tuple[int, ...]] = Counter()
+        for py in range(int(box["y"] + y * cell_h) + 1, int(box["y"] + (y + 1) * cell_h) - 1):
+            row = pixels[py]
+            for px in range(int(box["x"] + x * cell_w) + 1, int(box["x"] + (x + 1) * cell_w) - 1):
+                counts[tuple(row[px * bpp : px * bpp + 3])] += 1
+        return counts.most_common(1)[0][0]
+
+    def terminal_colour(x: int, y: int) -> tuple[int, ...]:
+        bg = screen.buffer[y][x].bg
+        assert len(bg) == 6, f"expected a true-colour background, got {bg!r}"
+        return tuple(int(bg[i : i + 2], 16) for i in (0, 2, 4))
+
+    first, second = rows[ids[0]], rows[ids[1]]
+    x = screen.display[first].index(f" {ids[0]} ") + 1
+    for y in (first, second):
+        shown, expected = cell_colour(x, y), terminal_colour(x, y)
+        assert all(abs(a - b) <= 24 for a, b in zip(shown, expected, strict=True)), (
+            y,
+            shown,
+            expected,
+        )
+    assert terminal_colour(x, first) != terminal_colour(x, second)
+    # Nothing was fetched from anywhere but the server.
+    assert terminal.requests and all(u.startswith(served["url"]) for u in terminal.requests)
+
+
+def test_a_key_press_in_the_page_grades_a_chunk(page, served):
+    tab, terminal = page
+    ws = _mini_workspace(served["folder"])
+    first = ws.questions[0]
+    top_bm25 = ws.ranking("bm25", first.id)[0][0]
+    terminal.wait_for(lambda s: len(_question_rows(s, [first.id])) == 1)
+    journal = served["folder"] / "golden" / "labels.jsonl"
+    lines_before = journal.read_text().splitlines() if journal.exists() else []
+    tab.locator(".xterm-helper-textarea").focus()
+    tab.keyboard.press("Tab")  # the question list -> the bm25 list, its first result highlighted
+    tab.wait_for_timeout(300)
+    tab.keyboard.press("1")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        lines = journal.read_text().splitlines() if journal.exists() else []
+        if len(lines) > len(lines_before):
+            break
+        tab.wait_for_timeout(200)
+    else:
+        raise AssertionError("no label was written")
+    label = json.loads(lines[-1])
+    assert (label["question"], label["chunk"], label["grade"], label["annotator"]) == (
+        first.id,
+        top_bm25,
+        1,
+        "browser",
+    )
+    assert label["chunk_sha1"] == ws.chunk_by_id[top_bm25].sha1

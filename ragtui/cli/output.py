@@ -71,24 +71,31 @@ def format_columns(
 
 
 def render_section(section: Section) -> str:
-    """One section as plain text: heading, aligned table, notes."""
+    """One section as plain text: heading, aligned table (indented under a heading), notes.
+
+    Titles and cells are made visible on one line (a tab or line break in a cell would break the
+    columns); notes keep their line breaks.
+    """
     lines: list[str] = []
     if section.heading:
-        lines.append(section.heading)
+        lines.append(visible_line(section.heading))
     if section.has_table:
         right = [i for i, c in enumerate(section.columns) if c.align == "right"]
-        rows = [[c.title for c in section.columns], *(list(r.cells) for r in section.rows)]
+        rows = [
+            [visible_line(c.title) for c in section.columns],
+            *([visible_line(cell) for cell in r.cells] for r in section.rows),
+        ]
         indent = "  " if section.heading else ""
         lines.append(format_columns(rows, right, indent))
-    lines.extend(n.text for n in section.notes)
+    lines.extend(visible(n.text) for n in section.notes)
     return "\n".join(lines)
 
 
 def render_report(report: Report, title: bool = True) -> str:
     """A report as plain text: the title, then each section, a blank line between sections."""
-    parts = [report.title] if title and report.title else []
-    parts.extend(render_section(s) for s in report.sections)
-    return "\n".join(p for p in parts if p)
+    body = "\n\n".join(block for block in map(render_section, report.sections) if block)
+    head = visible_line(report.title) if title else ""
+    return "\n".join(part for part in (head, body) if part)
 
 
 def print_report(report: Report, title: bool = True) -> None:

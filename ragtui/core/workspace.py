@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,9 +18,15 @@ from ragtui.core.data.beir import load_beir
 from ragtui.core.data.chunking import Chunk, chunk_documents
 from ragtui.core.data.corpus import Corpus, load_folder
 from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
-from ragtui.core.data.paths import writable_golden
+from ragtui.core.data.paths import is_bundled, writable_golden
 from ragtui.core.data.tokenizer import token_counter
 from ragtui.core.errors import InputError
+from ragtui.core.labelling.authoring import (
+    QUESTIONS_FILE,
+    AddedQuestion,
+    append_question,
+    validate_new_question,
+)
 from ragtui.core.labelling.journal import Label, LabelJournal
 from ragtui.core.metrics.evaluation import Evaluation
 from ragtui.core.metrics.formulas import QuestionMetrics
@@ -32,9 +37,6 @@ from ragtui.core.retrieval.external import ExternalRun, load_external_run
 from ragtui.core.retrieval.hybrid import HybridRetriever
 from ragtui.core.retrieval.vector import VectorRetriever
 from ragtui.core.settings import Settings
-
-if TYPE_CHECKING:
-    from ragtui.core.labelling.authoring import AddedQuestion
 
 #: Where an effective grade came from.
 SOURCE_EVIDENCE = "evidence"
@@ -158,10 +160,7 @@ class Workspace:
             ws.external[name] = external
             ws.rankings[name] = external.rankings
             ws.warnings.extend(external.warnings)
-        shown = {n: ws.rankings[n] for n in ws.retrievers}
-        ws.evaluation = Evaluation(
-            [q.id for q in questions], ws.effective_grades, shown, settings.k, settings.threshold
-        )
+        ws.evaluate_all()
         return ws
 
     def _base_grades(self, qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
@@ -217,9 +216,8 @@ class Workspace:
         by_text = {q.text: question_matrix[i] for i, q in enumerate(questions)}
 
         def embed_query(text: str) -> np.ndarray:
-            if text in by_text:
-                return by_text[text]
-            return cache.embed([text], model)[0]
+            row: np.ndarray = by_text[text] if text in by_text else cache.embed([text], model)[0]
+            return row
 
         vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
         depth = self.settings.depth
@@ -400,27 +398,52 @@ class Workspace:
         if k < 1:
             raise ValueError("k must be at least 1")
         self.settings = replace(self.settings, k=k)
+        self.evaluate_all()
+
+    def evaluate_all(self) -> Evaluation:
+        """Evaluate every shown retriever on every question from scratch (after loading, or when k or the
+        question list changed: an Evaluation holds a fixed k and list of questions)."""
         shown = {n: self.rankings[n] for n in self.retrievers}
         self.evaluation = Evaluation(
-            [q.id for q in self.questions], self.effective_grades, shown, k, self.settings.threshold
+            [q.id for q in self.questions],
+            self.effective_grades,
+            shown,
+            self.settings.k,
+            self.settings.threshold,
         )
+        return self.evaluation
 
     def ranking(self, name: str, qid: str) -> Ranking:
         """A retriever's ranking for a golden question."""
         return self.rankings.get(name, {}).get(qid, [])
 
-    def questions_in(self, ids: Iterable[str]) -> list[Question]:
-        """The questions with these ids, in golden-set order."""
-        wanted = set(ids)
-        return [q for q in self.questions if q.id in wanted]
+    # ---- growing the golden set ------------------------------------------------------------------
 
-    # ---- growing the golden set (ragtui.core.labelling.authoring) ---------------------------------------------
+    def _rank_text(self, text: str, depth: int) -> dict[str, Ranking]:
+        """The ranking of a text by every retriever object built so far (shown or only fused)."""
+        out: dict[str, Ranking] = {}
+        if self.bm25 is not None:
+            out["bm25"] = self.bm25.search(text, depth)
+        if self.vector is not None:
+            out["vector"] = self.vector.search(text, depth)
+        if self.hybrid is not None and "bm25" in out and "vector" in out:
+            out["hybrid"] = self.hybrid.fuse(out["bm25"], out["vector"], depth)
+        return out
 
     def search_adhoc(self, text: str, depth: int | None = None) -> dict[str, Ranking]:
-        """Every ready chosen retriever's ranking for any typed text, without adding it to the golden set."""
-        from ragtui.core.labelling.authoring import search_adhoc
+        """Every ready chosen retriever's ranking for any typed text (ad-hoc query mode); nothing is added or written.
 
-        return search_adhoc(self, text, depth)
+        bm25 is ready at once, vector and hybrid once ``prepare_vectors`` (or the app's worker) has
+        built them; the vector search embeds the text through the workspace's embedding cache.
+        """
+        if not text.strip():
+            raise ValueError("the query is empty")
+        found = self._rank_text(text, depth if depth is not None else self.settings.depth)
+        return {
+            name: found[name]
+            for name in RETRIEVER_NAMES
+            if name in self.settings.retrievers and name in found
+        }
 
     def add_question(
         self,
@@ -430,15 +453,38 @@ class Workspace:
         qid: str | None = None,
     ) -> AddedQuestion:
         """Append a validated question to questions.jsonl (atomically) and evaluate it at once with every ready retriever."""
-        from ragtui.core.labelling.authoring import add_question
-
-        return add_question(self, text, evidence, list(slices), qid)
+        if self.settings.beir is not None:
+            raise InputError(
+                self.settings.beir,
+                "questions can only be added to a --golden folder, not to a BEIR dataset",
+            )
+        assert self.settings.golden is not None
+        if is_bundled(self.settings.golden):
+            # Checked before the bundled set is copied, so a refused question copies nothing.
+            validate_new_question(
+                text,
+                evidence,
+                list(slices),
+                qid,
+                [q.id for q in self.questions],
+                self.chunks,
+                self.corpus.documents,
+                Path(self.settings.golden) / QUESTIONS_FILE,
+            )
+        question = append_question(
+            self.writable_golden(),
+            text,
+            evidence,
+            list(slices),
+            qid,
+            chunks=self.chunks,
+            documents=self.corpus.documents,
+        )
+        return self.insert_question(question, self._rank_text(question.text, self.settings.depth))
 
     def insert_question(self, question: Question, rankings: dict[str, Ranking]) -> AddedQuestion:
         """Add a question already appended to questions.jsonl, with its rankings (computed off the UI
         thread by ``search_adhoc``), and evaluate it."""
-        from ragtui.core.labelling.authoring import AddedQuestion
-
         index = EvidenceIndex([c.id for c in self.chunks], [c.text for c in self.chunks])
         relevant = index.matching_chunks(question.evidence)
         self.questions.append(question)
@@ -449,15 +495,7 @@ class Workspace:
                 by_question[question.id] = rankings[name]
             else:
                 by_question.setdefault(question.id, self._rank_new(name, question.text))
-        # Rebuilt as set_k does: an Evaluation holds a fixed list of questions.
-        shown = {n: self.rankings[n] for n in self.retrievers}
-        self.evaluation = Evaluation(
-            [q.id for q in self.questions],
-            self.effective_grades,
-            shown,
-            self.settings.k,
-            self.settings.threshold,
-        )
+        evaluation = self.evaluate_all()
         ranked = {n: self.ranking(n, question.id) for n in self.retrievers}
-        metrics = {n: self.evaluation.per_question[n][question.id] for n in self.retrievers}
+        metrics = {n: evaluation.per_question[n][question.id] for n in self.retrievers}
         return AddedQuestion(question, relevant, ranked, metrics)

@@ -57,7 +57,7 @@ from ragtui.tui.messages import (
     WorkFailed,
     WorkspaceLoaded,
 )
-from ragtui.tui.screens.dialogs import LoadErrorScreen, ProblemsScreen, PromptScreen
+from ragtui.tui.screens.dialogs import LoadErrorScreen, PromptScreen
 from ragtui.tui.screens.help import HelpScreen
 from ragtui.tui.screens.main import MainScreen, format_seconds, ndcg_moves
 from ragtui.tui.widgets.status_line import Status
@@ -757,10 +757,9 @@ class RagtuiApp(App[int]):
         ws = self.workspace
         if ws is None:
             return
-        from ragtui.core.analysis.check import check_workspace
+        from ragtui.tui.screens.reports import check_screen
 
-        problems = [str(p) for p in check_workspace(ws)]
-        self.push_screen(ProblemsScreen(problems))
+        self.push_screen(check_screen(ws))
 
 
 def run_app(settings: Settings, mouse: bool = True) -> int:

@@ -1,4 +1,4 @@
-"""The evaluation report: the ``ragtui eval --json`` object (every key in docs/json.md), and its rows for a table."""
+"""The ``ragtui eval --json`` object (every key in docs/json.md); the table ``ragtui eval`` prints is ``reports.eval_table_report``."""
 
 from __future__ import annotations
 
@@ -50,47 +50,3 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
         "retrievers": retrievers,
         "slices": slices_json(ws),
     }
-
-
-def table_rows(ws: Workspace) -> list[tuple[str, str, str, str, str]]:
-    """One row per retriever: name, recall@k, 'precision@k (ceiling)', MRR, nDCG@k, as printed."""
-    ev = ws.evaluation
-    assert ev is not None
-    rows = []
-    for name in ws.retrievers:
-        s = ev.summary(name)
-        rows.append(
-            (
-                name,
-                f"{s.recall:.3f}",
-                f"{s.precision:.3f} ({s.precision_ceiling:.3f})",
-                f"{s.mrr:.3f}",
-                f"{s.ndcg:.3f}",
-            )
-        )
-    return rows
-
-
-def format_table(ws: Workspace, judged: bool = False) -> str:
-    """The plain-text metric table that ``ragtui eval`` prints; ``judged`` adds a Judged@k column ("thin" below 0.5)."""
-    k = ws.settings.k
-    header: tuple[str, ...] = (
-        "retriever",
-        f"recall@{k}",
-        f"precision@{k} (ceiling)",
-        "MRR",
-        f"nDCG@{k}",
-    )
-    rows: list[tuple[str, ...]] = [header, *table_rows(ws)]
-    if judged:
-        summaries = judged_summaries(ws)
-        rows = [(*header, f"judged@{k}")] + [
-            (*row, f"{summaries[row[0]].mean:.3f}" + (" thin" if summaries[row[0]].thin else ""))
-            for row in rows[1:]
-        ]
-        header = rows[0]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
+from ragtui.core.files import write_atomic
 from ragtui.core.workspace import Workspace
 
 #: Characters left as they are in TREC ids; white space and '%' are percent-encoded.
@@ -48,6 +49,6 @@ def export_trec(ws: Workspace, folder: str | Path) -> list[Path]:
         files[f"{name}.trec"] = run_lines(ws, name)
     for filename, lines in files.items():
         path = out / filename
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        write_atomic(path, "".join(line + "\n" for line in lines).encode("utf-8"))
         written.append(path)
     return written

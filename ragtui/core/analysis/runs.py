@@ -12,7 +12,6 @@ between chunk sizes, so one run's grades cannot judge the other's chunks).
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ import orjson
 from ragtui import __version__
 from ragtui.core.data.paths import is_bundled, safe_filename
 from ragtui.core.errors import InputError
+from ragtui.core.files import write_atomic
 from ragtui.core.metrics.measures import Measure, System, system_from_workspace
 from ragtui.core.retrieval.hybrid import RRF_K
 from ragtui.core.workspace import Workspace
@@ -231,9 +231,7 @@ def save_run(ws: Workspace, name: str, runs_dir: Path | str | None = None) -> Pa
     data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{filename}.{os.getpid()}.tmp")
-        partial.write_bytes(data)
-        os.replace(partial, path)
+        write_atomic(path, data)
     except OSError as exc:
         raise InputError(folder, f"cannot write the saved run: {exc.strerror or exc}") from None
     return path

@@ -10,11 +10,12 @@ from typing import Protocol
 
 import numpy as np
 
+from ragtui.core.metrics.evaluation import Ranking
+
+__all__ = ["RETRIEVER_NAMES", "Ranking", "Retriever", "top_indices"]
+
 #: The built-in retrievers, in display order.
 RETRIEVER_NAMES = ("bm25", "vector", "hybrid")
-
-#: A ranking: (chunk id, score) pairs, best first.
-Ranking = list[tuple[str, float]]
 
 
 class Retriever(Protocol):

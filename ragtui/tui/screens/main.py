@@ -976,7 +976,7 @@ class MainScreen(Screen[None]):
 
     def action_explain(self) -> None:
         """Hybrid attribution of the current question."""
-        from ragtui.tui.screens.explain import ExplainScreen
+        from ragtui.tui.screens.reports import explain_screen
 
         ws = self.ws
         if ws is None or self.current_qid is None:
@@ -986,11 +986,11 @@ class MainScreen(Screen[None]):
                 Notice("Hybrid attribution needs bm25 and vector rankings (still embedding?).")
             )
             return
-        self.app.push_screen(ExplainScreen(ws, self.current_qid))
+        self.app.push_screen(explain_screen(ws, self.current_qid))
 
     def action_compare(self, a: str | None = None, b: str | None = None) -> None:
         """Compare two retrievers (default: bm25 against hybrid, or the first two shown)."""
-        from ragtui.tui.screens.compare import CompareScreen
+        from ragtui.tui.screens.reports import compare_screen
 
         ws = self.ws
         if ws is None:
@@ -1001,41 +1001,41 @@ class MainScreen(Screen[None]):
             return
         if a is None or b is None:
             a, b = ("bm25", "hybrid") if {"bm25", "hybrid"} <= set(names) else (names[0], names[1])
-        self.app.push_screen(CompareScreen(ws, a, b))
+        self.app.push_screen(compare_screen(ws, a, b))
 
     def action_curve(self) -> None:
         """Recall@k curves (over the filtered questions when a filter is on)."""
-        from ragtui.tui.screens.compare import CurveScreen
+        from ragtui.tui.screens.reports import curve_screen
 
         ws = self.ws
         if ws is not None:
             self.app.push_screen(
-                CurveScreen(ws, list(self.visible_ids) if self.filter_text else None)
+                curve_screen(ws, list(self.visible_ids) if self.filter_text else None)
             )
 
     def action_slices(self) -> None:
         """Every metric per slice."""
-        from ragtui.tui.screens.compare import SlicesScreen
+        from ragtui.tui.screens.reports import slices_screen
 
         ws = self.ws
         if ws is not None:
-            self.app.push_screen(SlicesScreen(ws))
+            self.app.push_screen(slices_screen(ws))
 
     def action_agreement(self) -> None:
         """The agreement report."""
-        from ragtui.tui.screens.agreement import AgreementScreen
+        from ragtui.tui.screens.reports import agreement_screen
 
         ws = self.ws
         if ws is not None:
-            self.app.push_screen(AgreementScreen(ws))
+            self.app.push_screen(agreement_screen(ws))
 
     def action_diagnostics(self) -> None:
         """The chunking diagnostics."""
-        from ragtui.tui.screens.agreement import DiagnosticsScreen
+        from ragtui.tui.screens.reports import diagnostics_screen
 
         ws = self.ws
         if ws is not None:
-            self.app.push_screen(DiagnosticsScreen(ws))
+            self.app.push_screen(diagnostics_screen(ws))
 
     # ---- embedding progress ----------------------------------------------------------------------
 

@@ -1,4 +1,8 @@
-"""A small text plot of recall@k curves, one mark, colour and place per retriever (no plotting\ndependency needed)."""
+"""A small text plot of recall@k curves, one mark, colour and place per retriever (no plotting
+dependency needed).
+
+The values themselves are a report (``ragtui.core.analysis.reports.curve_report``) drawn below it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from ragtui.tui.widgets.text import fmt
+from ragtui.core.text import visible_line
 
 #: The marks of the series, in retriever order (a letter is legible without colour).
 MARKS = "bvh123456789"
@@ -50,18 +54,12 @@ def curve_text(curves: Mapping[str, Sequence[float]], height: int = 10) -> Text:
     out.append("\n")
     for index, name in enumerate(names):
         out.append(f" {marks[name]} ", STYLES[index % len(STYLES)] + " bold")
-        out.append(f"{name}\n")
-    out.append(
-        "\n" + "recall@k".ljust(10) + "".join(str(k).rjust(6) for k in range(1, depth + 1)) + "\n",
-        "bold",
-    )
-    for name in names:
-        out.append(name[:9].ljust(10) + "".join(fmt(v).rjust(6) for v in curves[name]) + "\n")
+        out.append(f"{visible_line(name)}\n")
     return out
 
 
 class CurvePlot(Static):
-    """Recall@k curves as a text plot with the values below."""
+    """Recall@k curves as a text plot."""
 
     def show(self, curves: Mapping[str, Sequence[float]]) -> None:
         """Draw the curves."""

@@ -429,6 +429,11 @@ def run_eval(
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
         note += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
     out(f"{note}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}")
+    if ws.level == "document":
+        out(
+            "document level: the qrels name documents, so each document ranks at its best "
+            "chunk's rank (--level chunk for chunk level)"
+        )
     out(format_measure_table(ws, measures) if measures else format_table(ws, judged=judged))
     if judged and not measures:
         from ragtui.core.labelling.judging import THIN_JUDGED

@@ -183,7 +183,7 @@ def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
     for r in ws.retrievers:
         summary = ev.summary(r)
         summaries[r] = {**summary.as_dict(), "questions": summary.questions}
-        rankings[r] = {q: [cid for cid, _ in ws.ranking(r, q)] for q in ev.question_ids}
+        rankings[r] = {q: [cid for cid, _ in ev.rankings[r].get(q, ())] for q in ev.question_ids}
         values[r] = {}
         for q in ev.question_ids:
             if q not in ev.evaluated:

@@ -206,8 +206,16 @@ def append_question(
 # ---- the workspace side ------------------------------------------------------------------------
 
 
-def _all_rankings(ws: Workspace, text: str, depth: int) -> dict[str, Ranking]:
-    """The ranking of every retriever object the workspace has built (shown or only fused)."""
+def _all_rankings(
+    ws: Workspace, text: str, depth: int, errors: dict[str, str] | None = None
+) -> dict[str, Ranking]:
+    """The ranking of every retriever object the workspace has built (shown or only fused), live ones included.
+
+    A live retriever that has answered the golden set (fully or in part) is asked through its
+    cache; one that fails here is left out, its reason put in ``errors``.
+    """
+    from ragtui.core.retrieval.live import LiveError
+
     out: dict[str, Ranking] = {}
     if ws.bm25 is not None:
         out["bm25"] = ws.bm25.search(text, depth)
@@ -215,23 +223,32 @@ def _all_rankings(ws: Workspace, text: str, depth: int) -> dict[str, Ranking]:
         out["vector"] = ws.vector.search(text, depth)
     if ws.hybrid is not None and "bm25" in out and "vector" in out:
         out["hybrid"] = ws.hybrid.fuse(out["bm25"], out["vector"], depth)
+    for name in ws.live:
+        if name not in ws.rankings:
+            continue  # not ready, or failed on every question: not asked again here
+        try:
+            out[name] = ws.search_live(name, text, depth)
+        except LiveError as exc:
+            if errors is not None:
+                errors[name] = str(exc)
     return out
 
 
-def search_adhoc(ws: Workspace, text: str, depth: int | None = None) -> dict[str, Ranking]:
+def search_adhoc(
+    ws: Workspace, text: str, depth: int | None = None, errors: dict[str, str] | None = None
+) -> dict[str, Ranking]:
     """Every ready chosen retriever's ranking for any typed text (ad-hoc query mode); nothing is added or written.
 
     bm25 is ready at once, vector and hybrid once ``prepare_vectors`` (or the app's worker) has
-    built them; the vector search embeds the text through the workspace's embedding cache.
+    built them; the vector search embeds the text through the workspace's embedding cache. Live
+    retrievers are asked (through their cache) once they have answered the golden set; a live
+    retriever that fails is left out and its one-line reason put in ``errors``.
     """
     if not text.strip():
         raise ValueError("the query is empty")
-    found = _all_rankings(ws, text, depth if depth is not None else ws.settings.depth)
-    return {
-        name: found[name]
-        for name in RETRIEVER_NAMES
-        if name in ws.settings.retrievers and name in found
-    }
+    found = _all_rankings(ws, text, depth if depth is not None else ws.settings.depth, errors)
+    builtin = [name for name in RETRIEVER_NAMES if name in ws.settings.retrievers and name in found]
+    return {name: found[name] for name in builtin + [n for n in ws.live if n in found]}
 
 
 def add_question(
@@ -242,8 +259,6 @@ def add_question(
     qid: str | None = None,
 ) -> AddedQuestion:
     """Append a question to the workspace's golden set and evaluate it at once with every ready retriever."""
-    from ragtui.core.metrics.evaluation import Evaluation
-
     if ws.settings.beir is not None:
         raise InputError(
             ws.settings.beir,
@@ -269,14 +284,8 @@ def add_question(
         if name in ws.rankings:
             ws.rankings[name][question.id] = ranking
     # Rebuilt as set_k does: an Evaluation holds a fixed list of questions.
-    shown = {n: ws.rankings[n] for n in ws.retrievers}
-    ws.evaluation = Evaluation(
-        [q.id for q in ws.questions],
-        ws.effective_grades,
-        shown,
-        ws.settings.k,
-        ws.settings.threshold,
-    )
+    ws.rebuild_evaluation()
+    assert ws.evaluation is not None
     rankings = {n: ws.ranking(n, question.id) for n in ws.retrievers}
     metrics = {n: ws.evaluation.per_question[n][question.id] for n in ws.retrievers}
     return AddedQuestion(question, relevant, rankings, metrics)

@@ -162,8 +162,9 @@ def load_plugin(spec: LiveSpec) -> PluginRetriever:
     except InputError:
         raise
     except Exception as exc:
+        what = "the factory" if spec.target in spec.source else f"{spec.target}(...)"
         raise InputError(
             None,
-            f"{spec.source}: {spec.target}(...) failed: {type(exc).__name__}: {one_line(str(exc))}",
+            f"{spec.source}: {what} failed: {type(exc).__name__}: {one_line(str(exc))}",
         ) from None
     return PluginRetriever(spec, target, version)

@@ -128,6 +128,8 @@ def live_progress() -> LiveProgress:
 
     def progress(name: str, done: int, total: int) -> None:
         if name not in bars:
+            if done >= total:
+                return  # every answer came from the cache: nothing to wait for
             bars[name] = rich_progress(f"asking {name}", "questions")
         bars[name](done, total)
 

@@ -455,6 +455,7 @@ class MilvusRetriever:
         self._client: Any = None
         self._fields: _Fields | None = None
         self._embedder: Any = None
+        self._cache: Any = None
 
     def _ready(self) -> tuple[Any, _Fields]:
         """Connect, load the collection and find its fields (once)."""
@@ -513,9 +514,11 @@ class MilvusRetriever:
         from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
 
         if self._embedder is None:
+            # Read once: questions embedded before (the vector retriever did) are not encoded again.
             self._embedder = Embedder(self.model)
-        cache = EmbeddingCache(self.model, self.cache_root)
-        return [list(map(float, v)) for v in cache.embed(list(questions), self._embedder)]
+            self._cache = EmbeddingCache(self.model, self.cache_root)
+        vectors = self._cache.embed(list(questions), self._embedder)
+        return [list(map(float, v)) for v in vectors]
 
     def _hits(self, rows: Sequence[Any], fields: _Fields, kind: str) -> list[Hit]:
         hits = []

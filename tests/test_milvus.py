@@ -282,3 +282,21 @@ def test_index_and_eval_from_the_command_line(tmp_path, capsys, cache_dir, monke
     )
     assert main(["eval", "--retrievers", "milvus-bm25", "--corpus", str(MINI / "corpus")]) == 2
     assert "milvus-bm25 needs --milvus URI and --collection NAME" in capsys.readouterr().err
+
+
+def test_pymilvus_is_imported_only_when_milvus_is_used():
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = (
+        "import sys\n"
+        "from ragtui.core.settings import Settings\n"
+        "from ragtui.core.workspace import Workspace\n"
+        f"Workspace.load(Settings(corpus={str(MINI / 'corpus')!r}, golden={str(MINI / 'golden')!r}, retrievers=('bm25',)))\n"
+        "print(sorted(m for m in ('pymilvus', 'milvus_lite', 'grpc') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -283,6 +283,10 @@ class HttpRetriever:
             "paths": [c.results, c.id, c.score, c.text, c.doc],
         }
 
+    def describe(self) -> dict[str, Any]:
+        """What a saved run's manifest records (the endpoint without its query string, which may hold a key)."""
+        return {"kind": "http", "endpoint": self.where, "method": self.config.method}
+
     def _request(self, question: str, depth: int) -> urllib.request.Request:
         c = self.config
         headers = {

@@ -102,6 +102,10 @@ class LiveRetriever(Protocol):
         """What the answers depend on (the cache key is its hash); may contact the retriever."""
         ...
 
+    def describe(self) -> dict[str, Any]:
+        """What a saved run's manifest records about the retriever (no secrets, no contact)."""
+        ...
+
     def search(self, question: str, depth: int) -> list[Hit]:
         """The top ``depth`` results for ``question``, best first; raises LiveError when it cannot answer."""
         ...

@@ -510,6 +510,16 @@ class MilvusRetriever:
             "rrf_k": self.rrf_k if self.kind == "hybrid" else None,
         }
 
+    def describe(self) -> dict[str, Any]:
+        """What a saved run's manifest records."""
+        return {
+            "kind": "milvus",
+            "uri": self.target.uri,
+            "collection": self.target.collection,
+            "search": self.kind,
+            "model": self.model if self.kind != "bm25" else None,
+        }
+
     def _embed(self, questions: Sequence[str]) -> list[list[float]]:
         from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
 

@@ -119,6 +119,14 @@ class PluginRetriever:
             "settings": _plain(settings),
         }
 
+    def describe(self) -> dict[str, Any]:
+        """What a saved run's manifest records."""
+        return {
+            "kind": self.spec.kind,
+            "target": self.spec.target,
+            "version": getattr(self.target, "version", None) or self.version,
+        }
+
     def search(self, question: str, depth: int) -> list[Hit]:
         """The plugin's results, read as hits."""
         return normalize_hits(self._search(question, depth), depth)

@@ -62,6 +62,11 @@ def main() -> None:
         figures["index_s"] = time.perf_counter() - started
         figures["index_chunks_per_s"] = len(chunks) / figures["index_s"]
         figures["db_mb"] = _folder_mb(Path(uri))
+        # Milvus Lite keeps BM25 statistics per segment (one data file each): more than one
+        # segment and its IDF is no longer the collection's.
+        figures["lite_segments"] = len(
+            list(Path(uri).glob("collections/*/partitions/*/data/*.parquet"))
+        )
         runs: dict[str, dict[str, list[tuple[str, float]]]] = {}
         for kind in ("bm25", "vector", "hybrid"):
             retriever = MilvusRetriever(f"milvus-{kind}", kind, target, "random-384")

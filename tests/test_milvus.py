@@ -280,6 +280,17 @@ def test_index_and_eval_from_the_command_line(tmp_path, capsys, cache_dir, monke
         report["retrievers"]["milvus-bm25"]["per_question"]
         == report["retrievers"]["bm25"]["per_question"]
     )
+    # Another chunking is refused; --replace drops the collection and indexes afresh.
+    assert main(["index", *args, "--chunk-size", "32"]) == 2
+    assert "collection 'cli' was built from other chunks" in capsys.readouterr().err
+    assert main(["index", *args, "--replace"]) == 0
+    assert capsys.readouterr().out.startswith("cli: wrote 9 of 9 chunks")
+    assert (
+        main(["index", *args[:-4], "--milvus", str(tmp_path / "x.lite"), "--collection", "c"]) == 2
+    )
+    assert capsys.readouterr().err.strip() == (
+        f"ragtui: error: {tmp_path / 'x.lite'}: a Milvus Lite file name ends in .db (a server is http(s)://host:19530)"
+    )
     assert main(["eval", "--retrievers", "milvus-bm25", "--corpus", str(MINI / "corpus")]) == 2
     assert "milvus-bm25 needs --milvus URI and --collection NAME" in capsys.readouterr().err
 

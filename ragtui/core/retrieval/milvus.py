@@ -86,7 +86,9 @@ class MilvusTarget:
     @property
     def is_lite(self) -> bool:
         """Whether the URI is a local Milvus Lite file rather than a server."""
-        return not self.uri.lower().startswith(("http://", "https://", "tcp://", "grpc://"))
+        return not self.uri.lower().startswith(
+            ("http://", "https://", "tcp://", "grpc://", "unix:")
+        )
 
     @property
     def overrides(self) -> dict[str, str]:
@@ -121,6 +123,10 @@ def connect(uri: str) -> Any:
         ) from None
     target = MilvusTarget(uri, "")
     if target.is_lite:
+        if not uri.endswith(".db"):
+            raise InputError(
+                uri, "a Milvus Lite file name ends in .db (a server is http(s)://host:19530)"
+            )
         parent = Path(uri).expanduser().resolve().parent
         if not parent.is_dir():
             raise InputError(uri, f"folder {parent} does not exist")

@@ -28,7 +28,7 @@ from ragtui.core.retrieval.milvus import (
 )
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI, MINI_CHUNK_SIZE
+from tests.conftest import CRANFIELD, MINI, MINI_CHUNK_SIZE
 
 pytest.importorskip("pymilvus")
 pytest.importorskip("milvus_lite")
@@ -311,3 +311,31 @@ def test_pymilvus_is_imported_only_when_milvus_is_used():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(not CRANFIELD.is_dir(), reason="the Cranfield collection is not there")
+def test_milvus_bm25_is_bm25s_on_cranfield(tmp_path):
+    """All 225 Cranfield queries at depth 100: the same lists, or the same scores rank by rank (ties)."""
+    from ragtui.core.retrieval.bm25 import BM25Retriever
+
+    ws = Workspace.load(Settings(beir=CRANFIELD, chunk_size=None, retrievers=("vector",)))
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(len(ws.chunks), 8)).astype(np.float32)
+    target = MilvusTarget(str(tmp_path / "cranfield.db"), "cranfield")
+    index_collection(target, ws.chunks, "random-8", vectors=vectors)
+    milvus = MilvusRetriever("milvus-bm25", "bm25", target, "random-8")
+    ours = BM25Retriever(ws.chunks, backend="bm25s")
+    texts = [q.text for q in ws.questions]
+    found = [
+        hits
+        for i in range(0, len(texts), 32)
+        for hits in milvus.search_batch(texts[i : i + 32], 100)
+    ]
+    milvus.close()
+    identical = 0
+    for text, hits in zip(texts, found, strict=True):
+        expected = ours.search(text, 100)
+        if [h.id for h in hits] == [c for c, _ in expected]:
+            identical += 1
+        assert np.allclose([h.score for h in hits], [2.5 * s for _, s in expected], rtol=1e-5)
+    assert identical >= 0.95 * len(texts)

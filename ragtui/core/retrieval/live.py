@@ -89,6 +89,10 @@ class LiveSpec:
     source: str = "--retriever"
     """Where the spec was given, for messages (``--retriever``, ``ragtui.toml [retrievers.es]``)."""
 
+    def __str__(self) -> str:
+        """``NAME=TARGET``, as ``--retriever`` takes it (for ``ragtui config``)."""
+        return f"{self.name}={self.target}"
+
 
 class LiveRetriever(Protocol):
     """What ``run_live`` asks: a name, how many questions at a time, a cache identity, and search."""

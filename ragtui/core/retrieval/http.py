@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -329,7 +328,7 @@ class HttpRetriever:
                 last = f"no answer within {c.timeout:g} s"
             except urllib.error.URLError as exc:
                 reason = exc.reason
-                if isinstance(reason, TimeoutError | socket.timeout):
+                if isinstance(reason, TimeoutError):
                     last = f"no answer within {c.timeout:g} s"
                 else:
                     last = f"cannot connect ({getattr(reason, 'strerror', None) or reason})"

@@ -29,7 +29,8 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
                 "precision": m.precision,
                 "rr": m.rr,
                 "ndcg": m.ndcg,
-                "ranked": [cid for cid, _ in ws.ranking(name, qid)],
+                # The ids the metrics judged: chunks, or documents at document level.
+                "ranked": [cid for cid, _ in ev.rankings[name].get(qid, ())],
                 "judged": judged[name].per_question[qid],
             }
         retrievers[name] = {
@@ -38,7 +39,16 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
             "judged": judged[name].mean,
             "thinly_judged": judged[name].thin,
         }
-    if "hybrid" in retrievers and "bm25" in ws.rankings and "vector" in ws.rankings:
+        status = ws.live_status.get(name)
+        if status is not None:
+            # Questions a live retriever could not answer (they count as empty runs), with reasons.
+            retrievers[name]["failed"] = dict(status.failed)
+    if (
+        ws.level == "chunk"
+        and "hybrid" in retrievers
+        and "bm25" in ws.rankings
+        and "vector" in ws.rankings
+    ):
         # The best recall@k any fusion of the two top-depth lists could reach, beside hybrid's recall.
         retrievers["hybrid"]["pool_ceiling"] = pool_ceilings(ws).pool_ceiling
     return {
@@ -47,6 +57,8 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
         "questions": len(ev.evaluated),
         "skipped": ev.skipped,
         "chunks": len(ws.chunks),
+        # What the metrics rank and judge: "chunk", or "document" (each at its best chunk's rank).
+        "level": ws.level,
         "retrievers": retrievers,
         "slices": slices_json(ws),
     }

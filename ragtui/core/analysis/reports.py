@@ -93,7 +93,13 @@ def _eval_summary(ws: Workspace) -> str:
     if skipped:
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
         summary += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
-    return f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}"
+    summary = f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}"
+    if ws.level == "document":
+        summary += (
+            "\ndocument level: the qrels name documents, so each document ranks at its best "
+            "chunk's rank (--level chunk for chunk level)"
+        )
+    return summary
 
 
 def eval_table_report(

@@ -71,7 +71,16 @@ def manifest(ws: Workspace) -> dict[str, Any]:
     chunk_hash = hashlib.sha256()
     for chunk in ws.chunks:
         chunk_hash.update(f"{chunk.id}\t{chunk.sha1}\n".encode())
+    # Recorded only when used, so a diff against a run saved before they existed shows no change.
+    extra: dict[str, Any] = {}
+    if ws.live:
+        extra["live_retrievers"] = {name: r.describe() for name, r in ws.live.items()}
+    if s.chunks is not None:
+        extra["chunks_file"] = str(s.chunks)
+    if ws.level != "chunk":
+        extra["level"] = ws.level
     return {
+        **extra,
         "ragtui_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "corpus": str(s.corpus) if s.corpus is not None else None,
@@ -183,7 +192,7 @@ def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
     for r in ws.retrievers:
         summary = ev.summary(r)
         summaries[r] = {**summary.as_dict(), "questions": summary.questions}
-        rankings[r] = {q: [cid for cid, _ in ws.ranking(r, q)] for q in ev.question_ids}
+        rankings[r] = {q: [cid for cid, _ in ev.rankings[r].get(q, ())] for q in ev.question_ids}
         values[r] = {}
         for q in ev.question_ids:
             if q not in ev.evaluated:

@@ -13,8 +13,9 @@ import hashlib
 import itertools
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from ragtui.core.data.corpus import Document
 from ragtui.core.data.tokenizer import TokenCounter, TokenIndex
@@ -41,6 +42,8 @@ class Chunk:
     text: str
     heading_path: tuple[str, ...]
     token_count: int
+    #: The metadata a team's chunks file gave the chunk (``--chunks``), shown as it is.
+    meta: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def sha1(self) -> str:

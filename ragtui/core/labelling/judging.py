@@ -326,10 +326,11 @@ def judged_summaries(
                 mean = ev.judged_mean(name)
                 out[name] = JudgedSummary(name, k, mean, ev.judged[name], mean < threshold)
         return out
-    judged = {q.id: judged_ids(ws, q.id) for q in ws.questions}
+    # The evaluation's rankings and grades: chunks, or documents at document level.
+    judged = {q.id: set(ev.gains(q.id)) for q in ws.questions}
     for name in ws.retrievers:
         per_question = {
-            q.id: judged_at_k([cid for cid, _ in ws.ranking(name, q.id)], judged[q.id], k)
+            q.id: judged_at_k([cid for cid, _ in ev.rankings[name].get(q.id, ())], judged[q.id], k)
             for q in ws.questions
         }
         averaged = [per_question[q.id] for q in ws.questions if q.id in ev.evaluated]

@@ -275,7 +275,8 @@ def system_from_workspace(ws: EvaluatedRuns, retriever: str) -> System:
         raise InputError(
             None, f"unknown retriever {retriever!r}; this workspace has {', '.join(ws.retrievers)}"
         )
-    rankings = {q: [cid for cid, _ in ws.ranking(retriever, q)] for q in ev.question_ids}
+    # The evaluation's own rankings: chunks, or documents at document level, as its grades are.
+    rankings = {q: [cid for cid, _ in ev.rankings[retriever].get(q, ())] for q in ev.question_ids}
     grades = {q: ev.gains(q) for q in ev.question_ids}
     return System(retriever, rankings, grades, tuple(ev.question_ids), ev.threshold)
 

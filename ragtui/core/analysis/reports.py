@@ -93,13 +93,19 @@ def _eval_summary(ws: Workspace) -> str:
     if skipped:
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
         summary += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
-    summary = f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}"
-    if ws.level == "document":
-        summary += (
-            "\ndocument level: the qrels name documents, so each document ranks at its best "
+    return f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}"
+
+
+def _level_sections(ws: Workspace) -> tuple[Section, ...]:
+    """A line saying the evaluation is at document level, when it is (else nothing)."""
+    if ws.level != "document":
+        return ()
+    return (
+        text_section(
+            "document level: the qrels name documents, so each document ranks at its best "
             "chunk's rank (--level chunk for chunk level)"
-        )
-    return summary
+        ),
+    )
 
 
 def eval_table_report(
@@ -118,7 +124,7 @@ def eval_table_report(
             ["retriever", *(m.name for m in measures)],
             ([r, *(fmt(means[r][m.name]) for m in measures)] for r in ws.retrievers),
         )
-        return Report(_eval_summary(ws), (section,))
+        return Report(_eval_summary(ws), (*_level_sections(ws), section))
     columns = ["retriever", f"recall@{k}", f"precision@{k} (ceiling)", "MRR", f"nDCG@{k}"]
     summaries = judged_summaries(ws) if judged else {}
     rows = []
@@ -138,7 +144,7 @@ def eval_table_report(
             f"judged@{k}: share of the top {k} with a hand grade or an evidence match; "
             f"thin = below {THIN_JUDGED}: the metrics rest on unjudged chunks"
         )
-    return Report(_eval_summary(ws), (table(columns, rows, notes=notes),))
+    return Report(_eval_summary(ws), (*_level_sections(ws), table(columns, rows, notes=notes)))
 
 
 def slices_report(ws: Workspace, measures: Sequence[Measure] | None = None) -> Report:

@@ -31,6 +31,8 @@ from ragtui.core.data.golden import (
     straddling_pairs,
 )
 from ragtui.core.data.tokenizer import TokenCounter, resolve_model, token_counter
+from ragtui.core.errors import InputError
+from ragtui.core.files import read_regular
 
 if TYPE_CHECKING:
     from ragtui.core.workspace import Workspace
@@ -147,8 +149,8 @@ def _read_json(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        obj = json.loads(read_regular(path).decode("utf-8"))
+    except (OSError, ValueError, InputError):
         return {}
     return obj if isinstance(obj, dict) else {}
 
@@ -157,7 +159,7 @@ def special_token_count(counter: TokenCounter) -> int:
     """Special tokens the tokenizer adds to one text ([CLS] and [SEP] for BERT: 2)."""
     from tokenizers import Tokenizer
 
-    processor = Tokenizer.from_file(str(counter.file)).post_processor
+    processor = Tokenizer.from_str(counter.json).post_processor
     return int(processor.num_special_tokens_to_add(False)) if processor is not None else 0
 
 

@@ -23,7 +23,7 @@ import orjson
 from ragtui import __version__
 from ragtui.core.data.paths import is_bundled, safe_filename
 from ragtui.core.errors import InputError
-from ragtui.core.files import write_atomic
+from ragtui.core.files import check_writable, read_regular, write_atomic
 from ragtui.core.metrics.measures import Measure, System, system_from_workspace
 from ragtui.core.retrieval.hybrid import RRF_K
 from ragtui.core.workspace import Workspace
@@ -57,8 +57,8 @@ TOLERANCE = 1e-12
 
 def _sha256_file(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_regular(path)).hexdigest()
+    except (OSError, InputError):
         return None
 
 
@@ -236,6 +236,7 @@ def save_run(ws: Workspace, name: str, runs_dir: Path | str | None = None) -> Pa
     folder = Path(runs_dir) if runs_dir is not None else ws.writable_golden() / "runs"
     if is_bundled(folder.parent):
         raise InputError(folder, "the bundled golden set is never written; give another --runs-dir")
+    check_writable(folder, "saved runs' folder")
     path = folder / filename
     data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
     try:
@@ -277,7 +278,7 @@ def load_run(path: Path | str) -> SavedRun:
     """Read a saved run file; InputError when it is not one."""
     path = Path(path)
     try:
-        obj = orjson.loads(path.read_bytes())
+        obj = orjson.loads(read_regular(path))
     except OSError as exc:
         raise InputError(path, f"cannot read the saved run: {exc.strerror or exc}") from None
     except orjson.JSONDecodeError as exc:

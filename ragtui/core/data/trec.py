@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ragtui.core.errors import InputError
+from ragtui.core.files import NotRegularFileError, read_regular
 
 __all__ = [
     "TrecFormatError",
@@ -58,9 +59,11 @@ def _error(source: str, line_no: int, problem: str) -> TrecFormatError:
 def _read_lines(path: Path) -> list[str]:
     """The lines of a UTF-8 text file, or a TrecFormatError naming the file (and the line)."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         raise TrecFormatError(path, "file not found") from None
+    except NotRegularFileError as exc:
+        raise TrecFormatError(path, exc.problem) from None
     except OSError as exc:
         raise TrecFormatError(path, f"cannot read the file ({exc.strerror})") from None
     try:

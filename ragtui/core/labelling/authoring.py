@@ -27,7 +27,7 @@ from ragtui.core.data.golden import (
 )
 from ragtui.core.data.paths import is_bundled
 from ragtui.core.errors import InputError
-from ragtui.core.files import locked, write_atomic
+from ragtui.core.files import check_writable, locked, write_atomic
 from ragtui.core.metrics.evaluation import Ranking
 from ragtui.core.metrics.formulas import QuestionMetrics
 
@@ -159,6 +159,7 @@ def append_question(
         raise InputError(path.parent, "golden-set folder not found")
     if is_bundled(path.parent):
         raise InputError(path.parent, "the bundled golden set is never written; add to a copy")
+    check_writable(path.parent, "golden-set folder")
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(locked(path))

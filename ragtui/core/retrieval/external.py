@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from ragtui.core.data.corpus import decode_utf8
+from ragtui.core.data.corpus import decode_utf8, read_file
 from ragtui.core.data.paths import safe_filename
 from ragtui.core.data.trec import parse_trec_run
 from ragtui.core.errors import InputError
@@ -112,14 +112,9 @@ def load_external_run(
 ) -> ExternalRun:
     """Read a TREC run file as the rankings of retriever ``name``; a malformed file raises InputError(path, problem, line)."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "run file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, not a run file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read the run file: {exc.strerror or exc}") from None
+    if not path.exists():
+        raise InputError(path, "run file not found")
+    raw = read_file(path)
     lines = decode_utf8(path, raw).splitlines()
     try:
         ranked = parse_trec_run(lines, source=str(path))

@@ -100,8 +100,8 @@ def write_atomic(path: str | Path, data: bytes, mode: int | None = None) -> None
 
 
 @contextlib.contextmanager
-def locked(path: str | Path) -> Iterator[int]:
-    """Open ``path`` (created if missing) read-write and hold an exclusive lock on it; yields the descriptor.
+def locked(path: str | Path, shared: bool = False) -> Iterator[int]:
+    """Open ``path`` (created if missing) read-write and hold an exclusive lock on it (``shared``: a shared one); yields the descriptor.
 
     A process that opened the file just before another one renamed a new file over it would lock
     (and write to) the old, unlinked inode: so after taking the lock the open file must still be the
@@ -112,7 +112,7 @@ def locked(path: str | Path) -> Iterator[int]:
     while True:
         fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             held = os.fstat(fd)
             try:
                 now: os.stat_result | None = os.stat(target)

@@ -12,6 +12,7 @@ between chunk sizes, so one run's grades cannot judge the other's chunks).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -274,8 +275,65 @@ def resolve_run(spec: str, folder: Path) -> Path:
     raise InputError(spec, f"no such saved run or file; {hint}")
 
 
+#: Per-question values (and means) a saved run keeps: each a number from 0 to 1.
+_UNIT_VALUES = ("recall", "precision", "precision_ceiling", "rr", "mrr", "ndcg")
+
+
+class _Malformed(Exception):
+    """A saved run's field that is not what the format says: where it is, and what is wrong."""
+
+
+def _whole(value: object, where: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Malformed(f"{where} must be a whole number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise _Malformed(f"{where} must be at least {minimum}, got {value}")
+    return value
+
+
+def _mapping(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Malformed(f"{where} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _strings(value: object, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Malformed(f"{where} must be a list of strings")
+    return value
+
+
+def _unit(value: object, where: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 <= value <= 1
+    ):
+        raise _Malformed(f"{where} must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def _check_manifest(manifest: dict[str, Any]) -> None:
+    """The manifest fields a diff or a comparison computes with: k, depth, threshold."""
+    for key, minimum in (("k", 1), ("depth", 1), ("threshold", None)):
+        if key in manifest:
+            _whole(manifest[key], f"manifest '{key}'", minimum)
+
+
+def _check_values(values: dict[str, Any], where: str) -> None:
+    """Saved per-question values (or means): numbers from 0 to 1, a rank of 1 or more (or null), a count."""
+    for key, value in values.items():
+        if key in _UNIT_VALUES:
+            _unit(value, f"{where}.{key}")
+        elif key == "first_relevant_rank" and value is not None:
+            _whole(value, f"{where}.{key}", 1)
+        elif key == "questions":
+            _whole(value, f"{where}.{key}", 0)
+
+
 def load_run(path: Path | str) -> SavedRun:
-    """Read a saved run file; InputError when it is not one."""
+    """Read a saved run file; InputError naming the field when it is not one (every field used is checked)."""
     path = Path(path)
     try:
         obj = orjson.loads(read_regular(path))
@@ -285,40 +343,51 @@ def load_run(path: Path | str) -> SavedRun:
         raise InputError(path, f"malformed JSON: {exc}") from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise InputError(path, 'not a ragtui saved run (no "format": "ragtui-run")')
-    if obj.get("format_version", 0) > FORMAT_VERSION:
+    version = obj.get("format_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
         raise InputError(
-            path, f"saved by a newer ragtui (format version {obj.get('format_version')})"
+            path, f"saved run: 'format_version' must be a whole number, got {version!r}"
         )
+    if version > FORMAT_VERSION:
+        raise InputError(path, f"saved by a newer ragtui (format version {version})")
     try:
-        questions_obj = obj["questions"]
-        question_ids = list(questions_obj)
-        grades = {
-            q: {str(c): int(g) for c, g in v.get("grades", {}).items()}
-            for q, v in questions_obj.items()
-        }
-        questions = {
-            q: {k: v for k, v in info.items() if k != "grades"} for q, info in questions_obj.items()
-        }
+        manifest = _mapping(obj.get("manifest") or {}, "'manifest'")
+        _check_manifest(manifest)
+        questions_obj = _mapping(obj.get("questions"), "'questions'")
+        grades: dict[str, dict[str, int]] = {}
+        questions: dict[str, dict[str, Any]] = {}
+        for q, info in questions_obj.items():
+            info = _mapping(info, f"questions.{q}")
+            graded = _mapping(info.get("grades", {}), f"questions.{q}.grades")
+            grades[q] = {c: _whole(g, f"questions.{q}.grades.{c}") for c, g in graded.items()}
+            if "text" in info and not isinstance(info["text"], str):
+                raise _Malformed(f"questions.{q}.text must be a string")
+            if "slices" in info:
+                _strings(info["slices"], f"questions.{q}.slices")
+            questions[q] = {k: v for k, v in info.items() if k != "grades"}
         rankings: dict[str, dict[str, list[str]]] = {}
         summaries: dict[str, dict[str, float]] = {}
         values: dict[str, dict[str, dict[str, Any]]] = {}
-        for r, body in obj["retrievers"].items():
-            per_question = body.get("per_question", {})
-            rankings[r] = {
-                q: [str(c) for c in v.get("ranked", [])] for q, v in per_question.items()
-            }
-            values[r] = {
-                q: {k: x for k, x in v.items() if k != "ranked"} for q, v in per_question.items()
-            }
-            summaries[r] = {k: v for k, v in body.items() if k != "per_question"}
-    except (KeyError, AttributeError, TypeError, ValueError) as exc:
-        raise InputError(
-            path, f"saved run is incomplete or malformed ({type(exc).__name__}: {exc})"
-        ) from None
+        for r, body in _mapping(obj.get("retrievers"), "'retrievers'").items():
+            body = _mapping(body, f"retrievers.{r}")
+            per_question = _mapping(body.get("per_question", {}), f"retrievers.{r}.per_question")
+            rankings[r], values[r] = {}, {}
+            for q, entry in per_question.items():
+                where = f"retrievers.{r}.per_question.{q}"
+                entry = _mapping(entry, where)
+                rankings[r][q] = _strings(entry.get("ranked", []), f"{where}.ranked")
+                kept = {k: x for k, x in entry.items() if k != "ranked"}
+                _check_values(kept, where)
+                values[r][q] = kept
+            summary = {k: v for k, v in body.items() if k != "per_question"}
+            _check_values(summary, f"retrievers.{r}")
+            summaries[r] = summary
+    except _Malformed as exc:
+        raise InputError(path, f"saved run: {exc}") from None
     return SavedRun(
         name=str(obj.get("name") or path.stem),
-        manifest=dict(obj.get("manifest") or {}),
-        question_ids=question_ids,
+        manifest=dict(manifest),
+        question_ids=list(questions_obj),
         questions=questions,
         grades=grades,
         rankings=rankings,

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from ragtui.core.data.corpus import utf8_name
 from ragtui.core.errors import InputError
 from ragtui.core.report import Report, Section
 from ragtui.core.retrieval.embeddings import Progress
@@ -50,9 +51,28 @@ def print_notices(ws: Workspace) -> None:
     ws.notices.clear()
 
 
+def _valid_text(value: Any) -> Any:
+    """``value`` with every string made valid UTF-8 (a file name's other bytes spelled ``\\xNN``)."""
+    if isinstance(value, str):
+        return utf8_name(value)
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_valid_text(v) for v in value]
+    return value
+
+
 def print_json(value: Any) -> None:
-    """A JSON document on stdout (orjson escapes every control character)."""
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+    """A JSON document on stdout (orjson escapes every control character).
+
+    JSON holds only UTF-8: a string that is not (a path given with other bytes) is spelled with
+    ``\\xNN`` escapes rather than failing with a traceback.
+    """
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except TypeError:
+        data = orjson.dumps(_valid_text(value), option=orjson.OPT_INDENT_2)
+    sys.stdout.write(data.decode() + "\n")
 
 
 def format_columns(

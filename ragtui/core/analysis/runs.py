@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from ragtui import __version__
+from ragtui.core.data.corpus import utf8_name
 from ragtui.core.data.paths import is_bundled, safe_filename
 from ragtui.core.errors import InputError
 from ragtui.core.files import check_writable, read_regular, write_atomic
@@ -63,6 +64,11 @@ def _sha256_file(path: Path) -> str | None:
         return None
 
 
+def _path_text(path: Path | str | None) -> str | None:
+    """A path as JSON text: bytes of its name that are not UTF-8 spelled ``\\xNN`` (JSON holds only UTF-8)."""
+    return utf8_name(str(path)) if path is not None else None
+
+
 def manifest(ws: Workspace) -> dict[str, Any]:
     """What produced the workspace's numbers: data, chunking, tokenizer and model, BM25, RRF, k, depth, versions, hashes."""
     from ragtui.core.data.tokenizer import token_counter
@@ -77,16 +83,16 @@ def manifest(ws: Workspace) -> dict[str, Any]:
     if ws.live:
         extra["live_retrievers"] = {name: r.describe() for name, r in ws.live.items()}
     if s.chunks is not None:
-        extra["chunks_file"] = str(s.chunks)
+        extra["chunks_file"] = _path_text(s.chunks)
     if ws.level != "chunk":
         extra["level"] = ws.level
     return {
         **extra,
         "ragtui_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "corpus": str(s.corpus) if s.corpus is not None else None,
-        "golden": str(golden) if golden is not None else None,
-        "beir": str(s.beir) if s.beir is not None else None,
+        "corpus": _path_text(s.corpus),
+        "golden": _path_text(golden),
+        "beir": _path_text(s.beir),
         "chunk_size": s.chunk_size,
         "overlap": s.overlap,
         "chunks": len(ws.chunks),
@@ -101,7 +107,8 @@ def manifest(ws: Workspace) -> dict[str, Any]:
         "threshold": s.threshold,
         "retrievers": list(ws.retrievers),
         "external_runs": {
-            name: {"path": str(run.path), "sha256": run.sha256} for name, run in ws.external.items()
+            name: {"path": _path_text(run.path), "sha256": run.sha256}
+            for name, run in ws.external.items()
         },
         "labels_sha256": _sha256_file(ws.labels.path),
         "questions_sha256": _sha256_file(golden / "questions.jsonl")

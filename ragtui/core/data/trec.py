@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ragtui.core.errors import InputError
 from ragtui.core.files import NotRegularFileError, read_regular
+from ragtui.core.text import visible_line
 
 __all__ = [
     "TrecFormatError",
@@ -44,11 +45,11 @@ class TrecFormatError(InputError, ValueError):
 
     @property
     def message(self) -> str:
-        """The one-line message: ``file: line N: problem``."""
+        """The one-line message: ``file: line N: problem``, control characters shown as escapes."""
         flat = " ".join(self.problem.split())
         if self.line is None:
-            return f"{self.path}: {flat}"
-        return f"{self.path}: line {self.line}: {flat}"
+            return visible_line(f"{self.path}: {flat}")
+        return visible_line(f"{self.path}: line {self.line}: {flat}")
 
 
 def _error(source: str, line_no: int, problem: str) -> TrecFormatError:

@@ -6,6 +6,7 @@ character from a corpus, a question or a file name reaches the terminal.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -51,6 +52,14 @@ def print_notices(ws: Workspace) -> None:
     ws.notices.clear()
 
 
+#: Characters JSON may hold raw that a terminal must not receive raw (they occur only inside strings).
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def _valid_text(value: Any) -> Any:
     """``value`` with every string made valid UTF-8 (a file name's other bytes spelled ``\\xNN``)."""
     if isinstance(value, str):
@@ -72,7 +81,9 @@ def print_json(value: Any) -> None:
         data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except TypeError:
         data = orjson.dumps(_valid_text(value), option=orjson.OPT_INDENT_2)
-    sys.stdout.write(data.decode() + "\n")
+    # orjson escapes C0 controls; DEL, C1 and the bidi controls may stand raw in JSON, so they are
+    # escaped here too (``\u009b``, still the same JSON string) before they reach a terminal.
+    sys.stdout.write(_JSON_RAW.sub(_json_escape, data.decode()) + "\n")
 
 
 def format_columns(

@@ -265,13 +265,14 @@ def list_runs(folder: Path) -> list[str]:
 def resolve_run(spec: str, folder: Path) -> Path:
     """The file of a saved run given by name (looked up in ``folder``) or by path; InputError when there is none."""
     as_path = Path(spec)
-    if as_path.is_file():
+    # exists(), not is_file(): a FIFO or a device is then refused by name when read, not missed.
+    if as_path.exists() and not as_path.is_dir():
         return as_path
     try:
         candidate = folder / safe_filename(spec, ".json")
     except ValueError:
         candidate = None
-    if candidate is not None and candidate.is_file():
+    if candidate is not None and candidate.exists() and not candidate.is_dir():
         return candidate
     known = list_runs(folder)
     hint = (

@@ -553,6 +553,15 @@ def test_a_read_only_golden_folder_is_never_written(mini: Path, tmp_path: Path, 
             == f"ragtui: error: {export}: the export folder is read-only; nothing was written"
         )
         assert list(export.iterdir()) == []
+        assert (
+            main(["report", "--output", str(export / "r.md"), *_args(mini, "--retrievers", "bm25")])
+            == 2
+        )
+        assert (
+            one_error(capsys)
+            == f"ragtui: error: {export}: the report's folder is read-only; nothing was written"
+        )
+        assert list(export.iterdir()) == []
     finally:
         os.chmod(golden, 0o755)
 

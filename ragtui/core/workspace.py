@@ -431,6 +431,15 @@ class Workspace:
                 "they count as not relevant and are shown by id"
             )
 
+    def add_foreign(self, hits: Iterable[Hit], origin: str) -> set[str]:
+        """Keep the chunks a live retriever brought with their text (an ad-hoc search done off the
+        UI thread with ``run_live``); returns the questions whose grades changed."""
+        touched = self._add_foreign(hits, origin)
+        if touched and self.evaluation is not None:
+            for qid in touched:
+                self.evaluation.update_question(qid)
+        return touched
+
     def _add_foreign(self, hits: Iterable[Hit], origin: str) -> set[str]:
         """Keep the chunks of ``hits`` that the corpus lacks and that came with their text; returns the questions whose grades changed."""
         new: list[Chunk] = []

@@ -47,7 +47,10 @@ from ragtui.tui.messages import (
     BaselineLoaded,
     Changed,
     EmbeddingProgress,
+    ForeignChunks,
     GradeRequested,
+    LiveProgress,
+    LiveReady,
     LoadFailed,
     Notice,
     QuestionAppended,
@@ -368,7 +371,66 @@ class RagtuiApp(App[int]):
         ws = message.workspace
         self.publish(self.controller.loaded(ws, message.vectors))
         self._say_load_warnings(ws, message.vectors)
+        if ws.live:
+            self._ask_live(ws, self.generation, ws.settings.refresh)
         self._check_ready()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="live")
+    def _ask_live(self, ws: Workspace, generation: int, refresh: bool) -> None:
+        """Every golden question's answer from each live retriever (cache first), off the UI thread:
+        ``compute_live`` only reads the workspace."""
+        worker = get_current_worker()
+        last = [0.0]
+
+        def progress(name: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_INTERVAL or done >= total:
+                last[0] = now
+                self.post_message(LiveProgress(generation, name, done, total))
+
+        try:
+            result = ws.compute_live(
+                refresh=refresh, progress=progress, cancelled=lambda: worker.is_cancelled
+            )
+        except Exception as exc:  # a broken plugin must be a message, never a traceback
+            self.post_message(
+                WorkFailed("Live retrievers", visible_line(f"{type(exc).__name__}: {exc}"))
+            )
+            return
+        if not worker.is_cancelled:
+            self.post_message(LiveReady(generation, result))
+
+    def on_live_progress(self, message: LiveProgress) -> None:
+        """Say how far a live retriever has come."""
+        if message.generation == self.generation:
+            self.say(f"asking {message.name}: {message.done}/{message.total} questions")
+
+    def on_live_ready(self, message: LiveReady) -> None:
+        """Show the live retrievers' lists (a failed one says why in its own list)."""
+        if message.generation != self.generation or self.workspace is None:
+            return
+        self.publish(self.controller.live_ready(message.result))
+        failed = [
+            f"{name}: {status.message}"
+            for name, status in self.workspace.live_status.items()
+            if status.state in ("failed", "partial") and status.message
+        ]
+        if failed:
+            self.say("; ".join(failed), error=True)
+        else:
+            self.say(f"{', '.join(message.result.runs)} answered.")
+        self._check_ready()
+
+    def refresh_live(self) -> None:
+        """Ask the live retrievers again, ignoring their cached answers (the palette's refresh)."""
+        ws = self.workspace
+        if ws is None or not ws.live:
+            self.say("No live retriever is shown (--retriever NAME=SPEC, --milvus).")
+            return
+        for name in ws.live:
+            self.controller.retriever_status[name] = "pending"
+        self.publish(Changed("retrievers"))
+        self._ask_live(ws, self.generation, True)
 
     def _say_load_warnings(self, ws: Workspace, vectors: VectorResult | None) -> None:
         """The one most important thing the load found, in the status line."""
@@ -518,6 +580,16 @@ class RagtuiApp(App[int]):
     def action_reload_labels(self) -> None:
         """Apply labels another process appended to the journal."""
         self.poll_labels()
+
+    @on(ForeignChunks)
+    def _foreign_chunks(self, message: ForeignChunks) -> None:
+        """Keep the chunks a live retriever brought, so the chunk view can show them."""
+        message.stop()
+        if self.workspace is None:
+            return
+        change = self.controller.keep_foreign(message.hits, message.origin)
+        if change is not None:
+            self.publish(change)
 
     @on(Notice)
     def _notice(self, message: Notice) -> None:

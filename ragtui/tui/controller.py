@@ -16,10 +16,10 @@ from ragtui.core.data.golden import Question
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import ReadOnlyError
-from ragtui.core.retrieval.base import Ranking
+from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import GradeChange, VectorResult, Workspace
+from ragtui.core.workspace import GradeChange, LiveResult, VectorResult, Workspace
 from ragtui.tui.messages import Changed
 
 #: The retrievers that need embeddings.
@@ -65,11 +65,16 @@ class Controller:
 
     @property
     def retrievers(self) -> list[str]:
-        """The retrievers shown: the chosen built-in ones in the standard order, then external runs."""
+        """The retrievers shown: the chosen built-in ones in the standard order, the external runs,
+        then the live ones (plugins, HTTP APIs, Milvus)."""
         from ragtui.core.retrieval.base import RETRIEVER_NAMES
+        from ragtui.core.retrieval.connectors import live_names
 
-        builtin = [n for n in RETRIEVER_NAMES if n in self.settings.retrievers]
-        return builtin + [n for n, _ in self.settings.runs if n not in builtin]
+        s = self.settings
+        builtin = [n for n in RETRIEVER_NAMES if n in s.retrievers]
+        runs = [n for n, _ in s.runs if n not in builtin]
+        live = live_names(s.retrievers, s.live_retrievers, s.milvus)
+        return builtin + runs + [n for n in live if n not in builtin and n not in runs]
 
     # ---- loading -----------------------------------------------------------------------------------
 
@@ -114,6 +119,27 @@ class Controller:
                 self.retriever_status[name] = "failed"
                 self.retriever_errors[name] = message
         return Changed("retrievers")
+
+    def live_ready(self, result: LiveResult) -> Changed:
+        """Live retrievers answered (or failed): their lists and numbers; a failed one says why."""
+        ws = self.ws
+        ws.apply_live(result)
+        for name in result.runs:
+            status = ws.live_status.get(name)
+            if status is None:
+                continue
+            if status.state == "failed":
+                self.retriever_status[name] = "failed"
+                self.retriever_errors[name] = status.message
+            else:
+                self.retriever_status[name] = "ready"
+                self.retriever_errors.pop(name, None)
+        return Changed("retrievers")
+
+    def keep_foreign(self, hits: tuple[Hit, ...], origin: str) -> Changed | None:
+        """Keep chunks a live retriever brought (an ad-hoc search); None when nothing changed."""
+        touched = self.ws.add_foreign(hits, origin)
+        return Changed("labels-reloaded", frozenset(touched)) if touched else None
 
     @property
     def is_ready(self) -> bool:

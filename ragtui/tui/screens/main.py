@@ -470,7 +470,9 @@ class MainScreen(Screen[None]):
                 reason = self.controller.retriever_errors.get(name, "")
                 self.pane(name).set_note(f"{name} unavailable: {reason}")
             elif not self._ready(name):
-                self.pane(name).set_note(f"{name}: embedding chunks… the list fills in when ready")
+                ws = self.ws
+                doing = "asking it" if ws is not None and name in ws.live else "embedding chunks"
+                self.pane(name).set_note(f"{name}: {doing}… the list fills in when ready")
             else:
                 self.pane(name).set_note(None)
 

@@ -37,9 +37,7 @@ async def test_a_live_retriever_is_a_list_like_bm25_and_a_broken_one_says_why(
         f"web={server.url}/search?q={{query}}&k={{depth}}",
         f"junk={server.url}/garbage?q={{query}}",
     )
-    settings = replace(
-        live_settings, live_retrievers=tuple(parse_retriever_spec(s) for s in specs)
-    )
+    settings = replace(live_settings, live_retrievers=tuple(parse_retriever_spec(s) for s in specs))
     app = RagtuiApp(settings, embedder=FakeEmbedder())
     async with app.run_test(size=WIDE) as pilot:
         await wait_ready(pilot)

@@ -30,6 +30,25 @@ from ragtui.core.settings import Settings
 # ---- add-question -----------------------------------------------------------------------------------
 
 
+def run_retire(settings: Settings, qid: str, restore: bool = False) -> int:
+    """``ragtui retire QID [--restore]``: mark a question retired (or not) in questions.jsonl."""
+    ws = load_workspace(settings)
+    question = ws.question_by_id.get(qid)
+    if question is None:
+        raise InputError(Path(ws.settings.golden or "") / QUESTIONS_FILE, f"no question {qid!r}")
+    if question.retired != restore:
+        out(f"{qid} is {'not ' if restore else 'already '}retired: nothing changed")
+        return 0
+    ws.set_retired(qid, not restore)
+    print_notices(ws)
+    out(
+        f"{qid} is back in the metrics"
+        if restore
+        else f"{qid} retired: left out of every mean, kept in questions.jsonl"
+    )
+    return 0
+
+
 def run_add_question(
     settings: Settings,
     question: str,

@@ -237,6 +237,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_explain.add_argument("qid", metavar="QID", help="the question id")
     p_explain.add_argument("--json", action="store_true", help="print the attribution as JSON")
     _shared_options(p_explain)
+    p_retire = sub.add_parser(
+        "retire",
+        help='retire a question: left out of every mean, kept in questions.jsonl with "retired": true',
+    )
+    p_retire.add_argument("qid", metavar="QID", help="the question id")
+    p_retire.add_argument(
+        "--restore", action="store_true", help="bring a retired question back into the metrics"
+    )
+    _shared_options(p_retire)
     p_add = sub.add_parser(
         "add-question",
         help="append a question to questions.jsonl (validated, atomic) and show how each retriever ranks it",
@@ -517,6 +526,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     if command == "check":
         return golden.run_check(settings)
+    if command == "retire":
+        return golden.run_retire(settings, args.qid, restore=args.restore)
     if command == "add-question":
         return golden.run_add_question(
             settings, args.question, args.evidence, args.slices, args.qid

@@ -46,6 +46,9 @@ class Option:
     """Given several times on the command line (each adds one item); a list in a project file."""
     choices: tuple[str, ...] = ()
     """The allowed values, when the option is a choice."""
+    example: Any = None
+    """A value a new project file shows for the option (commented out), when the default and the
+    metavar do not make a valid one."""
     flag_name: str | None = None
     """The flag without dashes when it differs from the key (``run`` for ``runs``, one run a flag)."""
     unparse: Callable[[Any], str] | None = None
@@ -286,6 +289,7 @@ OPTIONS: tuple[Option, ...] = (
         "used as they are instead of chunking --corpus (--chunk-size and --overlap do not apply)",
         "FILE.jsonl",
         group="data",
+        example="chunks.jsonl",
     ),
     Option(
         "level",
@@ -294,6 +298,7 @@ OPTIONS: tuple[Option, ...] = (
         "documents and the corpus is chunked; a document ranks at its best chunk's rank)",
         "LEVEL",
         choices=LEVELS,
+        example="document",
     ),
     Option(
         "live_retrievers",
@@ -305,6 +310,7 @@ OPTIONS: tuple[Option, ...] = (
         group="live retrievers",
         repeatable=True,
         flag_name="retriever",
+        example=["web=http://localhost:9200/search?q={query}&k={depth}"],
     ),
     Option(
         "refresh",
@@ -312,6 +318,7 @@ OPTIONS: tuple[Option, ...] = (
         "ask live retrievers again instead of using their cached answers",
         None,
         group="live retrievers",
+        example=True,
     ),
     Option(
         "milvus",
@@ -320,6 +327,7 @@ OPTIONS: tuple[Option, ...] = (
         "adds milvus-bm25, milvus-vector and milvus-hybrid",
         "URI",
         group="live retrievers",
+        example="ragtui.db",
     ),
     Option(
         "collection",
@@ -327,6 +335,7 @@ OPTIONS: tuple[Option, ...] = (
         "the Milvus collection (with --milvus)",
         "NAME",
         group="live retrievers",
+        example="ragtui",
     ),
     Option(
         "milvus_fields",
@@ -336,6 +345,7 @@ OPTIONS: tuple[Option, ...] = (
         group="live retrievers",
         repeatable=True,
         flag_name="milvus-field",
+        example=["text=content"],
     ),
 )
 

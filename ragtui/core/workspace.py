@@ -668,7 +668,7 @@ class Workspace:
         the question list changed: an Evaluation holds a fixed k and list of questions)."""
         shown = {n: self.evaluated_rankings(self.rankings[n]) for n in self.retrievers}
         self.evaluation = Evaluation(
-            [q.id for q in self.questions],
+            [q.id for q in self.questions if not q.retired],
             self.evaluation_grades,
             shown,
             self.settings.k,
@@ -758,6 +758,29 @@ class Workspace:
             documents=self.corpus.documents,
         )
         return self.insert_question(question, self._rank_text(question.text, self.settings.depth))
+
+    @property
+    def retired(self) -> list[str]:
+        """The ids of the retired questions (kept in the file, left out of every mean)."""
+        return [q.id for q in self.questions if q.retired]
+
+    def set_retired(self, qid: str, retired: bool) -> Question:
+        """Retire a question (or bring it back): its line in questions.jsonl says so (rewritten
+        atomically under the lock), and every mean is computed again without (or with) it."""
+        from ragtui.core.labelling.authoring import set_retired
+
+        if qid not in self.question_by_id:
+            raise InputError(None, f"no question {qid!r}")
+        if self.settings.beir is not None and self.settings.golden == self.settings.beir:
+            raise InputError(
+                self.settings.beir, "BEIR queries cannot be retired (no questions.jsonl)"
+            )
+        updated = set_retired(self.writable_golden(), qid, retired)
+        position = next(i for i, q in enumerate(self.questions) if q.id == qid)
+        self.questions[position] = updated
+        self.question_by_id[qid] = updated
+        self.evaluate_all()
+        return updated
 
     def insert_question(self, question: Question, rankings: dict[str, Ranking]) -> AddedQuestion:
         """Add a question already appended to questions.jsonl, with its rankings (computed off the UI

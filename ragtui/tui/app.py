@@ -54,6 +54,7 @@ from ragtui.tui.messages import (
     LoadFailed,
     Notice,
     QuestionAppended,
+    RetireRequested,
     UndoRequested,
     VectorsFailed,
     VectorsReady,
@@ -530,6 +531,11 @@ class RagtuiApp(App[int]):
     def _say_change(self, change: Changed) -> None:
         """``saved: q01 ferry.md#1 → grade 2 (hand) · nDCG@3 bm25 0.500→1.000``."""
         ws = self.workspace
+        if ws is not None and change.kind == "retired" and change.questions:
+            qid = next(iter(change.questions))
+            state = "retired" if ws.question_by_id[qid].retired else "back in the metrics"
+            self.say(f"undone: {qid} is {state}.")
+            return
         if ws is None or change.chunk is None or not change.questions:
             return
         qid = next(iter(change.questions))
@@ -537,6 +543,23 @@ class RagtuiApp(App[int]):
         now = f"grade {grade} ({source})" if grade is not None else "not graded"
         verb = "undone:" if change.undo else "saved:"
         self.say(f"{verb} {qid} {change.chunk} → {now} · {ndcg_moves(change.moves, ws.settings.k)}")
+
+    @on(RetireRequested)
+    def _retire_requested(self, message: RetireRequested) -> None:
+        """Retire a question (or bring it back), as the request names."""
+        message.stop()
+        try:
+            change = self.controller.retire(message.question, message.retired)
+        except Refused as exc:
+            self.say(exc.message, error=True)
+            return
+        self.publish(change)
+        self.say(
+            f"Retired {message.question}: left out of every mean (u undoes, x brings it back)."
+            if message.retired
+            else f"{message.question} is back in the metrics."
+        )
+        self._say_notices()
 
     @on(UndoRequested)
     def _undo_requested(self, message: UndoRequested) -> None:

@@ -9,7 +9,7 @@ line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
@@ -55,6 +55,9 @@ class Controller:
     """The saved run the question list compares against, or None."""
     embedding_progress: tuple[int, int] | None = None
     """(done, total) while embedding runs."""
+    undo_stack: list[tuple[str, str, bool]] = field(default_factory=list)
+    """What ``u`` undoes, newest last: ("label", "", False) for a label change (the journal keeps
+    what it was), ("retire", question id, retired before) for a retirement."""
 
     @property
     def ws(self) -> Workspace:
@@ -190,11 +193,17 @@ class Controller:
             raise Refused(f"Saved, but the journal has a bad line: {exc.message}") from None
         except OSError as exc:
             raise Refused(f"Could not save the label: {exc.strerror or exc}") from None
+        self.undo_stack.append(("label", "", False))
         return Changed("grades", frozenset({qid}), cid, moves=_moves(change))
 
     def undo(self) -> Changed:
-        """Undo the last label change (a new journal line)."""
+        """Undo the last change: a label change (a new journal line) or a retirement."""
         ws = self.ws
+        if self.undo_stack and self.undo_stack[-1][0] == "retire":
+            _, qid, before = self.undo_stack[-1]
+            restored = self.retire(qid, before, record=False)
+            self.undo_stack.pop()
+            return replace(restored, undo=True)
         if not ws.labels.can_undo:
             raise Refused("Nothing to undo.")
         self._check_writable("cannot undo.")
@@ -206,6 +215,8 @@ class Controller:
             raise Refused(f"Could not save the undo: {exc.strerror or exc}") from None
         if change is None:
             raise Refused("Nothing to undo.")
+        if self.undo_stack:
+            self.undo_stack.pop()
         return Changed(
             "grades", frozenset({change.question}), change.chunk, undo=True, moves=_moves(change)
         )
@@ -226,6 +237,26 @@ class Controller:
         """A worker appended a question to the golden set: evaluate it with its rankings."""
         self.ws.insert_question(question, rankings)
         return Changed("questions", frozenset({question.id}))
+
+    def retire(self, qid: str, retired: bool, record: bool = True) -> Changed:
+        """Retire a question (left out of every mean, kept in the file with a flag) or bring it
+        back; undoable."""
+        ws = self.ws
+        question = ws.question_by_id.get(qid)
+        if question is None:
+            raise Refused(f"{qid} is not a question of this golden set.")
+        if question.retired == retired:
+            raise Refused(f"{qid} is {'already' if retired else 'not'} retired.")
+        self._check_writable("the golden set is read-only.")
+        try:
+            ws.set_retired(qid, retired)
+        except InputError as exc:
+            raise Refused(exc.message) from None
+        except OSError as exc:
+            raise Refused(f"Could not write the golden set: {exc.strerror or exc}") from None
+        if record:
+            self.undo_stack.append(("retire", qid, not retired))
+        return Changed("retired", frozenset({qid}))
 
     # ---- settings ------------------------------------------------------------------------------
 

@@ -183,6 +183,7 @@ ChangeKind = Literal[
     "labels-reloaded",
     "status",
     "progress",
+    "retired",
 ]
 
 

@@ -56,6 +56,8 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
         "depth": ws.settings.depth,
         "questions": len(ev.evaluated),
         "skipped": ev.skipped,
+        # Questions retired from the app: kept in questions.jsonl, left out of every mean.
+        "retired": ws.retired,
         "chunks": len(ws.chunks),
         # What the metrics rank and judge: "chunk", or "document" (each at its best chunk's rank).
         "level": ws.level,

@@ -93,6 +93,8 @@ def _eval_summary(ws: Workspace) -> str:
     if skipped:
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
         summary += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
+    if ws.retired:
+        summary += f" ({len(ws.retired)} retired, left out: {', '.join(ws.retired[:8])})"
     return f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}"
 
 

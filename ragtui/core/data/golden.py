@@ -84,6 +84,8 @@ class Question:
     evidence: tuple[str, ...] = ()
     slices: tuple[str, ...] = ()
     line: int = 0
+    retired: bool = False
+    """Retired from the app: kept in the file with ``"retired": true``, left out of every mean."""
 
 
 def normalize_ws(text: str) -> str:
@@ -129,7 +131,10 @@ def parse_question(
     else:
         evidence = _str_list(obj["evidence"], path, line, "evidence", allow_empty=False)
     slices = _str_list(obj.get("slices", []), path, line, "slices", allow_empty=True)
-    return Question(id=qid, text=text, evidence=evidence, slices=slices, line=line)
+    retired = obj.get("retired", False)
+    if not isinstance(retired, bool):
+        raise InputError(path, "'retired' must be true or false", line)
+    return Question(id=qid, text=text, evidence=evidence, slices=slices, line=line, retired=retired)
 
 
 def load_questions(path: str | Path, require_evidence: bool = True) -> list[Question]:

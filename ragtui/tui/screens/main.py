@@ -26,7 +26,7 @@ from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.controller import Controller
 from ragtui.tui.judging import JudgingWalk
-from ragtui.tui.messages import Changed, Notice, UndoRequested
+from ragtui.tui.messages import Changed, Notice, RetireRequested, UndoRequested
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.metrics_panel import MetricsPanel
 from ragtui.tui.widgets.question_list import QuestionList, QuestionView
@@ -162,6 +162,15 @@ class MainScreen(Screen[None]):
             "Judge",
             tooltip="The judging view: one key grades a pair and moves to the next (the questions shown, in their order).",
             id="labels.judge",
+            priority=True,
+        ),
+        Binding(
+            "x",
+            "retire",
+            "Retire",
+            show=False,
+            tooltip="Retire this question (left out of every mean, kept in the file; u undoes), or bring it back.",
+            id="questions.retire",
             priority=True,
         ),
         Binding(
@@ -406,6 +415,12 @@ class MainScreen(Screen[None]):
             added = next(iter(change.questions or ()), None)
             self._fill_questions(keep=added)
             self.update_header()
+        elif kind == "retired":
+            self._walk = None
+            self.question_list.update_view(self._question_view(ws), set(change.questions or ()))
+            self._refresh_current()
+            self.refresh_metrics()
+            self.update_progress_line()
         elif kind in ("k", "baseline"):
             self._walk = None
             self._fill_questions(keep=self.current_qid, refill=True)
@@ -582,7 +597,9 @@ class MainScreen(Screen[None]):
         line.append("  " + visible_line(" ".join(question.text.split())))
         if question.slices:
             line.append("  [" + visible_line(", ".join(question.slices)) + "]", "dim")
-        if ws.evaluation is not None and qid not in ws.evaluation.evaluated:
+        if question.retired:
+            line.append("  retired: left out of every mean (x brings it back)", "italic")
+        elif ws.evaluation is not None and qid not in ws.evaluation.evaluated:
             line.append("  no relevant chunk: skipped in every mean", "italic")
         old = bar.content
         # The same text after a grade change: repaint without a new layout.
@@ -876,8 +893,9 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if ws is None:
             return None
-        if self._walk is None or self._walk.ws is not ws or self._walk.qids != self.visible_ids:
-            self._walk = JudgingWalk(ws, self.visible_ids, self.queue_order)
+        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
+        if self._walk is None or self._walk.ws is not ws or self._walk.qids != qids:
+            self._walk = JudgingWalk(ws, qids, self.queue_order)
         return self._walk
 
     def set_queue_order(self, order: PoolOrder) -> None:
@@ -953,6 +971,14 @@ class MainScreen(Screen[None]):
 
     # ---- views ------------------------------------------------------------------------------------
 
+    def action_retire(self) -> None:
+        """Ask the app to retire the current question, or to bring a retired one back."""
+        ws = self.ws
+        if ws is None or self.current_qid is None:
+            return
+        question = ws.question_by_id[self.current_qid]
+        self.post_message(RetireRequested(question.id, not question.retired))
+
     def action_judge(self) -> None:
         """The judging view over the questions shown, in their order, starting here."""
         from ragtui.tui.screens.judging import JudgingScreen
@@ -964,9 +990,8 @@ class MainScreen(Screen[None]):
         focused = self.focused
         chunk = focused.highlighted_chunk if isinstance(focused, ResultList) else None
         shown = [n for n in self.retrievers if self._ready(n)]
-        self.app.push_screen(
-            JudgingScreen(ws, list(self.visible_ids), shown, (self.current_qid, chunk))
-        )
+        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
+        self.app.push_screen(JudgingScreen(ws, qids, shown, (self.current_qid, chunk)))
 
     def action_adhoc(self) -> None:
         """The ad-hoc query screen."""

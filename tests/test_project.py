@@ -184,8 +184,16 @@ def test_a_flag_for_the_data_replaces_the_files_data_source(tmp_path):
         ('[grades]\n0 = "no"\n', 1, "[grades] a scale needs at least two grades"),
         ('[grades]\n0 = "no"\n10 = "x"\n', 1, "[grades] grade 10 is above 9"),
         ('[grades]\n0 = "no"\n1 = ""\n', 1, "[grades] grade 1: the label must be a non-empty text"),
-        ("k = 3\n[mystery]\nx = 1\n", 2, "[mystery]: unknown section (sections: grades, retrievers)"),
-        ("[k]\nx = 1\n", 1, "[k]: unknown section (sections: grades, retrievers); k = VALUE sets the option"),
+        (
+            "k = 3\n[mystery]\nx = 1\n",
+            2,
+            "[mystery]: unknown section (sections: grades, retrievers)",
+        ),
+        (
+            "[k]\nx = 1\n",
+            1,
+            "[k]: unknown section (sections: grades, retrievers); k = VALUE sets the option",
+        ),
         ('grades = "0-2"\n', 1, "grades: expected a table [grades]"),
     ],
 )

@@ -61,6 +61,14 @@ async def test_one_key_per_pair(tui_settings: Settings, size) -> None:
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
         assert app.main_screen.current_qid == "m01"
+        # The main screen caught up with the grades made meanwhile.
+        assert str(app.main_screen.query_one("#questions").border_subtitle).startswith("judged 6/")
+        m01 = [(c, g) for (q, c), g in zip(expected, [2, 0, 1, 0, 0, 1], strict=True) if q == "m01"]
+        shown = {cid for cid, _ in app.workspace.ranking("bm25", "m01")}
+        for chunk, grade in m01:
+            if chunk in shown:
+                text = app.main_screen.result_list("bm25").cell(chunk, "grade")
+                assert f"{grade}" in text and "h" in text, (chunk, text)
 
 
 @run_async

@@ -245,6 +245,8 @@ class MainScreen(Screen[None]):
         #: True once the widgets exist.
         self.composed = False
         self._filter_timer: Timer | None = None
+        #: Changes made while another screen was on top, applied when this one is shown again.
+        self._pending: list[Changed] = []
         #: Pool order of the judging walk (``n``), and the last pair it went to.
         self.queue_order: PoolOrder = "rank"
         self._walk: JudgingWalk | None = None
@@ -381,12 +383,44 @@ class MainScreen(Screen[None]):
     # ---- what the app changed ----------------------------------------------------------------
 
     def on_changed(self, change: Changed) -> None:
-        """Redraw what a change touched (the app calls this after every change it made)."""
+        """Redraw what a change touched (the app calls this after every change it made). While
+        another screen is on top (the judging view), the changes wait until this one is shown again."""
         if not self.composed:
             return
         ws = self.ws
         if ws is None:
             return
+        if not self.is_current and change.kind not in ("loaded", "progress"):
+            self._pending.append(change)
+            return
+        self._apply_change(change)
+
+    def on_screen_resume(self) -> None:
+        """Shown again: apply what changed meanwhile (one full redraw when several did)."""
+        pending, self._pending = self._pending, []
+        if not pending or self.ws is None:
+            return
+        if any(c.kind in ("questions", "retired", "k", "baseline", "retrievers") for c in pending):
+            self._walk = None
+            self._fill_questions(keep=self.current_qid, refill=True)
+            self.refresh_all()
+            self.update_notes()
+        else:
+            # Grades and labels only: each touched row once, then the current question's views.
+            ws = self.ws
+            touched: set[str] = set()
+            for change in pending:
+                touched |= set(change.questions or ())
+            self.question_list.update_view(self._question_view(ws), touched)
+            if self.current_qid in touched:
+                self._refresh_current()
+            self.refresh_metrics()
+            self.update_progress_line()
+
+    def _apply_change(self, change: Changed) -> None:
+        """Redraw what one change touched."""
+        ws = self.ws
+        assert ws is not None
         kind = change.kind
         if kind == "loaded":
             self._walk = None

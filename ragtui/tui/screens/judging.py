@@ -219,8 +219,11 @@ class JudgingScreen(Screen[None]):
         line.append("  " + visible_line(text))
         if question.slices:
             line.append("  [" + visible_line(", ".join(question.slices)) + "]", "dim")
-        question_bar.update(line)
-        meta.update(self._meta(entry.question, entry.chunk))
+        old = question_bar.content
+        if not (isinstance(old, Text) and old == line):  # the next pair is often the same question's
+            question_bar.update(line)
+        # The origin line has a fixed height: no new layout.
+        meta.update(self._meta(entry.question, entry.chunk), layout=False)
         view.show(ws, entry.question, entry.chunk, context=self.context)
         self._update_title()
 
@@ -276,7 +279,9 @@ class JudgingScreen(Screen[None]):
         if change.kind == "grades" and change.moves:
             self._last_note = ndcg_moves(change.moves, self.ws.settings.k)
         if entry is not None and (change.questions is None or entry.question in change.questions):
-            self.query_one("#judge-meta", Static).update(self._meta(entry.question, entry.chunk))
+            self.query_one("#judge-meta", Static).update(
+                self._meta(entry.question, entry.chunk), layout=False
+            )
         self._update_title()
 
     # ---- keys ---------------------------------------------------------------------------------------

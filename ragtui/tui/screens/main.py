@@ -475,20 +475,25 @@ class MainScreen(Screen[None]):
         qids = set(change.questions or ())
         self.question_list.update_view(self._question_view(ws), qids)
         if self.current_qid in qids:
-            self._refresh_current()
+            self._refresh_current(change.chunk)
         k = ws.settings.k
         lines = [f"Δ {qid} {ndcg_moves(change.moves, k)}" for qid in sorted(qids)]
         self._show_change_note(lines)
         self.update_progress_line()
 
-    def _refresh_current(self) -> None:
-        """The current question's numbers changed: the lists, titles, chunk view and question bar."""
+    def _refresh_current(self, chunk: str | None = None) -> None:
+        """The current question's numbers changed (one chunk's grade, when ``chunk`` is given): the
+        lists, titles, chunk view and question bar."""
         ws = self.ws
         if ws is None or self.current_qid is None:
             return
         for name in self.retrievers:
             results = self.result_list(name)
-            if results.qid == self.current_qid and self._ready(name):
+            if results.qid != self.current_qid or not self._ready(name):
+                continue
+            if chunk is not None:
+                results.refresh_chunk(chunk)  # one row: the others' cells did not change
+            else:
                 results.update_view(
                     ResultView(ws, self.current_qid, ws.ranking(name, self.current_qid))
                 )
@@ -636,7 +641,9 @@ class MainScreen(Screen[None]):
         elif ws.evaluation is not None and qid not in ws.evaluation.evaluated:
             line.append("  no relevant chunk: skipped in every mean", "italic")
         old = bar.content
-        # The same text after a grade change: repaint without a new layout.
+        if isinstance(old, Text) and old == line:
+            return  # a grade changed, the bar did not: no repaint
+        # The same text with other styles: repaint without a new layout.
         bar.update(line, layout=not (isinstance(old, Text) and old.plain == line.plain))
 
     def _show_list(self, name: str, keep_cursor: bool = False) -> None:
@@ -675,7 +682,8 @@ class MainScreen(Screen[None]):
             if evaluation is not None and self._ready(name) and qid in evaluation.evaluated:
                 value = evaluation.per_question[name][qid].ndcg
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
-            self.pane(name).border_title = title
+            if self.pane(name).border_title != title:
+                self.pane(name).border_title = title
             tab = self.query_one(f"#tab-{name}", TabLabel)
             label = f" {name} {rank} "
             if str(tab.content) != label:

@@ -85,6 +85,11 @@ class ChunkView(VerticalScroll, can_focus=False):
         self._scroll_token = 0
         self._scroll_target: tuple[int, str, int] | None = None
 
+    def notify_style_update(self) -> None:
+        """A theme change restyles the highlights: the next ``show`` draws the text again."""
+        super().notify_style_update()
+        self._shown = (None, None, False)
+
     def on_mount(self) -> None:
         """Hide the header when the caller shows it."""
         self.query_one("#chunk-header").display = self._with_header
@@ -112,7 +117,10 @@ class ChunkView(VerticalScroll, can_focus=False):
         header_same_size = isinstance(old_header, Text) and len(old_header.plain) == len(
             new_header.plain
         )
-        header.update(new_header, layout=not (same and header_same_size))
+        if not (same and isinstance(old_header, Text) and old_header == new_header):
+            header.update(new_header, layout=not (same and header_same_size))
+        if same:
+            return  # the text and its highlights are the same; keep the reader's scroll position
         evidence = question.evidence if question else ()
         terms = question.text if question else ""
         text = highlighted_text(
@@ -144,9 +152,7 @@ class ChunkView(VerticalScroll, can_focus=False):
                     )
                 )
             text = framed
-        body.update(text, layout=not same)
-        if same:
-            return  # a grade or k changed: keep the reader's scroll position
+        body.update(text)
         offset, found = passage_start(chunk.text, evidence, terms)
         self._scroll_token += 1
         self.scroll_home(animate=False)

@@ -153,6 +153,14 @@ class ResultList(RowList):
         index = [c for c, _ in self.view.ranking].index(cid)
         return self.cell_text(index, column)
 
+    def refresh_chunk(self, cid: str) -> None:
+        """A chunk's grade changed: redraw its row only."""
+        if self.view is None:
+            return
+        for index, (chunk, _) in enumerate(self.view.ranking):
+            if chunk == cid:
+                self.refresh_row(index)
+
     def select_chunk(self, cid: str) -> bool:
         """Put the cursor on a chunk; False when this list does not have it."""
         if self.view is None:

@@ -220,7 +220,9 @@ class JudgingScreen(Screen[None]):
         if question.slices:
             line.append("  [" + visible_line(", ".join(question.slices)) + "]", "dim")
         old = question_bar.content
-        if not (isinstance(old, Text) and old == line):  # the next pair is often the same question's
+        if not (
+            isinstance(old, Text) and old == line
+        ):  # the next pair is often the same question's
             question_bar.update(line)
         # The origin line has a fixed height: no new layout.
         meta.update(self._meta(entry.question, entry.chunk), layout=False)

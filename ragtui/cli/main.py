@@ -314,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     labels_sub = p_labels.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
     p_compact = labels_sub.add_parser(
         "compact",
-        help="rewrite labels.jsonl to one line per labelled pair, atomically, keeping labels.jsonl.bak",
+        help="rewrite labels.jsonl to each annotator's current label per pair (and the adjudicated "
+        "one), atomically, keeping the old file as a new labels.jsonl.<time>.bak",
     )
     _shared_options(p_compact)
     _project_commands(sub)

@@ -53,6 +53,8 @@ from ragtui.core.settings import Settings
 SOURCE_EVIDENCE = "evidence"
 SOURCE_QRELS = "qrels"
 SOURCE_HAND = "hand"
+#: A hand grade that settles a dispute: it wins over every annotator's grade of the pair.
+SOURCE_ADJUDICATED = "adjudicated"
 
 #: The levels a workspace evaluates at: chunks, or documents (a document ranks at its best chunk's rank).
 LEVEL_CHUNK = "chunk"
@@ -69,12 +71,17 @@ class StaleLabel:
 
 @dataclass(frozen=True, slots=True)
 class GradeChange:
-    """What one label change did: the label written and each retriever's (old, new) values."""
+    """What one label change did: the label written, each retriever's (old, new) values, and new journal warnings.
+
+    ``warnings`` are the journal's warnings not reported before (another writer's bad line, met
+    while our own line was saved and applied): a front end shows them.
+    """
 
     question: str
     chunk: str
     label: Label
     changes: dict[str, tuple[QuestionMetrics, QuestionMetrics]]
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -190,7 +197,8 @@ class Workspace:
         ws.qrels = qrels
         ws.level = _level(settings, base_source, chunks)
         ws.base_grades = ws._base_grades(qrels)
-        ws.warnings = list(corpus.warnings) + list(labels.warnings)
+        ws.warnings = list(corpus.warnings) + labels.take_warnings()
+        labels.take_touched()  # everything is evaluated below
         ws.live = build_live_retrievers(
             settings.retrievers,
             settings.live_retrievers,
@@ -564,12 +572,30 @@ class Workspace:
             return "chunk text changed since it was labelled"
         return None
 
+    def _applies(self, label: Label) -> bool:
+        return self.label_status(label) is None
+
+    def hand_label(self, qid: str, cid: str) -> Label | None:
+        """The hand label that counts for a pair, among those that apply: the adjudicated one, else the
+        only annotator's, else the latest annotator's (see ``disputed``); None when none applies."""
+        pair = self.labels.pair(qid, cid)
+        return pair.effective(self._applies) if pair is not None else None
+
+    def hand_labels(self, qid: str) -> dict[str, Label]:
+        """``hand_label`` of every labelled chunk of a question that has one (chunk id -> label)."""
+        out: dict[str, Label] = {}
+        for cid, pair in self.labels.pairs.get(qid, {}).items():
+            label = pair.effective(self._applies)
+            if label is not None:
+                out[cid] = label
+        return out
+
     def hand_grades(self, qid: str) -> dict[str, int]:
-        """The hand grades of a question that apply (stale labels left out)."""
+        """The hand grades of a question that apply (stale labels left out; one grade per pair, see ``hand_label``)."""
         return {
             cid: label.grade
-            for cid, label in self.labels.by_question.get(qid, {}).items()
-            if label.grade is not None and self.label_status(label) is None
+            for cid, label in self.hand_labels(qid).items()
+            if label.grade is not None
         }
 
     def effective_grades(self, qid: str) -> dict[str, int]:
@@ -579,22 +605,65 @@ class Workspace:
         return grades
 
     def grade_source(self, qid: str, cid: str) -> tuple[int | None, str | None]:
-        """A chunk's effective grade for a question and where it came from (hand, evidence, qrels), or (None, None)."""
-        hand = self.hand_grades(qid)
-        if cid in hand:
-            return hand[cid], SOURCE_HAND
+        """A chunk's effective grade for a question and where it came from (hand, adjudicated, evidence, qrels), or (None, None)."""
+        label = self.hand_label(qid, cid)
+        if label is not None and label.grade is not None:
+            return label.grade, SOURCE_ADJUDICATED if label.adjudicated else SOURCE_HAND
         base = self.base_grades.get(qid, {})
         if cid in base:
             return base[cid], self.base_source
         return None, None
 
+    def annotator_grades(self, qid: str, cid: str) -> dict[str, int]:
+        """Each annotator's current grade of a pair that applies, by name (the adjudicated grade aside)."""
+        pair = self.labels.pair(qid, cid)
+        return pair.grades(self._applies) if pair is not None else {}
+
+    def adjudicated_grade(self, qid: str, cid: str) -> int | None:
+        """The adjudicated grade of a pair when there is one that applies, else None."""
+        pair = self.labels.pair(qid, cid)
+        label = pair.adjudicated if pair is not None else None
+        return label.grade if label is not None and self._applies(label) else None
+
+    def disputed(self, qid: str, cid: str) -> bool:
+        """Whether annotators gave a pair different grades (those that apply) and no adjudicated grade settles it."""
+        pair = self.labels.pair(qid, cid)
+        return pair is not None and pair.disputed(self._applies)
+
+    def disputed_pairs(self, qid: str | None = None) -> list[tuple[str, str]]:
+        """The disputed (question, chunk) pairs, of one question or of all, in golden-set then chunk order."""
+        qids = [qid] if qid is not None else [q.id for q in self.questions]
+        unknown = len(self.chunk_order)
+        out: list[tuple[str, str]] = []
+        for q in qids:
+            chunks = [
+                c
+                for c, pair in self.labels.pairs.get(q, {}).items()
+                if pair.disputed(self._applies)
+            ]
+            chunks.sort(key=lambda c: (self.chunk_order.get(c, unknown), c))
+            out.extend((q, c) for c in chunks)
+        return out
+
+    def disputed_questions(self) -> list[str]:
+        """The questions with at least one disputed pair, in golden-set order."""
+        return [
+            q.id
+            for q in self.questions
+            if any(
+                pair.disputed(self._applies) for pair in self.labels.pairs.get(q.id, {}).values()
+            )
+        ]
+
     def stale_labels(self) -> list[StaleLabel]:
-        """Current hand labels that do not apply, with reasons."""
+        """Current hand labels (every annotator's and the adjudicated ones) that do not apply, with reasons, in journal order."""
         out = []
-        for label in self.labels.current.values():
-            reason = self.label_status(label)
-            if reason:
-                out.append(StaleLabel(label, reason))
+        for _, _, pair in self.labels.iter_pairs():
+            for label in pair.labels():
+                reason = self.label_status(label)
+                if reason:
+                    out.append(StaleLabel(label, reason))
+        out.sort(key=lambda stale: stale.label.line)
         return out
 
     def writable_golden(self) -> Path:
@@ -619,23 +688,38 @@ class Workspace:
                 )
         return target
 
-    def set_grade(self, qid: str, cid: str, grade: int | None) -> GradeChange:
-        """Save a hand grade (None removes it) to the journal, fsynced, then update the numbers."""
+    def set_grade(
+        self, qid: str, cid: str, grade: int | None, adjudicate: bool = False
+    ) -> GradeChange:
+        """Save this annotator's hand grade (None withdraws it), or with ``adjudicate`` the adjudicated
+        grade that settles the pair (None withdraws it), to the journal, fsynced, then update the numbers.
+
+        The numbers of every question whose labels changed are updated: another writer's lines
+        read with ours count too.
+        """
         chunk = self.chunk_by_id[cid]
         if qid not in self.question_by_id:
             raise KeyError(qid)
         self.writable_golden()
-        label = self.labels.set_grade(qid, cid, grade, chunk.sha1)
-        return GradeChange(qid, cid, label, self._regrade(qid))
+        label = self.labels.set_grade(qid, cid, grade, chunk.sha1, adjudicate=adjudicate)
+        changes = self._regrade(qid)
+        for other in self.labels.take_touched() - {qid}:
+            self._regrade(other)
+        return GradeChange(qid, cid, label, changes, tuple(self.labels.take_warnings()))
 
     def undo(self) -> GradeChange | None:
-        """Undo the last label change (itself a journal line); None when there is nothing to undo."""
+        """Undo the last label change (itself a journal line, of the same kind: an annotator's or adjudicated); None when there is nothing to undo."""
         if self.labels.can_undo:
             self.writable_golden()
         label = self.labels.undo()
         if label is None:
             return None
-        return GradeChange(label.question, label.chunk, label, self._regrade(label.question))
+        changes = self._regrade(label.question)
+        for other in self.labels.take_touched() - {label.question}:
+            self._regrade(other)
+        return GradeChange(
+            label.question, label.chunk, label, changes, tuple(self.labels.take_warnings())
+        )
 
     def _regrade(self, qid: str) -> dict[str, tuple[QuestionMetrics, QuestionMetrics]]:
         assert self.evaluation is not None
@@ -643,15 +727,18 @@ class Workspace:
             return {}
         return self.evaluation.update_question(qid)
 
+    def take_label_warnings(self) -> list[str]:
+        """The label journal's warnings not reported before (another writer's bad line): each once."""
+        return self.labels.take_warnings()
+
     def refresh_labels(self) -> set[str]:
-        """Apply labels another process wrote; returns the questions whose numbers changed."""
-        # Compared by grade and chunk hash: a compaction renumbers lines without changing any number.
-        before = {key: (lab.grade, lab.chunk_sha1) for key, lab in self.labels.current.items()}
-        self.labels.refresh()
-        after = {key: (lab.grade, lab.chunk_sha1) for key, lab in self.labels.current.items()}
-        touched = {q for (q, c), value in after.items() if before.get((q, c)) != value} | {
-            q for (q, c) in before if (q, c) not in after
-        }
+        """Apply labels another process wrote; returns the questions whose numbers or disputes changed.
+
+        A line that cannot be read is skipped; ``take_label_warnings`` gives its warning once.
+        """
+        if self.labels.changed_on_disk():  # two stat calls: the app asks every second
+            self.labels.refresh()
+        touched = self.labels.take_touched()
         for qid in touched:
             self._regrade(qid)
         return {q for q in touched if q in self.question_by_id}

@@ -5,7 +5,9 @@ A filter is words and terms, all of which a question must match:
 - ``slice:NAME`` the questions in that slice;
 - ``miss:RETRIEVER`` the questions whose relevant chunks that retriever does not all have in its top k
   (``miss:any``: some shown retriever misses);
-- ``unjudged`` the questions with a pooled chunk (any shown retriever's top k) without a hand grade.
+- ``unjudged`` the questions with a pooled chunk (any shown retriever's top k) without a hand grade;
+- ``disputed`` the questions with a pair that annotators graded differently and nobody adjudicated
+  (``Workspace.disputed_pairs`` gives the pairs, for an adjudication pass).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ragtui.core.labelling.judging import JudgingQueue
 from ragtui.core.workspace import Workspace
 
 #: The terms a filter understands besides plain words.
-TERMS = ("slice:NAME", "miss:RETRIEVER", "miss:any", "unjudged")
+TERMS = ("slice:NAME", "miss:RETRIEVER", "miss:any", "unjudged", "disputed")
 
 
 @dataclass(frozen=True)
@@ -28,11 +30,12 @@ class QuestionFilter:
     slices: tuple[str, ...] = ()
     misses: tuple[str, ...] = ()
     unjudged: bool = False
+    disputed: bool = False
 
     @property
     def empty(self) -> bool:
         """Whether the filter lets every question through."""
-        return not (self.words or self.slices or self.misses or self.unjudged)
+        return not (self.words or self.slices or self.misses or self.unjudged or self.disputed)
 
     @classmethod
     def parse(cls, text: str, retrievers: Sequence[str]) -> QuestionFilter:
@@ -41,6 +44,7 @@ class QuestionFilter:
         slices: list[str] = []
         misses: list[str] = []
         unjudged = False
+        disputed = False
         for token in text.lower().split():
             head, sep, rest = token.partition(":")
             if sep and head == "slice" and rest:
@@ -54,9 +58,11 @@ class QuestionFilter:
                 misses.append("any" if rest == "any" else known[rest])
             elif token == "unjudged":
                 unjudged = True
+            elif token == "disputed":
+                disputed = True
             else:
                 words.append(token)
-        return cls(tuple(words), tuple(slices), tuple(misses), unjudged)
+        return cls(tuple(words), tuple(slices), tuple(misses), unjudged, disputed)
 
 
 def misses(ws: Workspace, retriever: str, qid: str) -> bool:
@@ -78,8 +84,11 @@ def filter_questions(
     shown = list(ws.retrievers)
     if flt.unjudged and queue is None:
         queue = JudgingQueue(ws)
+    disputed = set(ws.disputed_questions()) if flt.disputed else set()
     out = []
     for q in ws.questions:
+        if flt.disputed and q.id not in disputed:
+            continue
         if flt.slices:
             have = {s.lower() for s in q.slices}
             if any(s not in have for s in flt.slices):

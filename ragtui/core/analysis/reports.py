@@ -414,6 +414,17 @@ def agreement_report(ws: Workspace, pairs: Sequence[tuple[str, str]] = ()) -> Re
     names = annotators(ws.labels.history)
     listed = ", ".join(f"{n or '(unnamed)'} ({_count(c, 'pair')})" for n, c in names.items())
     annotator_notes = [Note(f"annotators: {listed or 'none'}")]
+    disputed = ws.disputed_pairs()
+    if disputed:
+        shown = ", ".join(f"{q} {c}" for q, c in disputed[:5])
+        more = f", ... ({len(disputed) - 5} more)" if len(disputed) > 5 else ""
+        annotator_notes.append(
+            Note(
+                f"disputed: {_count(len(disputed), 'pair')} graded differently and not adjudicated "
+                f"(the latest grade counts until one is adjudicated): {shown}{more}",
+                "warning",
+            )
+        )
     if len(names) < 2:
         annotator_notes.append(
             Note("two annotators are needed to compare; each label carries its --annotator", "dim")

@@ -224,8 +224,10 @@ class RagtuiApp(App[int]):
         self.status_changed.publish(self.status)
 
     def publish(self, change: Changed) -> None:
-        """Tell every screen what changed."""
+        """Tell every screen what changed (a warning the change met goes to the status line)."""
         self.changed.publish(change)
+        for warning in change.warnings:
+            self.say(f"warning: {warning}", error=True)
 
     def _say_notices(self) -> None:
         """What the workspace noticed while changing (the bundled golden set copied), said last."""
@@ -520,12 +522,15 @@ class RagtuiApp(App[int]):
         """Save a grade for exactly the pair the request names."""
         message.stop()
         try:
-            change = self.controller.grade(message.question, message.chunk, message.grade)
+            change = self.controller.grade(
+                message.question, message.chunk, message.grade, message.adjudicate
+            )
         except Refused as exc:
             self.say(exc.message, error=True)
             return
         self.publish(change)
-        self._say_change(change)
+        if not change.warnings:
+            self._say_change(change)
         self._say_notices()
 
     def _say_change(self, change: Changed) -> None:

@@ -129,6 +129,16 @@ class RagtuiCommands(Provider):
                 partial(screen.set_queue_order, "rank"),
                 "highest-ranked first",
             ),
+            (
+                "labels: judging view",
+                screen.action_judge,
+                "key j: one key a pair over the questions shown",
+            ),
+            (
+                "labels: adjudicate disputed pairs",
+                screen.action_adjudicate,
+                "the judging view over the pairs annotators disagree on; the adjudicated grade wins",
+            ),
             ("labels: undo last change", app.action_undo, "written as a new journal line"),
             (
                 "labels: reload labels.jsonl",

@@ -173,8 +173,9 @@ class Controller:
             reason = labels.read_only_reason or f"{labels.path} is read-only"
             raise Refused(f"{reason}: {what}")
 
-    def grade(self, qid: str, cid: str, grade: int | None) -> Changed:
-        """Save a hand grade (None removes it) for the pair, fsynced, and update every number."""
+    def grade(self, qid: str, cid: str, grade: int | None, adjudicate: bool = False) -> Changed:
+        """Save a hand grade (None removes it) for the pair, fsynced, and update every number; with
+        ``adjudicate`` the adjudicated grade that settles a disputed pair."""
         ws = self.ws
         if qid not in ws.question_by_id:
             raise Refused(f"{qid} is not a question of this golden set: nothing saved.")
@@ -186,15 +187,17 @@ class Controller:
             raise Refused(f"{grade} is not on the grade scale ({words}): nothing saved.")
         self._check_writable("the grade was not saved.")
         try:
-            change = ws.set_grade(qid, cid, grade)
+            change = ws.set_grade(qid, cid, grade, adjudicate=adjudicate)
         except ReadOnlyError as exc:
             raise Refused(str(exc)) from None
-        except InputError as exc:  # another writer's bad line: reported, our line is saved
-            raise Refused(f"Saved, but the journal has a bad line: {exc.message}") from None
+        except InputError as exc:
+            raise Refused(exc.message) from None
         except OSError as exc:
             raise Refused(f"Could not save the label: {exc.strerror or exc}") from None
         self.undo_stack.append(("label", "", False))
-        return Changed("grades", frozenset({qid}), cid, moves=_moves(change))
+        return Changed(
+            "grades", frozenset({qid}), cid, moves=_moves(change), warnings=change.warnings
+        )
 
     def undo(self) -> Changed:
         """Undo the last change: a label change (a new journal line) or a retirement."""
@@ -218,7 +221,12 @@ class Controller:
         if self.undo_stack:
             self.undo_stack.pop()
         return Changed(
-            "grades", frozenset({change.question}), change.chunk, undo=True, moves=_moves(change)
+            "grades",
+            frozenset({change.question}),
+            change.chunk,
+            undo=True,
+            moves=_moves(change),
+            warnings=change.warnings,
         )
 
     def refresh_labels(self) -> Changed | None:
@@ -227,9 +235,10 @@ class Controller:
         if ws is None or ws.evaluation is None:
             return None
         changed = ws.refresh_labels()
-        if not changed:
+        warnings = tuple(ws.take_label_warnings())
+        if not changed and not warnings:
             return None
-        return Changed("labels-reloaded", frozenset(changed))
+        return Changed("labels-reloaded", frozenset(changed), warnings=warnings)
 
     # ---- questions -------------------------------------------------------------------------------
 

@@ -30,6 +30,8 @@ class GradeRequested(Message):
     """The chunk under the cursor when the key was pressed."""
     grade: int | None
     """The grade, or None to remove the hand grade (the evidence rule applies again)."""
+    adjudicate: bool = False
+    """An adjudicated grade: it settles a pair the annotators disagree on (the adjudication pass)."""
 
 
 @dataclass
@@ -200,3 +202,5 @@ class Changed:
     """Whether the change was an undo."""
     moves: dict[str, tuple[float, float]] = field(default_factory=dict)
     """nDCG@k before and after, per retriever, for a grade change."""
+    warnings: tuple[str, ...] = ()
+    """What the change met that the user should know (another writer's bad journal line)."""

@@ -377,7 +377,12 @@ class MainScreen(Screen[None]):
 
     def _question_view(self, ws: Workspace) -> QuestionView:
         return QuestionView(
-            ws, self.visible_ids, self.status, self.retrievers, self.controller.baseline_deltas()
+            ws,
+            self.visible_ids,
+            self.status,
+            self.retrievers,
+            self.controller.baseline_deltas(),
+            frozenset(ws.disputed_questions()),
         )
 
     # ---- what the app changed ----------------------------------------------------------------
@@ -1033,7 +1038,24 @@ class MainScreen(Screen[None]):
         chunk = focused.highlighted_chunk if isinstance(focused, ResultList) else None
         shown = [n for n in self.retrievers if self._ready(n)]
         qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
-        self.app.push_screen(JudgingScreen(ws, qids, shown, (self.current_qid, chunk)))
+        adjudicate = self._filter.disputed
+        self.app.push_screen(
+            JudgingScreen(ws, qids, shown, (self.current_qid, chunk), adjudicate=adjudicate)
+        )
+
+    def action_adjudicate(self) -> None:
+        """The adjudication pass: the judging view over the disputed pairs of the questions shown."""
+        from ragtui.tui.screens.judging import JudgingScreen
+
+        ws = self.ws
+        if ws is None:
+            return
+        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
+        if not ws.disputed_pairs():
+            self.post_message(Notice("No pair is disputed: the annotators agree everywhere."))
+            return
+        shown = [n for n in self.retrievers if self._ready(n)]
+        self.app.push_screen(JudgingScreen(ws, qids, shown, None, adjudicate=True))
 
     def action_adhoc(self) -> None:
         """The ad-hoc query screen."""

@@ -18,6 +18,7 @@ from ragtui.core.workspace import Workspace
 from ragtui.tui.messages import Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.text import (
+    DISPUTED_MARK,
     FAILURE_MARK,
     MISS_MARK,
     PENDING_MARK,
@@ -49,6 +50,8 @@ class QuestionView:
     status: RetrieverStatus
     retrievers: Sequence[str]
     deltas: Mapping[str, float] | None = None
+    disputed: frozenset[str] = frozenset()
+    """Questions with a pair the annotators disagree on."""
 
 
 class QuestionList(RowList):
@@ -239,6 +242,8 @@ class QuestionList(RowList):
             return Cell(RETIRED_MARK, "skipped")
         if qid not in evaluation.evaluated:
             return Cell(SKIPPED_MARK, "skipped")
+        if qid in view.disputed:
+            return Cell(DISPUTED_MARK, "late")
         for name in view.retrievers:
             values = evaluation.per_question.get(name)
             if values is None:

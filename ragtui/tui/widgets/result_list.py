@@ -186,7 +186,7 @@ class ResultList(RowList):
             MAX_CHUNK_WIDTH, max((len(c) for c in ids), default=5), max(8, width // 3)
         )
         rank_width = max(2, len(str(len(ids))))
-        grade = ColumnSpec("grd", 3, key="grade") if self._narrow else ColumnSpec("grade", 12)
+        grade = ColumnSpec("grd", 4, key="grade") if self._narrow else ColumnSpec("grade", 15)
         columns = [
             ColumnSpec("#", rank_width, "right", "rank"),
             grade,

@@ -218,6 +218,18 @@ def format_diff(diff: RunDiff, limit: int | None = None) -> str:
             for m in diff.means_a
         )
     )
+    if diff.causes:
+        lines.append("causes of misses (ragtui why):")
+        for c in diff.causes:
+            had = len(c.became_hits) + len(c.other_causes) + len(c.still)
+            lines.append(
+                f"  {c.cause}: {had} in A: {len(c.became_hits)} became hits, {len(c.other_causes)} "
+                f"missed for other causes, {len(c.still)} still; {len(c.new)} new in B"
+            )
+    elif diff.causes is None:
+        lines.append(
+            "causes of misses: not compared (a run was saved without them, or at another k)"
+        )
     if diff.only_a or diff.only_b:
         lines.append(
             f"left out (evaluated in one run only): {len(diff.only_a)} only in {diff.a}, {len(diff.only_b)} only in {diff.b}"
@@ -381,12 +393,20 @@ def run_diff(
     texts = {
         q: str(info.get("text", "")) for q, info in {**run_a.questions, **run_b.questions}.items()
     }
+    # Causes were saved at each run's own k: they say nothing about another cut-off.
+    causes_a, causes_b = run_a.causes(name_a), run_b.causes(name_b)
+    causes = (
+        (causes_a, causes_b)
+        if causes_a is not None and causes_b is not None and run_a.k == run_b.k == cut
+        else None
+    )
     diff = diff_runs(
         run_a.system(name_a),
         run_b.system(name_b),
         cut,
         texts=texts,
         manifests=(run_a.manifest, run_b.manifest),
+        causes=causes,
     )
     if as_json:
         body = dataclasses.asdict(diff)

@@ -150,10 +150,11 @@ class SavedRun:
     def causes(self, retriever: str) -> dict[str, list[str]] | None:
         """Each evaluated question's causes for one retriever, as saved (``ragtui why``); None when
         the run was saved without them."""
-        values = self.values.get(retriever, {})
-        if not values or not all("causes" in v for v in values.values()):
+        # Skipped questions are saved with their ranked list only.
+        evaluated = {q: v for q, v in self.values.get(retriever, {}).items() if "recall" in v}
+        if not evaluated or not all("causes" in v for v in evaluated.values()):
             return None
-        return {q: [str(c) for c in v["causes"]] for q, v in values.items()}
+        return {q: [str(c) for c in v["causes"]] for q, v in evaluated.items()}
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object written to disk."""

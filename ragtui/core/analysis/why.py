@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from ragtui.core.analysis.attribution import TIE_TOLERANCE
 from ragtui.core.analysis.diagnostics import model_limit
 from ragtui.core.data.golden import (
     EVIDENCE_GRADE,
@@ -308,7 +309,12 @@ class FusionLoss:
         def rank(value: int | None) -> str:
             return str(value) if value is not None else "-"
 
-        kth = f", below {self.kth_score:.5f} at hybrid rank k" if self.kth_score is not None else ""
+        if self.kth_score is None:
+            kth = ""
+        elif abs(self.score - self.kth_score) <= TIE_TOLERANCE:
+            kth = f", tied with hybrid's rank-k chunk ({self.kth_score:.5f}), the tie lost on chunk order"
+        else:
+            kth = f", below {self.kth_score:.5f} of hybrid's rank-k chunk"
         return [
             (
                 f"bm25 rank {rank(self.bm25_rank)}, vector rank {rank(self.vector_rank)}: "

@@ -218,18 +218,19 @@ def format_diff(diff: RunDiff, limit: int | None = None) -> str:
             for m in diff.means_a
         )
     )
-    if diff.causes:
-        lines.append("causes of misses (ragtui why):")
-        for c in diff.causes:
-            had = len(c.became_hits) + len(c.other_causes) + len(c.still)
-            lines.append(
-                f"  {c.cause}: {had} in A: {len(c.became_hits)} became hits, {len(c.other_causes)} "
-                f"missed for other causes, {len(c.still)} still; {len(c.new)} new in B"
-            )
-    elif diff.causes is None:
+    if diff.causes is None:
         lines.append(
             "causes of misses: not compared (a run was saved without them, or at another k)"
         )
+    else:
+        moved = [
+            f"  {c.cause}: {had} in A: {len(c.became_hits)} became hits, {len(c.other_causes)} "
+            f"missed for other causes, {len(c.still)} still; {len(c.new)} new in B"
+            for c in diff.causes
+            if (had := len(c.became_hits) + len(c.other_causes) + len(c.still)) or c.new
+        ]
+        lines.append("causes of misses (ragtui why):" if moved else "causes of misses: none")
+        lines.extend(moved)
     if diff.only_a or diff.only_b:
         lines.append(
             f"left out (evaluated in one run only): {len(diff.only_a)} only in {diff.a}, {len(diff.only_b)} only in {diff.b}"

@@ -425,13 +425,12 @@ class CauseChange:
 def cause_changes(
     a: Mapping[str, Sequence[str]], b: Mapping[str, Sequence[str]], questions: Sequence[str]
 ) -> list[CauseChange]:
-    """For every cause with a question in A or B, what became of it (questions in golden-set order)."""
+    """For every cause, in the order of precedence, what became of its misses (questions in the
+    order given)."""
     out = []
     for cause in CAUSES:
         had = [q for q in questions if cause in a.get(q, ())]
         has = [q for q in questions if cause in b.get(q, ())]
-        if not had and not has:
-            continue
         out.append(
             CauseChange(
                 cause,

@@ -247,6 +247,10 @@ def test_the_set_is_what_the_module_docstring_says(ws):
 def test_every_question_and_retriever_gets_the_constructed_causes(index):
     got = {qid: {r: index.causes(qid, r) for r in ("bm25", "vector", "hybrid")} for qid in EXPECTED}
     assert got == EXPECTED
+    from ragtui.core.analysis.why import CAUSE_MARKS, FIXES, REMEDIES
+
+    assert list(CAUSE_MARKS) == list(FIXES) == list(REMEDIES) == list(CAUSES)
+    assert len(set(CAUSE_MARKS.values())) == len(CAUSES)
     # Every cause is some miss's first cause.
     first = {index.cause(q, r) for q in EXPECTED for r in ("bm25", "vector", "hybrid")}
     assert first - {None} == set(CAUSES)

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+import numpy as np
+
 from ragtui.core.analysis.attribution import TIE_TOLERANCE
 from ragtui.core.analysis.diagnostics import model_limit
 from ragtui.core.data.golden import (
@@ -44,6 +46,7 @@ from ragtui.core.workspace import SOURCE_EVIDENCE, Workspace
 
 __all__ = [
     "CAUSES",
+    "CAUSE_MARKS",
     "FIXES",
     "REMEDIES",
     "CauseCount",
@@ -100,6 +103,19 @@ REMEDIES: dict[str, str] = {
     "fusion-loss": "fusion weights or RRF k, or a reranker over both lists",
     "outranked": "a reranker, or a better embedding model",
     "not-retrieved": "query rewriting, a better model, or a deeper first stage",
+}
+
+#: A short mark of each cause, for a narrow column (the app's question list).
+CAUSE_MARKS: dict[str, str] = {
+    "no-evidence-chunk": "noev",
+    "split": "split",
+    "ambiguous-evidence": "ambig",
+    "label-gap": "label",
+    "cut-off": "cut",
+    "lexical-gap": "lex",
+    "fusion-loss": "fuse",
+    "outranked": "below",
+    "not-retrieved": "absent",
 }
 
 #: Evidence strings are cut to this many characters in text output.
@@ -567,6 +583,7 @@ class _Question:
         self.relevant = relevant_set(self.gains, ctx.threshold)
         self.words = tuple(content_words(question.text))
         self.hand = self.ws.hand_grades(question.id)
+        self._bm25_scores: np.ndarray | None = None
         #: The 1-based ranks of the two lists hybrid fuses.
         self._side_ranks: dict[str, dict[str, int]] = {
             name: _ranks(self.ws.ranking(name, question.id)[: ctx.depth])[1]
@@ -702,7 +719,10 @@ class _Question:
         if index is None:
             return None
         if name == "bm25" and ws.bm25 is not None:
-            return float(ws.bm25.scores(query_terms(self.q.text))[index])
+            if self._bm25_scores is None:
+                # One scoring of the whole corpus per question, however many chunks it misses.
+                self._bm25_scores = ws.bm25.scores(query_terms(self.q.text))
+            return float(self._bm25_scores[index])
         if name == "vector" and ws.vector is not None and self.q.id in ws.question_vectors:
             return float(ws.vector.matrix[index] @ ws.question_vectors[self.q.id])
         if name == "hybrid":

@@ -663,7 +663,8 @@ class _Question:
         by_evidence = cid not in self.hand
         strings = self.strings_of(cid) if by_evidence else []
         out: list[Finding] = []
-        top_ranks = {n.chunk: n.rank for n in above}
+        # A copy graded below the threshold by hand does not count as the evidence retrieved.
+        top_ranks = {n.chunk: n.rank for n in above if n.relevant}
         for evidence in strings:
             copies = ctx.evidence_chunks(evidence)
             found = tuple((c, top_ranks[c]) for c in copies if c != cid and c in top_ranks)

@@ -378,6 +378,13 @@ def test_a_grade_change_is_followed_by_update(ws):
         ws.set_grade("w4", "prices.md#0", 2)
     own.update("w4")
     assert own.causes("w4", "bm25") == EXPECTED["w4"]["bm25"]
+    # A missed chunk graded relevant by hand is no label gap: a person judged both.
+    ws.set_grade("w4", "ferry.md#0", 2)
+    try:
+        assert own.update("w4").retrievers["bm25"].causes == ("outranked",)
+    finally:
+        ws.set_grade("w4", "ferry.md#0", None)
+    assert own.update("w4").retrievers["bm25"].causes == EXPECTED["w4"]["bm25"]
 
 
 # ---- remedy ceilings ------------------------------------------------------------------------------
@@ -614,3 +621,14 @@ def test_explain_misses_refuses_an_unknown_question(ws):
 
     with pytest.raises(InputError, match="unknown question"):
         explain_misses(ws, "w99")
+
+
+def test_the_plain_text_rendering_shows_every_word_of_the_reports(index):
+    from ragtui.cli.output import render_report
+
+    for report in (
+        why_report(index, by_slice=True),
+        why_question_report(index.question("w4"), 1, 2),
+    ):
+        text = render_report(report)
+        assert all(word in text for word in report.words())

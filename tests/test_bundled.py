@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.analysis.eval_report import format_table
+from ragtui.cli.output import render_report
+from ragtui.core.analysis.reports import eval_table_report
 from ragtui.core.data.paths import bundled_golden
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
@@ -71,4 +72,4 @@ def test_retrievers_disagree_on_several_questions(bundled):
 
 def test_readme_table_is_what_eval_prints_today(bundled):
     readme = (ROOT / "README.md").read_text()
-    assert format_table(bundled) in readme
+    assert render_report(eval_table_report(bundled)) in readme

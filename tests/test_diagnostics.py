@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.analysis.check import check_notes, check_workspace
-from ragtui.core.analysis.diagnostics import diagnose, histogram_lines, model_limit, token_histogram
+from ragtui.cli.output import render_report
+from ragtui.core.analysis.check import check_workspace
+from ragtui.core.analysis.diagnostics import diagnose, histogram_bars, model_limit, token_histogram
+from ragtui.core.analysis.reports import diagnostics_report
 from ragtui.core.data.tokenizer import default_model_path, token_counter
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
@@ -133,50 +135,44 @@ def test_check_exits_1_only_for_problems_and_prints_notes(tripwire, capsys):
     ]
     assert main(args) == 1
     out = capsys.readouterr().out
-    problems = [
-        line
-        for line in out.splitlines()
-        if ": note: " not in line and line.startswith(str(tripwire.golden))
-    ]
+    rows = [" ".join(line.split()) for line in out.splitlines()]
+    problems = [line for line in out.splitlines() if line.startswith(str(tripwire.golden))]
     assert (
         len(problems) == 1
         and "d3: evidence 'the gate is ZX-41. Opening hours are' straddles a chunk boundary: harbour.md#0 and harbour.md#1"
         in problems[0]
     )
+    # The notes: evidence in several chunks, evidence in a cut-off tail, chunks the model cuts.
+    questions = str(Path(tripwire.golden) / "questions.jsonl")
+    assert "evidence in several chunks (1): all of them relevant" in out
+    assert f"{questions}:2 d2 'Opening hours are nine to five.' harbour.md#1, museum.md#0" in rows
+    assert "evidence in a cut-off tail (1): the vector retriever does not see it all" in out
+    assert f"{questions}:1 d1 harbour.md#0 partly 'The secret code of the gate is ZX-41.'" in rows
     assert (
-        "questions.jsonl:2: d2: note: evidence 'Opening hours are nine to five.' is in 2 chunks, all relevant: harbour.md#1, museum.md#0"
+        "chunks longer than the 30 tokens the model reads (2): the tail is invisible to the vector retriever"
         in out
     )
+    assert "harbour.md#0 39 9" in rows and "harbour.md#1 31 1" in rows
+    assert "the embedding model reads 30 tokens: max_seq_length 32 less 2 special tokens" in out
+    assert "chunk token counts (3 chunks; '>' marks bins" in out
+    assert "36-39 > 1 " + "#" * 40 in rows
     assert (
-        "questions.jsonl:1: d1: note: evidence 'The secret code of the gate is ZX-41.' lies partly in the tail of harbour.md#0"
-        in out
-    )
-    assert (
-        "harbour.md#0: note: 39 tokens, over the 30 the embedding model reads: the last 9 are invisible to the vector retriever"
-        in out
-    )
-    assert (
-        "chunk token counts (3 chunks; the embedding model reads 30: max_seq_length 32 less 2 special tokens;"
-        in out
-    )
-    assert "  36-39  > 1 ########################################" in out
-    assert (
-        "harbour.md#1: note: 31 tokens, over the 30 the embedding model reads: the last one is invisible"
-        in out
-    )
-    assert (
-        "notes: 2 of 3 chunks longer than the embedding model reads, 1 evidence string in a cut-off tail, 1 evidence string in several chunks"
+        "2 of 3 chunks longer than the embedding model reads, 1 evidence string in a cut-off tail, 1 evidence string in several chunks"
         in out
     )
     assert out.rstrip().endswith("1 problem")
     # Without the straddling question the notes remain, and the exit code is 0.
-    questions = Path(tripwire.golden) / "questions.jsonl"
-    questions.write_text(
-        "".join(line + "\n" for line in questions.read_text().splitlines() if '"d3"' not in line)
+    questions_file = Path(tripwire.golden) / "questions.jsonl"
+    questions_file.write_text(
+        "".join(
+            line + "\n" for line in questions_file.read_text().splitlines() if '"d3"' not in line
+        )
     )
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert out.count(": note: ") == 4 and out.rstrip().endswith("0 problems")
+    assert "evidence straddling a chunk boundary: none" in out
+    assert "evidence in several chunks (1)" in out and "evidence in a cut-off tail (1)" in out
+    assert out.rstrip().endswith("0 problems")
 
 
 def test_model_limit_fallbacks(tmp_path):
@@ -206,9 +202,12 @@ def test_unknown_limit_is_a_note_not_a_problem(tripwire):
     ws = Workspace.load(replace(tripwire, model=str(bare)))
     diag = diagnose(ws)
     assert diag.limit is None and not diag.truncated and not diag.hidden_evidence
-    assert [str(n) for n in check_notes(ws, diag)][-1].endswith(
-        "note: the model's maximum sequence length is unknown; chunk truncation not checked"
+    text = render_report(
+        diagnostics_report(diag, chunk_size=40, overlap=0, questions_file="questions.jsonl")
     )
+    assert "the model's maximum sequence length is unknown; chunk truncation not checked" in text
+    assert "tokens the model reads" not in text
+    assert all("sequence length" not in p.problem for p in check_workspace(ws))
 
 
 def test_histogram_helpers():
@@ -221,8 +220,7 @@ def test_histogram_helpers():
         (32, 39, 0, 0),
         (40, 47, 1, 1),
     ]
-    lines = histogram_lines(bins, bar_width=6)
-    assert lines[:3] == ["  0-7    3 ######", " 8-15    0", "16-23  > 1 ##"]
+    assert histogram_bars(bins, bar_width=6) == ["######", "", "##", "", "", "##"]
     assert token_histogram([]) == []
 
 
@@ -231,7 +229,8 @@ def test_bundled_set_passes_check_with_its_notes(capsys, monkeypatch, cache_dir)
     assert main(["check", "--retrievers", "bm25"]) == 0
     out = capsys.readouterr().out
     # 512-token chunks and a model that reads 254 tokens: most chunks lose their tail, as information.
-    assert "over the 254 the embedding model reads" in out and "chunk token counts (" in out
+    assert "chunks longer than the 254 tokens the model reads (" in out
+    assert "chunk token counts (" in out
     assert out.rstrip().endswith("0 problems")
 
 

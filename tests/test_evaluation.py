@@ -119,20 +119,3 @@ def test_judged_at_k_is_kept_incrementally():
     assert ev.judged["r"]["b"] == judged_at_k(["z", "w"], grades["b"], 2) == 0.5
     assert ev.judged_mean("r") == pytest.approx(0.5)
     assert ev.judged_mean("r", ["a"]) == 0.5
-
-
-def test_core_type_checks():
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "ragtui/core",
-            "--ignore-missing-imports",
-            "--no-error-summary",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr

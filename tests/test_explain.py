@@ -142,7 +142,7 @@ def test_recall_curve_equals_recall_at_every_k(ws):
 def test_eval_curve_cli(mini, capsys):
     assert main(["eval", "--curve", "--depth", "5", *_args(mini)]) == 0
     out = capsys.readouterr().out.splitlines()
-    start = out.index("recall@k")
+    start = out.index("recall@k, k = 1..5")
     assert out[start + 1].split() == ["k", "bm25", "vector", "hybrid"]
     assert [line.split()[0] for line in out[start + 2 :]] == ["1", "2", "3", "4", "5"]
     assert main(["eval", "--json", "--curve", *_args(mini)]) == 0
@@ -212,8 +212,8 @@ def test_attribution_needs_both_lists(mini_settings):
 def test_explain_cli(mini, capsys):
     assert main(["explain", "m06", *_args(mini)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "m06: Which events are cancelled?"
-    assert out[2].split() == [
+    assert out[0] == "hybrid attribution · m06: Which events are cancelled?"
+    assert out[3].split() == [
         "rank",
         "chunk",
         "score",
@@ -228,7 +228,7 @@ def test_explain_cli(mini, capsys):
         "mean over 6 questions: pool ceiling recall@3 "
     )
     assert main(["eval", "--explain", "m06", *_args(mini)]) == 0
-    assert "m06: Which events are cancelled?" in capsys.readouterr().out
+    assert "hybrid attribution · m06: Which events are cancelled?" in capsys.readouterr().out
     assert main(["explain", "m06", "--json", *_args(mini)]) == 0
     body = json.loads(capsys.readouterr().out)
     assert body["question"] == "m06" and body["rrf_k"] == 60 and len(body["results"]) == 9

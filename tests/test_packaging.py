@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtui.core.analysis.eval_report import format_table
+from ragtui.cli.output import render_report
+from ragtui.core.analysis.reports import eval_table_report
 from ragtui.core.data.paths import bundled_corpus, bundled_golden
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
@@ -123,7 +124,9 @@ def test_eval_init_and_writes_from_the_installed_package(installed, cache_dir):
     golden = installed["folder"] / "golden-copy"
     golden.mkdir()
     shutil.copy(bundled_golden() / "questions.jsonl", golden / "questions.jsonl")
-    expected = format_table(Workspace.open(Settings(golden=golden, cache_dir=cache_dir)))
+    expected = render_report(
+        eval_table_report(Workspace.open(Settings(golden=golden, cache_dir=cache_dir)))
+    )
     assert expected in shown
     # A grade write: add-question on the bundled set goes to the user's data folder, said on stderr.
     copy = installed["folder"] / "xdg" / "ragtui" / "golden"

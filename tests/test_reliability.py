@@ -290,7 +290,7 @@ def _blocked_writer(path: str, about_to_write) -> None:
 
 def test_a_writer_waiting_on_the_old_file_writes_to_the_compacted_one(tmp_path):
     """A writer that opened the journal before a compaction renamed a new file over it must not write to the unlinked inode."""
-    from ragtui.core.labelling.journal import _open_locked
+    from ragtui.core.files import locked
 
     ctx = multiprocessing.get_context("spawn")
     path = tmp_path / "labels.jsonl"
@@ -298,7 +298,7 @@ def test_a_writer_waiting_on_the_old_file_writes_to_the_compacted_one(tmp_path):
     about_to_write = ctx.Event()
     writer = ctx.Process(target=_blocked_writer, args=(str(path), about_to_write), daemon=True)
     try:
-        with _open_locked(path) as fd:
+        with locked(path) as fd:
             old_inode = os.fstat(fd).st_ino
             writer.start()
             assert about_to_write.wait(CHILD_TIMEOUT)

@@ -50,3 +50,16 @@ def test_help_screen(snap_compare, snapshot_app: RagtuiApp) -> None:
         await pilot.pause()
 
     assert snap_compare(snapshot_app, terminal_size=(120, 40), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_judging_view(snap_compare, snapshot_app: RagtuiApp, size: tuple[int, int]) -> None:
+    """The judging view after one grade: question, origin and ranks, the chunk at the evidence,
+    the scale, the status line, the keys."""
+
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+        await pilot.press("j", "2")
+        await pilot.pause()
+
+    assert snap_compare(snapshot_app, terminal_size=size, run_before=run_before)

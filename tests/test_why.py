@@ -10,6 +10,7 @@ document is one chunk but harbour.md, which is two.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -632,3 +633,48 @@ def test_the_plain_text_rendering_shows_every_word_of_the_reports(index):
     ):
         text = render_report(report)
         assert all(word in text for word in report.words())
+
+
+def test_a_retired_question_has_no_miss(island, tmp_path):
+    import shutil
+
+    for name in ("corpus", "golden"):
+        shutil.copytree(Path(island.golden).parent / name, tmp_path / name)
+    ws = Workspace.open(
+        dataclasses.replace(island, corpus=tmp_path / "corpus", golden=tmp_path / "golden")
+    )
+    ws.set_retired("w6", True)
+    index = WhyIndex(ws)
+    assert all(index.causes("w6", r) == () for r in ws.retrievers)
+    assert index.question("w6").retired and "w6" not in index.matching("lexical-gap")
+    assert cause_summary(index)["bm25"].questions == 5
+    report = why_question_report(index.question("w6"), 1, 2)
+    assert "retired: left out of every mean, so no retriever misses it" in report.words()
+    assert "w6" not in why_report(index).title
+
+
+def test_document_level_judges_documents_and_their_words(tmp_path, cache_dir):
+    """BEIR qrels over a chunked corpus: the causes speak of documents, whose words are all their chunks'."""
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    filler = " ".join(f"word{i}" for i in range(40))
+    docs = [
+        {"_id": "d1", "text": f"{filler} alpha.\n\n{filler} the quay."},
+        {"_id": "d2", "text": "The tide turns at the east quay. The tide is high at noon."},
+        {"_id": "d3", "text": "Tide and quay: the tide reaches the east quay twice a day."},
+    ]
+    (beir / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (beir / "queries.jsonl").write_text(
+        json.dumps({"_id": "t1", "text": "tide at the east quay"}) + "\n"
+    )
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nt1\td1\t1\n")
+    ws = Workspace.open(
+        Settings(beir=beir, chunk_size=32, k=1, depth=3, retrievers=("bm25",), cache_dir=cache_dir)
+    )
+    assert ws.level == "document" and len([c for c in ws.chunks if c.doc == "d1"]) > 1
+    why = explain_misses(ws, "t1")
+    (miss,) = why.retrievers["bm25"].misses
+    assert why.relevant == ("d1",) and miss.chunk == "d1"
+    # d1's first chunk shares no word with the question, its last does: no lexical gap.
+    assert miss.causes in (("outranked",), ("not-retrieved",))
+    assert why.retrievers["bm25"].top[0] in {"d2", "d3"}

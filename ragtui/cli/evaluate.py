@@ -9,14 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtui.cli.output import (
-    err,
-    format_columns,
-    open_workspace,
-    out,
-    print_json,
-    print_notices,
-)
+from ragtui.cli.output import err, open_workspace, out, print_json, print_notices, print_report
 from ragtui.core.analysis.attribution import (
     HybridExplanation,
     PoolCeiling,
@@ -24,11 +17,18 @@ from ragtui.core.analysis.attribution import (
     pool_ceilings,
 )
 from ragtui.core.analysis.curve import recall_curves
-from ragtui.core.analysis.eval_report import eval_report, format_table
+from ragtui.core.analysis.eval_report import eval_report
 from ragtui.core.analysis.export import export_trec
 from ragtui.core.analysis.gate import GateResult, Threshold, check_thresholds
+from ragtui.core.analysis.reports import (
+    comparison_report,
+    curve_report,
+    diff_report,
+    eval_table_report,
+    explain_report,
+    slices_report,
+)
 from ragtui.core.analysis.runs import (
-    RunDiff,
     diff_runs,
     pick_retriever,
     resolve_saved,
@@ -45,10 +45,8 @@ from ragtui.core.metrics.measures import (
     measure_values,
     parse_measures,
 )
-from ragtui.core.metrics.significance import (
-    Comparison,
-    compare_systems,
-)
+from ragtui.core.metrics.significance import Comparison, compare_systems
+from ragtui.core.report import Report
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 
@@ -67,228 +65,10 @@ class EvalOptions:
     explain: str | None = None
     seed: int = 0
 
-    @property
-    def any(self) -> bool:
-        """Whether anything beyond the default table was asked for."""
-        return any((self.by_slice, self.curve, self.metrics, self.compare, self.save, self.explain))
-
-
-def _f(value: float) -> str:
-    return f"{value:.3f}"
-
-
-def _signed(value: float) -> str:
-    return f"{value:+.3f}"
-
 
 def parse_options_measures(options: EvalOptions) -> list[Measure] | None:
     """The measures of ``--metrics``, or None when it was not given."""
     return parse_measures(options.metrics) if options.metrics else None
-
-
-# ---- tables ---------------------------------------------------------------------------------------
-
-
-def format_measure_table(ws: Workspace, measures: Sequence[Measure]) -> str:
-    """The eval table with ``--metrics``: one column per measure."""
-    means = measure_means(ws, measures)
-    rows = [["retriever", *(m.name for m in measures)]]
-    rows += [[r, *(_f(means[r][m.name]) for m in measures)] for r in ws.retrievers]
-    return format_columns(rows)
-
-
-def format_slices(ws: Workspace, measures: Sequence[Measure] | None = None) -> str:
-    """``eval --by-slice``: every mean of every retriever per slice (``all`` first), with the question count."""
-    k = ws.settings.k
-    reports = slice_reports(ws, include_all=True)
-    if measures:
-        header = ["slice", "questions", "retriever", *(m.name for m in measures)]
-    else:
-        header = [
-            "slice",
-            "questions",
-            "retriever",
-            f"recall@{k}",
-            f"precision@{k} (ceiling)",
-            "MRR",
-            f"nDCG@{k}",
-        ]
-    rows = [header]
-    for report in reports:
-        means = measure_means(ws, measures, report.questions) if measures else {}
-        for i, name in enumerate(ws.retrievers):
-            head = [report.name, str(len(report.questions))] if i == 0 else ["", ""]
-            if measures:
-                cells = [_f(means[name][m.name]) for m in measures]
-            else:
-                s = report.summaries[name]
-                cells = [
-                    _f(s.recall),
-                    f"{_f(s.precision)} ({_f(s.precision_ceiling)})",
-                    _f(s.mrr),
-                    _f(s.ndcg),
-                ]
-            rows.append([*head, name, *cells])
-    text = format_columns(rows)
-    skipped = [f"{r.name} {len(r.skipped)}" for r in reports[1:] if r.skipped]
-    if skipped:
-        text += "\nskipped (no relevant chunk): " + ", ".join(skipped)
-    return text
-
-
-def format_curve(curves: dict[str, list[float]]) -> str:
-    """``eval --curve``: recall@k for k = 1..depth, one column per retriever."""
-    names = list(curves)
-    depth = max((len(v) for v in curves.values()), default=0)
-    rows = [["k", *names]]
-    rows += [[str(k + 1), *(_f(curves[n][k]) for n in names)] for k in range(depth)]
-    return "recall@k\n" + format_columns(rows, right=range(len(names) + 1))
-
-
-def format_comparison(comparison: Comparison) -> str:
-    """``eval --compare A B``: each measure's means, difference B - A, 95 % interval, p-value and win/tie/loss."""
-    c = comparison
-    head = (
-        f"compare {c.a} -> {c.b} on {len(c.questions)} questions (difference = {c.b} - {c.a}; "
-        f"paired sign-flip test, {c.n_permutations:,} permutations; bootstrap 95% CI, {c.n_resamples:,} resamples; seed {c.seed})"
-    )
-    rows = [["measure", c.a, c.b, "diff", "95% CI", "p", "win/tie/loss"]]
-    for m in c.metrics:
-        rows.append(
-            [
-                m.measure,
-                _f(m.mean_a),
-                _f(m.mean_b),
-                _signed(m.mean_difference),
-                f"[{_signed(m.ci_low)}, {_signed(m.ci_high)}]",
-                f"{m.p_value:.4f}",
-                f"{m.wins}/{m.ties}/{m.losses}",
-            ]
-        )
-    text = head + "\n" + format_columns(rows)
-    if c.only_a or c.only_b:
-        text += f"\nleft out (evaluated by one side only): {len(c.only_a)} only in {c.a}, {len(c.only_b)} only in {c.b}"
-    return text
-
-
-def _rank(rank: int | None) -> str:
-    return str(rank) if rank is not None else "-"
-
-
-def _setting(value: Any) -> str:
-    text = str(value)
-    return text[:12] + "..." if isinstance(value, str) and len(value) == 64 else text
-
-
-def format_diff(diff: RunDiff, limit: int | None = None) -> str:
-    """``ragtui diff A B``: the questions that got worse or better (worst first) and the mean change."""
-    k = diff.k
-    lines = [f"diff {diff.a} -> {diff.b}: k={k}, {len(diff.changes)} questions in both"]
-    if diff.settings_changed:
-        lines.append(
-            "settings changed: "
-            + "; ".join(
-                f"{key} {_setting(a)} -> {_setting(b)}" for key, a, b in diff.settings_changed
-            )
-        )
-    changed = diff.changed
-    shown = changed if limit is None else changed[:limit]
-    if shown:
-        rows = [["question", "first relevant rank", f"nDCG@{k}", "change", "text"]]
-        for c in shown:
-            text = c.text if len(c.text) <= 60 else c.text[:57] + "..."
-            rows.append(
-                [
-                    c.question,
-                    f"{_rank(c.rank_a)} -> {_rank(c.rank_b)}",
-                    f"{_f(c.ndcg_a)} -> {_f(c.ndcg_b)}",
-                    _signed(c.ndcg_change),
-                    text,
-                ]
-            )
-        lines.append(format_columns(rows))
-        if len(shown) < len(changed):
-            lines.append(f"... {len(changed) - len(shown)} more")
-    same = len(diff.changes) - len(changed)
-    lines.append(f"{len(diff.worse)} worse, {len(diff.better)} better, {same} unchanged")
-    lines.append(
-        "mean: "
-        + ", ".join(
-            f"{m} {_f(diff.means_a[m])} -> {_f(diff.means_b[m])} ({_signed(diff.mean_change[m])})"
-            for m in diff.means_a
-        )
-    )
-    if diff.causes is None:
-        lines.append(
-            "causes of misses: not compared (a run was saved without them, or at another k)"
-        )
-    else:
-        moved = [
-            f"  {c.cause}: {had} in A: {len(c.became_hits)} became hits, {len(c.other_causes)} "
-            f"missed for other causes, {len(c.still)} still; {len(c.new)} new in B"
-            for c in diff.causes
-            if (had := len(c.became_hits) + len(c.other_causes) + len(c.still)) or c.new
-        ]
-        lines.append("causes of misses (ragtui why):" if moved else "causes of misses: none")
-        lines.extend(moved)
-    if diff.only_a or diff.only_b:
-        lines.append(
-            f"left out (evaluated in one run only): {len(diff.only_a)} only in {diff.a}, {len(diff.only_b)} only in {diff.b}"
-        )
-    return "\n".join(lines)
-
-
-def _grade(grade: int | None) -> str:
-    return "" if grade is None else str(grade)
-
-
-def format_explanation(
-    ws: Workspace, expl: HybridExplanation, pool: PoolCeiling | None = None
-) -> str:
-    """``ragtui explain QID``: each hybrid result's ranks, RRF terms and ties; sole finds; pool ceiling."""
-    k = expl.k
-    question = ws.question_by_id[expl.question]
-    lines = [
-        f"{expl.question}: {question.text}",
-        f"hybrid = RRF (k={expl.rrf_k}) over the top {expl.depth} of bm25 and vector; term = 1/({expl.rrf_k}+rank)",
-    ]
-    rows = [["rank", "chunk", "score", "bm25", "term", "vector", "term", "tie", "grade"]]
-    for r in expl.results:
-        rows.append(
-            [
-                str(r.rank),
-                r.chunk,
-                f"{r.score:.5f}",
-                _rank(r.bm25_rank),
-                f"{r.bm25_term:.5f}" if r.bm25_rank else "-",
-                _rank(r.vector_rank),
-                f"{r.vector_term:.5f}" if r.vector_rank else "-",
-                "tie" if r.tied else "",
-                _grade(r.grade) + (" relevant" if r.relevant else ""),
-            ]
-        )
-    lines.append(format_columns(rows, right=(0, 2, 3, 4, 5, 6)))
-    for name, sole in (("bm25", expl.only_bm25), ("vector", expl.only_vector)):
-        if not sole:
-            lines.append(f"only {name} found: none")
-            continue
-        items = [
-            f"{s.chunk} (rank {s.rank}, hybrid {_rank(s.hybrid_rank)}{', relevant' if s.relevant else ''})"
-            for s in sole
-        ]
-        lines.append(f"only {name} found {len(sole)}: " + ", ".join(items))
-    if expl.missed:
-        lines.append("relevant chunks neither list found: " + ", ".join(expl.missed))
-    lines.append(
-        f"pool ceiling recall@{k} {_f(expl.pool_ceiling)} ({expl.relevant_in_pool} of {expl.relevant} relevant in the pool), "
-        f"hybrid recall@{k} {_f(expl.hybrid_recall)}"
-    )
-    if pool is not None:
-        lines.append(
-            f"mean over {pool.questions} questions: pool ceiling recall@{k} {_f(pool.pool_ceiling)}, "
-            f"hybrid recall@{k} {_f(pool.hybrid_recall)}"
-        )
-    return "\n".join(lines)
 
 
 # ---- commands -------------------------------------------------------------------------------------
@@ -337,21 +117,21 @@ def add_json_extras(ws: Workspace, report: dict[str, Any], options: EvalOptions)
         )
 
 
-def text_extras(ws: Workspace, options: EvalOptions) -> list[str]:
-    """The tables the options ask for, to print after the main one (computed first, so bad input prints nothing)."""
+def text_extras(ws: Workspace, options: EvalOptions) -> list[Report]:
+    """The reports the options ask for, to print after the main table (computed first, so bad input prints nothing)."""
     measures = parse_options_measures(options)
-    sections = []
+    reports = []
     if options.by_slice:
-        sections.append(format_slices(ws, measures))
+        reports.append(slices_report(ws, measures))
     if options.curve:
-        sections.append(format_curve(recall_curves(ws)))
+        reports.append(curve_report(recall_curves(ws)))
     if options.compare:
-        sections.append(format_comparison(_comparison(ws, options, measures)))
+        reports.append(comparison_report(_comparison(ws, options, measures)))
     if options.explain:
-        sections.append(
-            format_explanation(ws, explain_hybrid(ws, options.explain), pool_ceilings(ws))
-        )
-    return sections
+        expl = explain_hybrid(ws, options.explain)  # an unknown question is an InputError here
+        question = ws.question_by_id[options.explain].text
+        reports.append(explain_report(question, expl, pool_ceilings(ws)))
+    return reports
 
 
 def save_if_asked(ws: Workspace, options: EvalOptions) -> None:
@@ -418,7 +198,7 @@ def run_diff(
         body["retrievers"] = [name_a, name_b]
         print_json(body)
         return 0
-    out(format_diff(diff, limit))
+    print_report(diff_report(diff, limit))
     return 0
 
 
@@ -430,7 +210,7 @@ def run_explain(settings: Settings, qid: str, as_json: bool = False) -> int:
     if as_json:
         print_json(_explanation_json(expl, pool))
         return 0
-    out(format_explanation(ws, expl, pool))
+    print_report(explain_report(ws.question_by_id[qid].text, expl, pool))
     return 0
 
 
@@ -465,32 +245,17 @@ def run_eval(
     gate = check_thresholds(ws, fail_under)
     save_if_asked(ws, options)
     if as_json:
-        report = eval_report(ws)
-        add_json_extras(ws, report, options)
+        body = eval_report(ws)
+        add_json_extras(ws, body, options)
         if fail_under:
-            report["fail_under"] = [r.as_dict() for r in gate]
-        print_json(report)
+            body["fail_under"] = [r.as_dict() for r in gate]
+        print_json(body)
         return report_gate(gate)
     extras = text_extras(ws, options)
-    ev = ws.evaluation
-    assert ev is not None
-    skipped = ev.skipped
-    note = f"{len(ev.evaluated)} questions"
-    if skipped:
-        shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
-        note += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
-    out(f"{note}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}")
-    out(format_measure_table(ws, measures) if measures else format_table(ws, judged=judged))
-    if judged and not measures:
-        from ragtui.core.labelling.judging import THIN_JUDGED
-
-        out(
-            f"judged@{ws.settings.k}: share of the top {ws.settings.k} with a hand grade or an evidence match; "
-            f"thin = below {THIN_JUDGED}: the metrics rest on unjudged chunks"
-        )
-    for section in extras:
+    print_report(eval_table_report(ws, judged=judged, measures=measures))
+    for report in extras:
         out()
-        out(section)
+        print_report(report)
     return report_gate(gate)
 
 

@@ -56,6 +56,15 @@ def _shared_options(parser: argparse.ArgumentParser) -> None:
         group = groups.get(option.group)
         if group is None:
             group = groups[option.group] = parser.add_argument_group(option.group)
+        if option.metavar is None:  # a switch: the flag alone turns it on
+            group.add_argument(
+                option.flag,
+                dest=option.name,
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help=option.help,
+            )
+            continue
         group.add_argument(
             option.flag,
             dest=option.name,
@@ -125,12 +134,6 @@ def _analysis_options(p_eval: argparse.ArgumentParser) -> None:
         help="B against A: retrievers, saved runs or RUN:RETRIEVER; randomisation test, bootstrap CI, win/tie/loss",
     )
     more.add_argument(
-        "--retriever",
-        default=None,
-        metavar="NAME",
-        help="the retriever a saved run in --compare stands for (default hybrid)",
-    )
-    more.add_argument(
         "--seed",
         type=int,
         default=0,
@@ -163,7 +166,7 @@ def _eval_options(args: argparse.Namespace) -> EvalOptions:
         curve=args.curve,
         metrics=args.metrics,
         compare=tuple(args.compare) if args.compare else None,
-        retriever=args.retriever,
+        retriever=plain_retriever(args),
         save=args.save,
         runs_dir=args.runs_dir,
         explain=args.explain,
@@ -212,9 +215,6 @@ def build_parser() -> argparse.ArgumentParser:
     p_diff.add_argument("run_a", metavar="A", help="saved run name (see eval --save) or file")
     p_diff.add_argument("run_b", metavar="B", help="saved run name or file")
     p_diff.add_argument(
-        "--retriever", default=None, metavar="NAME", help="the retriever to diff (default hybrid)"
-    )
-    p_diff.add_argument(
         "--runs-dir",
         type=Path,
         default=None,
@@ -251,6 +251,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the causes as JSON (every key: docs/json.md)"
     )
     _shared_options(p_why)
+    p_retire = sub.add_parser(
+        "retire",
+        help='retire a question: left out of every mean, kept in questions.jsonl with "retired": true',
+    )
+    p_retire.add_argument("qid", metavar="QID", help="the question id")
+    p_retire.add_argument(
+        "--restore", action="store_true", help="bring a retired question back into the metrics"
+    )
+    _shared_options(p_retire)
     p_add = sub.add_parser(
         "add-question",
         help="append a question to questions.jsonl (validated, atomic) and show how each retriever ranks it",
@@ -291,6 +300,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="also compare these two annotators",
     )
     _shared_options(p_agree)
+    p_index = sub.add_parser(
+        "index",
+        help="write the chunks, their embeddings and a BM25 function into a Milvus collection (--milvus URI --collection NAME)",
+    )
+    p_index.add_argument(
+        "--batch",
+        type=_positive,
+        default=512,
+        metavar="N",
+        help="chunks written per request (default 512)",
+    )
+    p_index.add_argument(
+        "--replace",
+        action="store_true",
+        help="drop the collection first when it was built from other chunks or another model",
+    )
+    p_index.add_argument(
+        "--vector-index",
+        choices=("FLAT", "HNSW", "AUTOINDEX"),
+        default="FLAT",
+        help="the vector index (default FLAT: exact, as the built-in vector search)",
+    )
+    _shared_options(p_index)
     p_labels = sub.add_parser("labels", help="maintain the label journal (labels.jsonl)")
     _shared_options(p_labels)
     labels_sub = p_labels.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
@@ -392,6 +424,9 @@ def effective_from(args: argparse.Namespace) -> Effective:
     """The settings a command runs with: the project file's values, overridden by the flags given."""
     names = {o.name for o in OPTIONS}
     flags = {k: v for k, v in vars(args).items() if k in names}
+    if "live_retrievers" in flags and args.command in ("eval", "diff"):
+        # A plain NAME keeps its old meaning there: the retriever a saved run stands for.
+        flags["live_retrievers"] = [v for v in flags["live_retrievers"] if not isinstance(v, str)]
     project = project_for(
         Path.cwd(),
         getattr(args, "project", None),
@@ -403,6 +438,12 @@ def effective_from(args: argparse.Namespace) -> Effective:
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings from parsed arguments (and the project file in force), defaults filled in."""
     return effective_from(args).settings
+
+
+def plain_retriever(args: argparse.Namespace) -> str | None:
+    """The last ``--retriever NAME`` given without ``=SPEC``: the retriever a saved run stands for (eval --compare, diff)."""
+    names = [v for v in getattr(args, "live_retrievers", ()) if isinstance(v, str)]
+    return names[-1] if names else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -470,7 +511,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 settings,
                 args.run_a,
                 args.run_b,
-                retriever=args.retriever,
+                retriever=plain_retriever(args),
                 k=getattr(args, "k", None),
                 runs_dir=args.runs_dir,
                 limit=args.limit,
@@ -481,6 +522,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         from ragtui.cli.why import run_why
 
         return run_why(settings, args.qid, by_slice=args.by_slice, as_json=args.json)
+    if command == "index":
+        from ragtui.cli.live import run_index
+
+        return run_index(
+            settings, batch=args.batch, replace=args.replace, vector_index=args.vector_index
+        )
     if command == "report":
         from ragtui.cli.report import run_report
 
@@ -497,6 +544,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     if command == "check":
         return golden.run_check(settings)
+    if command == "retire":
+        return golden.run_retire(settings, args.qid, restore=args.restore)
     if command == "add-question":
         return golden.run_add_question(
             settings, args.question, args.evidence, args.slices, args.qid

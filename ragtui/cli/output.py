@@ -13,8 +13,10 @@ from typing import Any
 
 import orjson
 
+from ragtui.core.errors import InputError
 from ragtui.core.report import Report, Section
 from ragtui.core.retrieval.embeddings import Progress
+from ragtui.core.retrieval.live import LiveProgress
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible, visible_line
 from ragtui.core.workspace import Workspace
@@ -71,24 +73,31 @@ def format_columns(
 
 
 def render_section(section: Section) -> str:
-    """One section as plain text: heading, aligned table, notes."""
+    """One section as plain text: heading, aligned table (indented under a heading), notes.
+
+    Titles and cells are made visible on one line (a tab or line break in a cell would break the
+    columns); notes keep their line breaks.
+    """
     lines: list[str] = []
     if section.heading:
-        lines.append(section.heading)
+        lines.append(visible_line(section.heading))
     if section.has_table:
         right = [i for i, c in enumerate(section.columns) if c.align == "right"]
-        rows = [[c.title for c in section.columns], *(list(r.cells) for r in section.rows)]
+        rows = [
+            [visible_line(c.title) for c in section.columns],
+            *([visible_line(cell) for cell in r.cells] for r in section.rows),
+        ]
         indent = "  " if section.heading else ""
         lines.append(format_columns(rows, right, indent))
-    lines.extend(n.text for n in section.notes)
+    lines.extend(visible(n.text) for n in section.notes)
     return "\n".join(lines)
 
 
 def render_report(report: Report, title: bool = True) -> str:
     """A report as plain text: the title, then each section, a blank line between sections."""
-    parts = [report.title] if title and report.title else []
-    parts.extend(render_section(s) for s in report.sections)
-    return "\n".join(p for p in parts if p)
+    body = "\n\n".join(block for block in map(render_section, report.sections) if block)
+    head = visible_line(report.title) if title else ""
+    return "\n".join(part for part in (head, body) if part)
 
 
 def print_report(report: Report, title: bool = True) -> None:
@@ -96,14 +105,14 @@ def print_report(report: Report, title: bool = True) -> None:
     out(render_report(report, title))
 
 
-def rich_progress() -> Progress:
-    """A progress callback drawing a Rich bar on stderr (texts per second and time left)."""
+def rich_progress(label: str = "embedding", unit: str = "texts") -> Progress:
+    """A progress callback drawing a Rich bar on stderr (``unit`` per second and time left)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
     from rich.progress import Progress as RichProgress
 
     bar = RichProgress(
-        TextColumn("embedding"),
+        TextColumn(visible_line(label)),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[rate]}"),
@@ -118,19 +127,48 @@ def rich_progress() -> Progress:
         nonlocal task
         if task is None:
             bar.start()
-            task = bar.add_task("embedding", total=total, rate="")
+            task = bar.add_task(label, total=total, rate="")
         elapsed = max(time.monotonic() - started, 1e-6)
-        bar.update(task, completed=done, rate=f"{done / elapsed:.1f} texts/s")
+        bar.update(task, completed=done, rate=f"{done / elapsed:.1f} {unit}/s")
         if done >= total:
             bar.stop()
 
     return progress
 
 
+def live_progress() -> LiveProgress:
+    """A progress callback drawing one bar per live retriever while it is asked."""
+    bars: dict[str, Progress] = {}
+
+    def progress(name: str, done: int, total: int) -> None:
+        if name not in bars:
+            if done >= total:
+                return  # every answer came from the cache: nothing to wait for
+            bars[name] = rich_progress(f"asking {name}", "questions")
+        bars[name](done, total)
+
+    return progress
+
+
 def open_workspace(settings: Settings) -> Workspace:
-    """Load everything, embeddings included, showing a progress bar while texts are embedded."""
-    ws = Workspace.open(settings, rich_progress())
+    """Load everything, embeddings and live answers included, with progress bars; warnings printed.
+
+    A live retriever that could not answer some questions is a warning naming them (they count as
+    empty runs); one that answered none is an error (exit 2): its numbers would be zeros that say
+    nothing about it.
+    """
+    ws = Workspace.open(settings, rich_progress(), live_progress())
     warn_all(ws.warnings)
+    failed = []
+    for name, status in ws.live_status.items():
+        if status.state == "partial":
+            warn(f"{name}: {status.message}; they count as empty runs")
+        elif status.state == "failed":
+            failed.append(f"{name}: {status.message}")
+    for message in failed[:-1]:
+        err(f"ragtui: error: {message}")
+    if failed:
+        raise InputError(None, failed[-1])
     return ws
 
 

@@ -166,7 +166,9 @@ def project_file_text(beir: str | None = None) -> str:
             lines += [comment, f"{option.key} = {_toml(set_here[option.name])}", ""]
             continue
         default = option.default
-        if option.repeatable:
+        if option.example is not None:
+            example = _toml(option.example)
+        elif option.repeatable:
             example = f'["{option.metavar or "VALUE"}"]'
         elif default is None or default == ():
             example = json.dumps(option.metavar or "VALUE")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,24 +13,21 @@ from ragtui.core.analysis.full_report import full_report
 from ragtui.core.analysis.gate import Threshold, check_thresholds
 from ragtui.core.analysis.runs import resolve_saved, runs_folder
 from ragtui.core.errors import InputError
+from ragtui.core.files import write_atomic
 from ragtui.core.settings import Settings
 
 
 def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file renamed over it)."""
+    """Write ``text`` to ``path`` atomically (``ragtui.core.files.write_atomic``)."""
     path = path.expanduser()
     if path.is_dir():
         raise InputError(path, "is a folder; --output takes a file name")
     if not path.parent.is_dir():
         raise InputError(path.parent, "folder not found")
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
+        write_atomic(path, text.encode("utf-8"))
     except OSError as exc:
         raise InputError(path, f"cannot write the report ({exc.strerror or exc})") from None
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def run_report(

@@ -79,7 +79,7 @@ def run_serve(
 def _quiet_server(base: type) -> type:
     """textual-serve's server with its banner replaced by ragtui's own line."""
 
-    class RagtuiServer(base):  # type: ignore[misc, valid-type]
+    class RagtuiServer(base):
         async def on_startup(self, app: object) -> None:
             """Print nothing: ``run_serve`` already said where the app is."""
 

@@ -17,8 +17,10 @@ from typing import Any
 from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
 from ragtui.core.data.corpus import MAX_FILE_BYTES
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
+from ragtui.core.errors import InputError
 from ragtui.core.retrieval.bm25 import BM25_BACKENDS
 from ragtui.core.retrieval.external import parse_run_spec
+from ragtui.core.retrieval.live import LiveSpec, parse_retriever_spec
 from ragtui.core.settings import Settings
 
 
@@ -44,6 +46,9 @@ class Option:
     """Given several times on the command line (each adds one item); a list in a project file."""
     choices: tuple[str, ...] = ()
     """The allowed values, when the option is a choice."""
+    example: Any = None
+    """A value a new project file shows for the option (commented out), when the default and the
+    metavar do not make a valid one."""
     flag_name: str | None = None
     """The flag without dashes when it differs from the key (``run`` for ``runs``, one run a flag)."""
     unparse: Callable[[Any], str] | None = None
@@ -166,6 +171,43 @@ def run_spec(raw: Any) -> tuple[str, Path]:
         raise OptionError(str(exc)) from None
 
 
+def retriever_spec(raw: Any) -> LiveSpec | str:
+    """``NAME=SPEC``: a live retriever; a plain ``NAME`` (no ``=``) is kept as a name for ``--compare`` and ``diff``."""
+    value = text(raw).strip()
+    if "=" not in value:
+        return value
+    try:
+        return parse_retriever_spec(value)
+    except InputError as exc:
+        raise OptionError(exc.problem) from None
+
+
+def switch(raw: Any) -> bool:
+    """On or off: ``true``/``false`` in a project file, the flag alone on the command line."""
+    if isinstance(raw, bool):
+        return raw
+    lowered = str(raw).strip().lower()
+    if lowered in ("true", "yes", "1", "on"):
+        return True
+    if lowered in ("false", "no", "0", "off"):
+        return False
+    raise OptionError(f"{raw!r} is not true or false")
+
+
+def milvus_field(raw: Any) -> tuple[str, str]:
+    """``ROLE=FIELD``: a field of a Milvus collection ragtui did not build."""
+    from ragtui.core.retrieval.milvus import parse_field
+
+    try:
+        return parse_field(text(raw))
+    except ValueError as exc:
+        raise OptionError(f"{raw!r}: {exc}") from None
+
+
+#: The levels qrels can be evaluated at.
+LEVELS = ("document", "chunk")
+
+
 # ---- the table ------------------------------------------------------------------------------------------
 
 OPTIONS: tuple[Option, ...] = (
@@ -240,6 +282,71 @@ OPTIONS: tuple[Option, ...] = (
         flag_name="run",
         unparse=lambda spec: f"{spec[0]}={spec[1]}",
     ),
+    Option(
+        "chunks",
+        path,
+        "the team's own chunks, one JSON object a line (id, text, doc; optional heading, meta), "
+        "used as they are instead of chunking --corpus (--chunk-size and --overlap do not apply)",
+        "FILE.jsonl",
+        group="data",
+        example="chunks.jsonl",
+    ),
+    Option(
+        "level",
+        choice(LEVELS),
+        "evaluate qrels at document or chunk level (default: document when BEIR qrels name "
+        "documents and the corpus is chunked; a document ranks at its best chunk's rank)",
+        "LEVEL",
+        choices=LEVELS,
+        example="document",
+    ),
+    Option(
+        "live_retrievers",
+        retriever_spec,
+        "add a live retriever (repeatable): SPEC is an http(s) URL with {query} (and {depth}), "
+        "package.module:factory, or an entry-point name; a NAME without =SPEC is, for eval "
+        "--compare and diff, the retriever a saved run stands for",
+        "NAME=SPEC",
+        group="live retrievers",
+        repeatable=True,
+        flag_name="retriever",
+        example=["web=http://localhost:9200/search?q={query}&k={depth}"],
+    ),
+    Option(
+        "refresh",
+        switch,
+        "ask live retrievers again instead of using their cached answers",
+        None,
+        group="live retrievers",
+        example=True,
+    ),
+    Option(
+        "milvus",
+        text,
+        "a Milvus Lite file (./ragtui.db) or http(s)://host:19530 (token from RAGTUI_MILVUS_TOKEN); "
+        "adds milvus-bm25, milvus-vector and milvus-hybrid",
+        "URI",
+        group="live retrievers",
+        example="ragtui.db",
+    ),
+    Option(
+        "collection",
+        text,
+        "the Milvus collection (with --milvus)",
+        "NAME",
+        group="live retrievers",
+        example="ragtui",
+    ),
+    Option(
+        "milvus_fields",
+        milvus_field,
+        "a field of a collection ragtui did not build (repeatable; ROLE: id, text, doc, vector, sparse)",
+        "ROLE=FIELD",
+        group="live retrievers",
+        repeatable=True,
+        flag_name="milvus-field",
+        example=["text=content"],
+    ),
 )
 
 #: The options by name.
@@ -257,6 +364,14 @@ def settings_from_values(values: Mapping[str, Any]) -> Settings:
         given["chunk_size"] = DEFAULT_CHUNK_SIZE
     elif "chunk_size" not in given:
         given["chunk_size"] = None
-    if "runs" in given:
-        given["runs"] = tuple(given["runs"])
+    for name in ("runs", "live_retrievers", "milvus_fields"):
+        if name in given:
+            given[name] = tuple(given[name])
+    plain = [v for v in given.get("live_retrievers", ()) if not isinstance(v, LiveSpec)]
+    if plain:
+        raise InputError(
+            None,
+            f"--retriever {plain[0]}: a name without =SPEC only chooses the retriever of a saved run "
+            "(eval --compare, diff); to add a live retriever give NAME=SPEC",
+        )
     return Settings(**given)

@@ -64,9 +64,33 @@ def _grades_section(table: Mapping[str, Any], context: SectionContext) -> dict[s
     return {"grade_scale": parse_grade_scale(table)}
 
 
+def _retrievers_section(table: Mapping[str, Any], context: SectionContext) -> dict[str, Any]:
+    """``[retrievers]``: ``show = [...]`` (the retrievers shown, as the ``retrievers`` key would, which
+    TOML cannot have beside the table) and one ``[retrievers.NAME]`` table per live retriever."""
+    from ragtui.core.options import name_list
+    from ragtui.core.retrieval.live import parse_retriever_section
+
+    values: dict[str, Any] = {}
+    specs = []
+    for name, entry in table.items():
+        if name == "show":
+            values["retrievers"] = name_list(entry)
+            continue
+        if not isinstance(entry, Mapping):
+            raise OptionError(f"{name}: expected a table [retrievers.{name}] (or show = [...])")
+        try:
+            specs.append(parse_retriever_section(str(name), dict(entry)))
+        except InputError as exc:
+            raise OptionError(exc.problem) from None
+    if specs:
+        values["live_retrievers"] = tuple(specs)
+    return values
+
+
 #: Section name -> parser. A module that defines a section adds its parser here.
 SECTIONS: dict[str, SectionParser] = {
     "grades": _grades_section,
+    "retrievers": _retrievers_section,
 }
 
 #: Options by project-file key.

@@ -11,6 +11,7 @@ from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale, load_grade_
 from ragtui.core.data.paths import bundled_corpus, bundled_golden, golden_for_reading
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
+from ragtui.core.retrieval.live import LiveSpec
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,20 @@ class Settings:
     #: The grades a person may give, (grade, label) from 0 (the project file's ``[grades]``); None:
     #: the golden set's ``grades.json``, else 0-2 (see ``ragtui.core.data.grades``).
     grade_scale: GradeScale | None = None
+    #: Live retrievers (``--retriever NAME=SPEC``, ``[retrievers.NAME]``), shown after the runs.
+    live_retrievers: tuple[LiveSpec, ...] = ()
+    #: Ask live retrievers again instead of using their cached answers (``--refresh``).
+    refresh: bool = False
+    #: Milvus: a Milvus Lite file or ``http(s)://host:19530`` (``--milvus``), and the collection.
+    milvus: str | None = None
+    collection: str | None = None
+    #: Field names of a Milvus collection ragtui did not build: (role, field) pairs.
+    milvus_fields: tuple[tuple[str, str], ...] = ()
+    #: The team's own chunks, one JSON object a line, used as they are (``--chunks``).
+    chunks: Path | None = None
+    #: ``document`` or ``chunk``: the level qrels are evaluated at; None chooses (document when
+    #: document-level qrels meet a chunked corpus).
+    level: str | None = None
 
     def resolved(self) -> Settings:
         """Defaults filled in: the bundled data (or the user's copy of the golden set once it exists),
@@ -44,7 +59,8 @@ class Settings:
         corpus = self.corpus
         golden = self.golden
         if self.beir is None:
-            corpus = corpus or bundled_corpus()
+            # The team's chunks (--chunks) replace the corpus folder, so none is filled in.
+            corpus = corpus or (None if self.chunks is not None else bundled_corpus())
             golden = golden_for_reading(golden or bundled_golden())
         else:
             golden = golden or self.beir

@@ -47,17 +47,21 @@ from ragtui.tui.messages import (
     BaselineLoaded,
     Changed,
     EmbeddingProgress,
+    ForeignChunks,
     GradeRequested,
+    LiveProgress,
+    LiveReady,
     LoadFailed,
     Notice,
     QuestionAppended,
+    RetireRequested,
     UndoRequested,
     VectorsFailed,
     VectorsReady,
     WorkFailed,
     WorkspaceLoaded,
 )
-from ragtui.tui.screens.dialogs import LoadErrorScreen, ProblemsScreen, PromptScreen
+from ragtui.tui.screens.dialogs import LoadErrorScreen, PromptScreen
 from ragtui.tui.screens.help import HelpScreen
 from ragtui.tui.screens.main import MainScreen, format_seconds, ndcg_moves
 from ragtui.tui.widgets.status_line import Status
@@ -223,6 +227,11 @@ class RagtuiApp(App[int]):
         """Tell every screen what changed."""
         self.changed.publish(change)
 
+    def _say_notices(self) -> None:
+        """What the workspace noticed while changing (the bundled golden set copied), said last."""
+        for notice in self.controller.take_notices():
+            self.say(notice)
+
     async def on_event(self, event: events.Event) -> None:
         """A key clears an error from the status line (it has been seen)."""
         if isinstance(event, events.Key) and self.status.error:
@@ -363,7 +372,66 @@ class RagtuiApp(App[int]):
         ws = message.workspace
         self.publish(self.controller.loaded(ws, message.vectors))
         self._say_load_warnings(ws, message.vectors)
+        if ws.live:
+            self._ask_live(ws, self.generation, ws.settings.refresh)
         self._check_ready()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="live")
+    def _ask_live(self, ws: Workspace, generation: int, refresh: bool) -> None:
+        """Every golden question's answer from each live retriever (cache first), off the UI thread:
+        ``compute_live`` only reads the workspace."""
+        worker = get_current_worker()
+        last = [0.0]
+
+        def progress(name: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_INTERVAL or done >= total:
+                last[0] = now
+                self.post_message(LiveProgress(generation, name, done, total))
+
+        try:
+            result = ws.compute_live(
+                refresh=refresh, progress=progress, cancelled=lambda: worker.is_cancelled
+            )
+        except Exception as exc:  # a broken plugin must be a message, never a traceback
+            self.post_message(
+                WorkFailed("Live retrievers", visible_line(f"{type(exc).__name__}: {exc}"))
+            )
+            return
+        if not worker.is_cancelled:
+            self.post_message(LiveReady(generation, result))
+
+    def on_live_progress(self, message: LiveProgress) -> None:
+        """Say how far a live retriever has come."""
+        if message.generation == self.generation:
+            self.say(f"asking {message.name}: {message.done}/{message.total} questions")
+
+    def on_live_ready(self, message: LiveReady) -> None:
+        """Show the live retrievers' lists (a failed one says why in its own list)."""
+        if message.generation != self.generation or self.workspace is None:
+            return
+        self.publish(self.controller.live_ready(message.result))
+        failed = [
+            f"{name}: {status.message}"
+            for name, status in self.workspace.live_status.items()
+            if status.state in ("failed", "partial") and status.message
+        ]
+        if failed:
+            self.say("; ".join(failed), error=True)
+        else:
+            self.say(f"{', '.join(message.result.runs)} answered.")
+        self._check_ready()
+
+    def refresh_live(self) -> None:
+        """Ask the live retrievers again, ignoring their cached answers (the palette's refresh)."""
+        ws = self.workspace
+        if ws is None or not ws.live:
+            self.say("No live retriever is shown (--retriever NAME=SPEC, --milvus).")
+            return
+        for name in ws.live:
+            self.controller.retriever_status[name] = "pending"
+        self.publish(Changed("retrievers"))
+        self._ask_live(ws, self.generation, True)
 
     def _say_load_warnings(self, ws: Workspace, vectors: VectorResult | None) -> None:
         """The one most important thing the load found, in the status line."""
@@ -458,10 +526,16 @@ class RagtuiApp(App[int]):
             return
         self.publish(change)
         self._say_change(change)
+        self._say_notices()
 
     def _say_change(self, change: Changed) -> None:
         """``saved: q01 ferry.md#1 → grade 2 (hand) · nDCG@3 bm25 0.500→1.000``."""
         ws = self.workspace
+        if ws is not None and change.kind == "retired" and change.questions:
+            qid = next(iter(change.questions))
+            state = "retired" if ws.question_by_id[qid].retired else "back in the metrics"
+            self.say(f"undone: {qid} is {state}.")
+            return
         if ws is None or change.chunk is None or not change.questions:
             return
         qid = next(iter(change.questions))
@@ -469,6 +543,23 @@ class RagtuiApp(App[int]):
         now = f"grade {grade} ({source})" if grade is not None else "not graded"
         verb = "undone:" if change.undo else "saved:"
         self.say(f"{verb} {qid} {change.chunk} → {now} · {ndcg_moves(change.moves, ws.settings.k)}")
+
+    @on(RetireRequested)
+    def _retire_requested(self, message: RetireRequested) -> None:
+        """Retire a question (or bring it back), as the request names."""
+        message.stop()
+        try:
+            change = self.controller.retire(message.question, message.retired)
+        except Refused as exc:
+            self.say(exc.message, error=True)
+            return
+        self.publish(change)
+        self.say(
+            f"Retired {message.question}: left out of every mean (u undoes, x brings it back)."
+            if message.retired
+            else f"{message.question} is back in the metrics."
+        )
+        self._say_notices()
 
     @on(UndoRequested)
     def _undo_requested(self, message: UndoRequested) -> None:
@@ -513,6 +604,16 @@ class RagtuiApp(App[int]):
         """Apply labels another process appended to the journal."""
         self.poll_labels()
 
+    @on(ForeignChunks)
+    def _foreign_chunks(self, message: ForeignChunks) -> None:
+        """Keep the chunks a live retriever brought, so the chunk view can show them."""
+        message.stop()
+        if self.workspace is None:
+            return
+        change = self.controller.keep_foreign(message.hits, message.origin)
+        if change is not None:
+            self.publish(change)
+
     @on(Notice)
     def _notice(self, message: Notice) -> None:
         """A screen or widget asks to tell the user something."""
@@ -535,13 +636,22 @@ class RagtuiApp(App[int]):
                 error=True,
             )
             return
+        try:
+            golden = ws.writable_golden()  # the bundled set is copied to the user's folder first
+        except (InputError, OSError) as exc:
+            self.say(f"Not added: {exc}", error=True)
+            return
         self.say(f"adding: {message.text}")
-        self._add_question(ws, self.generation, message.text, message.evidence, message.slices)
+        self._say_notices()
+        self._add_question(
+            ws, golden, self.generation, message.text, message.evidence, message.slices
+        )
 
     @work(thread=True, exit_on_error=False, group="add-question")
     def _add_question(
         self,
         ws: Workspace,
+        golden: Path,
         generation: int,
         text: str,
         evidence: tuple[str, ...],
@@ -552,10 +662,9 @@ class RagtuiApp(App[int]):
         Reads only what does not change while the app runs: the chunks, the documents and the
         retrievers (their indexes and embeddings); the questions file is read under its lock.
         """
-        assert ws.settings.golden is not None
         try:
             question = append_question(
-                ws.settings.golden,
+                golden,
                 text,
                 list(evidence),
                 list(slices),
@@ -743,10 +852,9 @@ class RagtuiApp(App[int]):
         ws = self.workspace
         if ws is None:
             return
-        from ragtui.core.analysis.check import check_workspace
+        from ragtui.tui.screens.reports import check_screen
 
-        problems = [str(p) for p in check_workspace(ws)]
-        self.push_screen(ProblemsScreen(problems))
+        self.push_screen(check_screen(ws))
 
 
 def run_app(settings: Settings, mouse: bool = True) -> int:

@@ -152,6 +152,14 @@ class RagtuiCommands(Provider):
             ),
             ("help: keys and metrics", app.action_help, "every key and what each metric means"),
         ]
+        if ws.live:
+            out.append(
+                (
+                    "retrievers: ask the live retrievers again",
+                    app.refresh_live,
+                    f"{', '.join(ws.live)}: ignore the cached answers (as --refresh)",
+                )
+            )
         names = ws.retrievers
         for i, a in enumerate(names):
             for b in names[i + 1 :]:

@@ -9,16 +9,17 @@ line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
+from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import ReadOnlyError
-from ragtui.core.retrieval.base import Ranking
+from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import GradeChange, VectorResult, Workspace
+from ragtui.core.workspace import GradeChange, LiveResult, VectorResult, Workspace
 from ragtui.tui.messages import Changed
 
 #: The retrievers that need embeddings.
@@ -54,6 +55,9 @@ class Controller:
     """The saved run the question list compares against, or None."""
     embedding_progress: tuple[int, int] | None = None
     """(done, total) while embedding runs."""
+    undo_stack: list[tuple[str, str, bool]] = field(default_factory=list)
+    """What ``u`` undoes, newest last: ("label", "", False) for a label change (the journal keeps
+    what it was), ("retire", question id, retired before) for a retirement."""
 
     @property
     def ws(self) -> Workspace:
@@ -64,11 +68,16 @@ class Controller:
 
     @property
     def retrievers(self) -> list[str]:
-        """The retrievers shown: the chosen built-in ones in the standard order, then external runs."""
+        """The retrievers shown: the chosen built-in ones in the standard order, the external runs,
+        then the live ones (plugins, HTTP APIs, Milvus)."""
         from ragtui.core.retrieval.base import RETRIEVER_NAMES
+        from ragtui.core.retrieval.connectors import live_names
 
-        builtin = [n for n in RETRIEVER_NAMES if n in self.settings.retrievers]
-        return builtin + [n for n, _ in self.settings.runs if n not in builtin]
+        s = self.settings
+        builtin = [n for n in RETRIEVER_NAMES if n in s.retrievers]
+        runs = [n for n, _ in s.runs if n not in builtin]
+        live = live_names(s.retrievers, s.live_retrievers, s.milvus)
+        return builtin + runs + [n for n in live if n not in builtin and n not in runs]
 
     # ---- loading -----------------------------------------------------------------------------------
 
@@ -114,6 +123,27 @@ class Controller:
                 self.retriever_errors[name] = message
         return Changed("retrievers")
 
+    def live_ready(self, result: LiveResult) -> Changed:
+        """Live retrievers answered (or failed): their lists and numbers; a failed one says why."""
+        ws = self.ws
+        ws.apply_live(result)
+        for name in result.runs:
+            status = ws.live_status.get(name)
+            if status is None:
+                continue
+            if status.state == "failed":
+                self.retriever_status[name] = "failed"
+                self.retriever_errors[name] = status.message
+            else:
+                self.retriever_status[name] = "ready"
+                self.retriever_errors.pop(name, None)
+        return Changed("retrievers")
+
+    def keep_foreign(self, hits: tuple[Hit, ...], origin: str) -> Changed | None:
+        """Keep chunks a live retriever brought (an ad-hoc search); None when nothing changed."""
+        touched = self.ws.add_foreign(hits, origin)
+        return Changed("labels-reloaded", frozenset(touched)) if touched else None
+
     @property
     def is_ready(self) -> bool:
         """True when the workspace is shown and every retriever is ready or failed."""
@@ -122,6 +152,20 @@ class Controller:
         )
 
     # ---- labels ------------------------------------------------------------------------------------
+
+    @property
+    def grade_scale(self) -> GradeScale:
+        """The grades a person may give here, with their words."""
+        return self.settings.grade_scale or DEFAULT_GRADE_SCALE
+
+    def take_notices(self) -> list[str]:
+        """What the workspace noticed while changing (the bundled golden set copied), once."""
+        ws = self.workspace
+        if ws is None or not ws.notices:
+            return []
+        notices = list(ws.notices)
+        ws.notices.clear()
+        return notices
 
     def _check_writable(self, what: str) -> None:
         labels = self.ws.labels
@@ -136,6 +180,10 @@ class Controller:
             raise Refused(f"{qid} is not a question of this golden set: nothing saved.")
         if cid not in ws.chunk_by_id:
             raise Refused(f"{cid} is not a chunk of this corpus: nothing saved.")
+        scale = self.grade_scale
+        if grade is not None and grade not in dict(scale):
+            words = " · ".join(f"{g} {label}" for g, label in scale)
+            raise Refused(f"{grade} is not on the grade scale ({words}): nothing saved.")
         self._check_writable("the grade was not saved.")
         try:
             change = ws.set_grade(qid, cid, grade)
@@ -145,11 +193,17 @@ class Controller:
             raise Refused(f"Saved, but the journal has a bad line: {exc.message}") from None
         except OSError as exc:
             raise Refused(f"Could not save the label: {exc.strerror or exc}") from None
+        self.undo_stack.append(("label", "", False))
         return Changed("grades", frozenset({qid}), cid, moves=_moves(change))
 
     def undo(self) -> Changed:
-        """Undo the last label change (a new journal line)."""
+        """Undo the last change: a label change (a new journal line) or a retirement."""
         ws = self.ws
+        if self.undo_stack and self.undo_stack[-1][0] == "retire":
+            _, qid, before = self.undo_stack[-1]
+            restored = self.retire(qid, before, record=False)
+            self.undo_stack.pop()
+            return replace(restored, undo=True)
         if not ws.labels.can_undo:
             raise Refused("Nothing to undo.")
         self._check_writable("cannot undo.")
@@ -161,6 +215,8 @@ class Controller:
             raise Refused(f"Could not save the undo: {exc.strerror or exc}") from None
         if change is None:
             raise Refused("Nothing to undo.")
+        if self.undo_stack:
+            self.undo_stack.pop()
         return Changed(
             "grades", frozenset({change.question}), change.chunk, undo=True, moves=_moves(change)
         )
@@ -181,6 +237,26 @@ class Controller:
         """A worker appended a question to the golden set: evaluate it with its rankings."""
         self.ws.insert_question(question, rankings)
         return Changed("questions", frozenset({question.id}))
+
+    def retire(self, qid: str, retired: bool, record: bool = True) -> Changed:
+        """Retire a question (left out of every mean, kept in the file with a flag) or bring it
+        back; undoable."""
+        ws = self.ws
+        question = ws.question_by_id.get(qid)
+        if question is None:
+            raise Refused(f"{qid} is not a question of this golden set.")
+        if question.retired == retired:
+            raise Refused(f"{qid} is {'already' if retired else 'not'} retired.")
+        self._check_writable("the golden set is read-only.")
+        try:
+            ws.set_retired(qid, retired)
+        except InputError as exc:
+            raise Refused(exc.message) from None
+        except OSError as exc:
+            raise Refused(f"Could not write the golden set: {exc.strerror or exc}") from None
+        if record:
+            self.undo_stack.append(("retire", qid, not retired))
+        return Changed("retired", frozenset({qid}))
 
     # ---- settings ------------------------------------------------------------------------------
 

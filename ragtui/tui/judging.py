@@ -65,3 +65,93 @@ class JudgingWalk:
                 if not self.queue.is_judged(entry.question, entry.chunk):
                     return entry
         return None
+
+
+class JudgingSession:
+    """The judging view's walk: every pooled pair of the questions shown, in their order, each
+    question's unjudged pairs first; the pair on screen, and the pairs graded in this session.
+
+    A digit grades the pair on screen and moves to the next unjudged pair; left and right move one
+    pair without grading; undo goes back to the pair graded last."""
+
+    def __init__(self, walk: JudgingWalk, start: tuple[str, str | None] | None = None) -> None:
+        """The session over ``walk``; it opens on ``start`` (question, chunk) if pooled, on the
+        question's first unjudged pair when the chunk is None, else on the first unjudged pair."""
+        self.walk = walk
+        #: Every pair, in the order the view visits them.
+        self.pairs: list[PoolEntry] = [
+            e
+            for qid in walk.qids
+            for e in sorted(walk.pairs(qid), key=lambda e: walk.queue.is_judged(qid, e.chunk))
+        ]
+        self._index = {e.key: i for i, e in enumerate(self.pairs)}
+        #: The position of the pair on screen.
+        self.position = 0
+        #: The positions graded in this session, in order (undo walks back through them).
+        self.graded: list[int] = []
+        first_of_question = (
+            next((i for i, e in enumerate(self.pairs) if e.question == start[0]), None)
+            if start is not None
+            else None
+        )
+        if start is not None and start[1] is not None and (start[0], start[1]) in self._index:
+            self.position = self._index[(start[0], start[1])]
+        elif first_of_question is not None:
+            found = self._next_unjudged(first_of_question - 1, wrap=True)
+            self.position = found if found is not None else first_of_question
+        else:
+            self.position = self._next_unjudged(-1, wrap=True) or 0
+
+    @property
+    def current(self) -> PoolEntry | None:
+        """The pair on screen (None when the questions shown pool nothing)."""
+        return self.pairs[self.position] if self.pairs else None
+
+    def is_judged(self, entry: PoolEntry) -> bool:
+        """Whether a pair has a hand grade that applies."""
+        return self.walk.queue.is_judged(entry.question, entry.chunk)
+
+    def _next_unjudged(self, after: int, wrap: bool) -> int | None:
+        order = list(range(after + 1, len(self.pairs)))
+        if wrap:
+            order += list(range(after + 1))
+        for i in order:
+            if not self.is_judged(self.pairs[i]):
+                return i
+        return None
+
+    def graded_current(self) -> int | None:
+        """The pair on screen was just graded: remember it and move to the next unjudged pair
+        (skipping this one, which the app may not have saved yet); returns the new position, or
+        None when every pair is judged (the view stays)."""
+        if not self.pairs:
+            return None
+        self.graded.append(self.position)
+        nxt = self._next_unjudged_after(self.position)
+        if nxt is not None:
+            self.position = nxt
+        return nxt
+
+    def _next_unjudged_after(self, position: int) -> int | None:
+        """The next unjudged pair after ``position``, wrapping round, never ``position`` itself."""
+        graded = set(self.graded)
+        for i in [*range(position + 1, len(self.pairs)), *range(position)]:
+            if i not in graded and not self.is_judged(self.pairs[i]):
+                return i
+        return None
+
+    def move(self, step: int) -> None:
+        """One pair forward or back (judged or not), without grading."""
+        if self.pairs:
+            self.position = max(0, min(len(self.pairs) - 1, self.position + step))
+
+    def back_to_last_graded(self) -> bool:
+        """Undo: back to the pair graded last in this session (False when there is none)."""
+        if not self.graded:
+            return False
+        self.position = self.graded.pop()
+        return True
+
+    def judged_count(self) -> int:
+        """Pairs with a hand grade that applies."""
+        return sum(1 for e in self.pairs if self.is_judged(e))

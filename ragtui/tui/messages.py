@@ -14,8 +14,8 @@ from textual.message import Message
 
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
-from ragtui.core.retrieval.base import Ranking
-from ragtui.core.workspace import VectorResult, Workspace
+from ragtui.core.retrieval.base import Hit, Ranking
+from ragtui.core.workspace import LiveResult, VectorResult, Workspace
 
 # ---- requests: screens and widgets ask, the app decides ---------------------------------------------
 
@@ -52,6 +52,14 @@ class RetireRequested(Message):
 
     question: str
     retired: bool
+
+
+@dataclass
+class ForeignChunks(Message):
+    """A live retriever returned chunks with their text that the corpus lacks: keep them."""
+
+    hits: tuple[Hit, ...]
+    origin: str
 
 
 @dataclass
@@ -109,6 +117,28 @@ class VectorsReady(Message):
 
 
 @dataclass
+class LiveReady(Message):
+    """Live retrievers answered the golden set (or failed), computed off the UI thread."""
+
+    generation: int
+    result: LiveResult
+
+
+@dataclass
+class LiveProgress(Message):
+    """How far a live retriever has come; a newer update replaces a queued one."""
+
+    generation: int
+    name: str
+    done: int
+    total: int
+
+    def can_replace(self, message: Message) -> bool:
+        """A newer report of the same retriever supersedes a queued one."""
+        return isinstance(message, LiveProgress) and message.name == self.name
+
+
+@dataclass
 class VectorsFailed(Message):
     """Embedding failed: vector and hybrid are unavailable, BM25 works."""
 
@@ -153,6 +183,7 @@ ChangeKind = Literal[
     "labels-reloaded",
     "status",
     "progress",
+    "retired",
 ]
 
 

@@ -119,8 +119,8 @@ def explain_hybrid(ws: Workspace, qid: str) -> HybridExplanation:
     """The hybrid ranking of question ``qid`` with each result's ranks, RRF terms and ties, sole finds and pool ceiling."""
     bm25, vector, rrf_k = _lists(ws, qid)
     k, depth = ws.settings.k, ws.settings.depth
-    assert ws.evaluation is not None
-    gains = ws.evaluation.gains(qid)
+    # Chunk grades, whatever the evaluation level: attribution is about the chunks the two lists hold.
+    gains = ws.effective_grades(qid)
     relevant = relevant_set(gains, ws.settings.threshold)
     bm25_rank = {cid: r for r, (cid, _) in enumerate(bm25, start=1)}
     vector_rank = {cid: r for r, (cid, _) in enumerate(vector, start=1)}
@@ -187,7 +187,7 @@ def pool_ceilings(ws: Workspace) -> PoolCeiling:
         if qid not in ev.evaluated:
             continue
         bm25, vector, rrf_k = _lists(ws, qid)
-        relevant = relevant_set(ev.gains(qid), ws.settings.threshold)
+        relevant = relevant_set(ws.effective_grades(qid), ws.settings.threshold)
         pool = {cid for cid, _ in bm25} | {cid for cid, _ in vector}
         fused = [cid for cid, _ in rrf_fuse([bm25, vector], ws.chunk_order, depth, rrf_k)]
         per_question[qid] = (_ceiling(relevant, pool, k), recall_at_k(fused, relevant, k))

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragtui.core.analysis.diagnostics import ChunkDiagnostics, diagnose
-from ragtui.core.data.golden import EvidenceIndex, normalize_ws
+from ragtui.core.data.golden import EvidenceIndex, normalize_ws, straddling_pairs
 from ragtui.core.workspace import Workspace
 
 
@@ -21,7 +19,7 @@ class Problem:
     problem: str
 
     def __str__(self) -> str:
-        path = _shown_path(self.path)
+        path = shown_path(self.path)
         where = f"{path}:{self.line}" if self.line else path
         return (
             f"{where}: {self.question}: {self.problem}"
@@ -30,36 +28,17 @@ class Problem:
         )
 
 
-def _shown_path(path: str) -> str:
+def shorten(text: str, limit: int = 60) -> str:
+    """A quoted text shortened to ``limit`` characters (``...`` marks the cut)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def shown_path(path: str) -> str:
     """A path as a person reads it: relative to the working folder when it lies inside it."""
     try:
         return str(Path(path).resolve().relative_to(Path.cwd()))
     except (ValueError, OSError):
         return path
-
-
-def _straddling_chunks(ws: Workspace, evidence: str) -> list[tuple[str, str]] | None:
-    """Where evidence sits in a document but in no single chunk: the pairs of neighbouring chunks it spans."""
-    needle = normalize_ws(evidence)
-    by_doc: dict[str, list] = {}
-    for c in ws.chunks:
-        by_doc.setdefault(c.doc, []).append(c)
-    pairs = []
-    for doc in ws.corpus.documents:
-        if needle not in normalize_ws(doc.text):
-            continue
-        chunks = by_doc.get(doc.path, [])
-        for a, b in itertools.pairwise(chunks):
-            joined = normalize_ws(doc.text[a.start : b.end])
-            if (
-                needle in joined
-                and needle not in normalize_ws(a.text)
-                and needle not in normalize_ws(b.text)
-            ):
-                pairs.append((a.id, b.id))
-        if not pairs:
-            pairs.append((f"{doc.path} (across several chunks)", ""))
-    return pairs or None
 
 
 def check_workspace(ws: Workspace) -> list[Problem]:
@@ -71,10 +50,15 @@ def check_workspace(ws: Workspace) -> list[Problem]:
         for evidence in q.evidence:
             if index.matching_chunks([evidence]):
                 continue
-            short = evidence if len(evidence) <= 60 else evidence[:57] + "..."
-            pairs = _straddling_chunks(ws, evidence)
-            if pairs:
-                where = "; ".join(f"{a} and {b}" if b else a for a, b in pairs)
+            short = shorten(evidence)
+            needle = normalize_ws(evidence)
+            containing = [d.path for d in ws.corpus.documents if needle in normalize_ws(d.text)]
+            if containing:
+                pairs = straddling_pairs(ws.corpus.documents, ws.chunks, evidence)
+                where = (
+                    "; ".join(f"{a} and {b}" for a, b in pairs)
+                    or f"{containing[0]} (across several chunks)"
+                )
                 problems.append(
                     Problem(
                         questions_file,
@@ -98,60 +82,3 @@ def check_workspace(ws: Workspace) -> list[Problem]:
             )
         )
     return problems
-
-
-def check_notes(ws: Workspace, diagnostics: ChunkDiagnostics | None = None) -> list[Problem]:
-    """Information that is never a reason for exit 1: evidence in several chunks (allowed), chunks
-    longer than the embedding model reads (their tail is invisible to the vector retriever), and
-    evidence lying in such a tail; each line starts with ``note:``."""
-    diag = diagnostics or diagnose(ws)
-    questions_file = str(Path(ws.settings.golden or "") / "questions.jsonl")
-    notes: list[Problem] = []
-    for multi in diag.multi_match:
-        short = multi.evidence if len(multi.evidence) <= 60 else multi.evidence[:57] + "..."
-        notes.append(
-            Problem(
-                questions_file,
-                multi.line,
-                multi.question,
-                f"note: evidence {short!r} is in {len(multi.chunks)} chunks, all relevant: {', '.join(multi.chunks)}",
-            )
-        )
-    if diag.limit is None:
-        notes.append(
-            Problem(
-                ws.settings.model,
-                0,
-                "",
-                "note: the model's maximum sequence length is unknown; chunk truncation not checked",
-            )
-        )
-        return notes
-    limit = diag.limit
-    for hidden in diag.hidden_evidence:
-        short = hidden.evidence if len(hidden.evidence) <= 60 else hidden.evidence[:57] + "..."
-        how = "wholly" if hidden.wholly_hidden else "partly"
-        notes.append(
-            Problem(
-                questions_file,
-                hidden.line,
-                hidden.question,
-                f"note: evidence {short!r} lies {how} in the tail of {hidden.chunk} that the embedding model cuts off",
-            )
-        )
-    for cut in diag.truncated:
-        notes.append(
-            Problem(
-                cut.chunk,
-                0,
-                "",
-                f"note: {cut.token_count} tokens, over the {limit.content_tokens} the embedding model reads: "
-                + (
-                    "the last one is"
-                    if cut.hidden_tokens == 1
-                    else f"the last {cut.hidden_tokens} are"
-                )
-                + " invisible to the vector retriever",
-            )
-        )
-    return notes

@@ -10,7 +10,7 @@
 * a histogram of chunk token counts.
 
 The model's limit is read from its folder's ``sentence_bert_config.json`` without importing torch.
-Nothing here prints; :func:`histogram_lines` renders text bars for the CLI.
+Nothing here prints; ``ragtui.core.analysis.reports.diagnostics_report`` makes the report of it.
 """
 
 from __future__ import annotations
@@ -19,9 +19,17 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ragtui.core.data.golden import EvidenceIndex, evidence_spans, normalize_ws, straddling_pairs
+from ragtui.core.data.chunking import Chunk
+from ragtui.core.data.corpus import Document
+from ragtui.core.data.golden import (
+    EvidenceIndex,
+    Question,
+    evidence_spans,
+    normalize_ws,
+    straddling_pairs,
+)
 from ragtui.core.data.tokenizer import TokenCounter, resolve_model, token_counter
 
 if TYPE_CHECKING:
@@ -135,7 +143,7 @@ def _model_file(model: str, name: str) -> Path | None:
     return Path(cached) if isinstance(cached, str) else None
 
 
-def _read_json(path: Path | None) -> dict:
+def _read_json(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
@@ -206,41 +214,46 @@ def token_histogram(
     return [HistogramBin(i * width, (i + 1) * width - 1, c, over[i]) for i, c in enumerate(bins)]
 
 
-def histogram_lines(bins: Sequence[HistogramBin], bar_width: int = 40) -> list[str]:
-    """Text bars, one line per bin (``128-191     1 ##``); a ``>`` flags bins holding chunks over the mark."""
-    if not bins:
-        return []
-    most = max(b.count for b in bins) or 1
-    label_width = max(len(f"{b.low}-{b.high}") for b in bins)
-    count_width = max(len(str(b.count)) for b in bins)
-    lines = []
+def histogram_bars(bins: Sequence[HistogramBin], bar_width: int = 40) -> list[str]:
+    """A text bar per bin (``#`` repeated in proportion to its count, the fullest bin ``bar_width`` long)."""
+    most = max((b.count for b in bins), default=0) or 1
+    bars = []
     for b in bins:
         bar = "#" * (round(b.count / most * bar_width) if b.count else 0)
-        if b.count and not bar:
-            bar = "#"
-        flag = " >" if b.over else "  "
-        lines.append(
-            f"{f'{b.low}-{b.high}':>{label_width}} {flag} {b.count:>{count_width}} {bar}".rstrip()
-        )
-    return lines
+        bars.append(bar or ("#" if b.count else ""))
+    return bars
 
 
 def diagnose(ws: Workspace) -> ChunkDiagnostics:
     """Every chunking diagnostic of a loaded workspace (no embedding needed)."""
-    counter = token_counter(ws.settings.model)
-    whole = [c for c in ws.chunks if c.token_count < 0]  # documents as chunks (BEIR without a size)
+    return diagnose_chunks(ws.settings.model, ws.chunks, ws.questions, ws.corpus.documents)
+
+
+def diagnose_chunks(
+    model: str,
+    chunks: Sequence[Chunk],
+    questions: Sequence[Question],
+    documents: Sequence[Document],
+) -> ChunkDiagnostics:
+    """Every chunking diagnostic of these chunks, questions and documents for embedding model ``model``.
+
+    Reads only its arguments (frozen chunks, questions and documents), so it may run in a worker
+    thread on tuples captured from a workspace that changes meanwhile.
+    """
+    counter = token_counter(model)
+    whole = [c for c in chunks if c.token_count < 0]  # documents as chunks (BEIR without a size)
     measured = (
         dict(zip([c.id for c in whole], counter.count_batch([c.text for c in whole]), strict=True))
         if whole
         else {}
     )
-    counts = {c.id: measured.get(c.id, c.token_count) for c in ws.chunks}
-    limit = model_limit(ws.settings.model, counter)
+    counts = {c.id: measured.get(c.id, c.token_count) for c in chunks}
+    limit = model_limit(model, counter)
 
     truncated: list[TruncatedChunk] = []
     cut_at: dict[str, int] = {}  # chunk id -> offset in the chunk text where the hidden tail starts
     if limit is not None:
-        for c in ws.chunks:
+        for c in chunks:
             if counts[c.id] > limit.content_tokens:
                 offsets = counter.offsets(c.text)
                 tail = (
@@ -253,24 +266,25 @@ def diagnose(ws: Workspace) -> ChunkDiagnostics:
                     TruncatedChunk(c.id, c.doc, counts[c.id], limit.content_tokens, c.start + tail)
                 )
 
-    index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
+    text_of = {c.id: c.text for c in chunks}
+    index = EvidenceIndex(list(text_of), list(text_of.values()))
     multi: list[MultiMatch] = []
     straddling: list[Straddle] = []
     hidden: list[HiddenEvidence] = []
-    for q in ws.questions:
+    for q in questions:
         for evidence in q.evidence:
             matches = index.matching_chunks([evidence])
             if len(matches) > 1:
                 multi.append(MultiMatch(q.id, q.line, evidence, tuple(matches)))
             if not matches and any(
-                normalize_ws(evidence) in normalize_ws(d.text) for d in ws.corpus.documents
+                normalize_ws(evidence) in normalize_ws(d.text) for d in documents
             ):
-                pairs = straddling_pairs(ws.corpus.documents, ws.chunks, evidence)
+                pairs = straddling_pairs(documents, chunks, evidence)
                 straddling.append(Straddle(q.id, q.line, evidence, tuple(pairs)))
             for cid in matches:
                 if cid not in cut_at:
                     continue
-                spans = evidence_spans(ws.chunk_by_id[cid].text, [evidence])
+                spans = evidence_spans(text_of[cid], [evidence])
                 if spans and all(end > cut_at[cid] for _, end in spans):
                     wholly = all(start >= cut_at[cid] for start, _ in spans)
                     hidden.append(HiddenEvidence(q.id, q.line, evidence, cid, wholly))

@@ -1,4 +1,4 @@
-"""The evaluation report: the ``ragtui eval --json`` object (every key in docs/json.md), and its rows for a table."""
+"""The ``ragtui eval --json`` object (every key in docs/json.md); the table ``ragtui eval`` prints is ``reports.eval_table_report``."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
                 "precision": m.precision,
                 "rr": m.rr,
                 "ndcg": m.ndcg,
-                "ranked": [cid for cid, _ in ws.ranking(name, qid)],
+                # The ids the metrics judged: chunks, or documents at document level.
+                "ranked": [cid for cid, _ in ev.rankings[name].get(qid, ())],
                 "judged": judged[name].per_question[qid],
                 "causes": list(why.causes(qid, name)),
             }
@@ -41,7 +42,16 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
             "judged": judged[name].mean,
             "thinly_judged": judged[name].thin,
         }
-    if "hybrid" in retrievers and "bm25" in ws.rankings and "vector" in ws.rankings:
+        status = ws.live_status.get(name)
+        if status is not None:
+            # Questions a live retriever could not answer (they count as empty runs), with reasons.
+            retrievers[name]["failed"] = dict(status.failed)
+    if (
+        ws.level == "chunk"
+        and "hybrid" in retrievers
+        and "bm25" in ws.rankings
+        and "vector" in ws.rankings
+    ):
         # The best recall@k any fusion of the two top-depth lists could reach, beside hybrid's recall.
         retrievers["hybrid"]["pool_ceiling"] = pool_ceilings(ws).pool_ceiling
     return {
@@ -49,7 +59,11 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
         "depth": ws.settings.depth,
         "questions": len(ev.evaluated),
         "skipped": ev.skipped,
+        # Questions retired from the app: kept in questions.jsonl, left out of every mean.
+        "retired": ws.retired,
         "chunks": len(ws.chunks),
+        # What the metrics rank and judge: "chunk", or "document" (each at its best chunk's rank).
+        "level": ws.level,
         "retrievers": retrievers,
         "slices": slices_json(ws),
         # Questions skipped because their evidence is in no chunk: the same causes for every retriever.
@@ -59,47 +73,3 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
             if any(why.causes(qid, r) for r in ws.retrievers)
         },
     }
-
-
-def table_rows(ws: Workspace) -> list[tuple[str, str, str, str, str]]:
-    """One row per retriever: name, recall@k, 'precision@k (ceiling)', MRR, nDCG@k, as printed."""
-    ev = ws.evaluation
-    assert ev is not None
-    rows = []
-    for name in ws.retrievers:
-        s = ev.summary(name)
-        rows.append(
-            (
-                name,
-                f"{s.recall:.3f}",
-                f"{s.precision:.3f} ({s.precision_ceiling:.3f})",
-                f"{s.mrr:.3f}",
-                f"{s.ndcg:.3f}",
-            )
-        )
-    return rows
-
-
-def format_table(ws: Workspace, judged: bool = False) -> str:
-    """The plain-text metric table that ``ragtui eval`` prints; ``judged`` adds a Judged@k column ("thin" below 0.5)."""
-    k = ws.settings.k
-    header: tuple[str, ...] = (
-        "retriever",
-        f"recall@{k}",
-        f"precision@{k} (ceiling)",
-        "MRR",
-        f"nDCG@{k}",
-    )
-    rows: list[tuple[str, ...]] = [header, *table_rows(ws)]
-    if judged:
-        summaries = judged_summaries(ws)
-        rows = [(*header, f"judged@{k}")] + [
-            (*row, f"{summaries[row[0]].mean:.3f}" + (" thin" if summaries[row[0]].thin else ""))
-            for row in rows[1:]
-        ]
-        header = rows[0]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )

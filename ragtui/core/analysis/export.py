@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
+from ragtui.core.files import write_atomic
 from ragtui.core.workspace import Workspace
 
 #: Characters left as they are in TREC ids; white space and '%' are percent-encoded.
@@ -17,21 +18,27 @@ def trec_id(identifier: str) -> str:
 
 
 def qrels_lines(ws: Workspace) -> list[str]:
-    """``qid 0 docid grade`` for every judged (question, chunk) pair: evidence rule or qrels, then hand grades."""
+    """``qid 0 docid grade`` for every judged pair the metrics use: chunks (evidence rule or qrels, then hand grades) or, at document level, documents."""
     lines = []
+    first_chunk: dict[str, int] = {}
+    for c in ws.chunks:
+        first_chunk.setdefault(c.doc, ws.chunk_order[c.id])
     for q in ws.questions:
-        grades = ws.effective_grades(q.id)
-        for cid in sorted(grades, key=lambda c: ws.chunk_order.get(c, -1)):
+        grades = ws.evaluation_grades(q.id)
+        for cid in sorted(
+            grades, key=lambda c: ws.chunk_order.get(c, first_chunk.get(c, len(ws.chunk_order)))
+        ):
             lines.append(f"{trec_id(q.id)} 0 {trec_id(cid)} {grades[cid]}")
     return lines
 
 
 def run_lines(ws: Workspace, name: str) -> list[str]:
-    """``qid Q0 docid rank score tag`` for one retriever; scores are the ranks turned into strictly decreasing numbers."""
+    """``qid Q0 docid rank score tag`` for one retriever, as the metrics read it; scores are the ranks turned into strictly decreasing numbers."""
     lines = []
     depth = ws.settings.depth
     for q in ws.questions:
-        for rank, (cid, _) in enumerate(ws.ranking(name, q.id), start=1):
+        ranking = ws.evaluated_ranking(ws.ranking(name, q.id))
+        for rank, (cid, _) in enumerate(ranking, start=1):
             lines.append(
                 f"{trec_id(q.id)} Q0 {trec_id(cid)} {rank} {depth - rank + 1} ragtui-{name}"
             )
@@ -48,6 +55,6 @@ def export_trec(ws: Workspace, folder: str | Path) -> list[Path]:
         files[f"{name}.trec"] = run_lines(ws, name)
     for filename, lines in files.items():
         path = out / filename
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        write_atomic(path, "".join(line + "\n" for line in lines).encode("utf-8"))
         written.append(path)
     return written

@@ -12,7 +12,6 @@ between chunk sizes, so one run's grades cannot judge the other's chunks).
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +24,7 @@ from ragtui import __version__
 from ragtui.core.analysis.why import CAUSES, WhyIndex
 from ragtui.core.data.paths import is_bundled, safe_filename
 from ragtui.core.errors import InputError
+from ragtui.core.files import write_atomic
 from ragtui.core.metrics.measures import Measure, System, system_from_workspace
 from ragtui.core.retrieval.hybrid import RRF_K
 from ragtui.core.workspace import Workspace
@@ -74,7 +74,16 @@ def manifest(ws: Workspace) -> dict[str, Any]:
     chunk_hash = hashlib.sha256()
     for chunk in ws.chunks:
         chunk_hash.update(f"{chunk.id}\t{chunk.sha1}\n".encode())
+    # Recorded only when used, so a diff against a run saved before they existed shows no change.
+    extra: dict[str, Any] = {}
+    if ws.live:
+        extra["live_retrievers"] = {name: r.describe() for name, r in ws.live.items()}
+    if s.chunks is not None:
+        extra["chunks_file"] = str(s.chunks)
+    if ws.level != "chunk":
+        extra["level"] = ws.level
     return {
+        **extra,
         "ragtui_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "corpus": str(s.corpus) if s.corpus is not None else None,
@@ -196,7 +205,7 @@ def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
     for r in ws.retrievers:
         summary = ev.summary(r)
         summaries[r] = {**summary.as_dict(), "questions": summary.questions}
-        rankings[r] = {q: [cid for cid, _ in ws.ranking(r, q)] for q in ev.question_ids}
+        rankings[r] = {q: [cid for cid, _ in ev.rankings[r].get(q, ())] for q in ev.question_ids}
         values[r] = {}
         for q in ev.question_ids:
             if q not in ev.evaluated:
@@ -245,9 +254,7 @@ def save_run(ws: Workspace, name: str, runs_dir: Path | str | None = None) -> Pa
     data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{filename}.{os.getpid()}.tmp")
-        partial.write_bytes(data)
-        os.replace(partial, path)
+        write_atomic(path, data)
     except OSError as exc:
         raise InputError(folder, f"cannot write the saved run: {exc.strerror or exc}") from None
     return path

@@ -41,8 +41,9 @@ from ragtui.core.data.golden import (
 from ragtui.core.data.tokenizer import token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.metrics.measures import relevant_set
+from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.hybrid import RRF_K
-from ragtui.core.workspace import SOURCE_EVIDENCE, Workspace
+from ragtui.core.workspace import LEVEL_DOCUMENT, SOURCE_EVIDENCE, Workspace
 
 __all__ = [
     "CAUSES",
@@ -506,6 +507,11 @@ class QuestionWhy:
         """Whether the question has a relevant chunk (else it is skipped by every mean)."""
         return bool(self.relevant)
 
+    @property
+    def retired(self) -> bool:
+        """Whether the question is retired: left out of every mean, no retriever misses it."""
+        return self.question.retired
+
 
 # ---- computing the causes --------------------------------------------------------------------------
 
@@ -520,11 +526,16 @@ class _Context:
         self.depth = ws.settings.depth
         self.threshold = ws.settings.threshold
         self.rrf_k = ws.hybrid.k if ws.hybrid is not None else RRF_K
+        #: The metrics judge documents (each at its best chunk's rank), not chunks.
+        self.documents = ws.level == LEVEL_DOCUMENT
         self.coverage = coverage
         self._index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
         self._matches: dict[str, tuple[str, ...]] = {}
         self._tokens: dict[str, frozenset[str]] = {}
         self._unmatched: dict[str, NoEvidenceChunk | Split] = {}
+        self._doc_chunks: dict[str, list[str]] = {}
+        for chunk in ws.chunks:
+            self._doc_chunks.setdefault(chunk.doc, []).append(chunk.id)
 
     def evidence_chunks(self, evidence: str) -> tuple[str, ...]:
         """The chunks holding an evidence string, in chunk order."""
@@ -533,10 +544,15 @@ class _Context:
         return self._matches[evidence]
 
     def chunk_tokens(self, cid: str) -> frozenset[str]:
-        """The BM25 tokens of a chunk."""
+        """The BM25 tokens of a chunk, or of every chunk of a document (document level)."""
         if cid not in self._tokens:
             chunk = self.ws.chunk_by_id.get(cid)
-            self._tokens[cid] = frozenset(query_terms(chunk.text)) if chunk else frozenset()
+            if chunk is not None:
+                self._tokens[cid] = frozenset(query_terms(chunk.text))
+            else:
+                self._tokens[cid] = frozenset().union(
+                    *(self.chunk_tokens(c) for c in self._doc_chunks.get(cid, ()))
+                )
         return self._tokens[cid]
 
     def unmatched(self, evidence: str) -> NoEvidenceChunk | Split:
@@ -582,11 +598,15 @@ class _Question:
         self.gains = dict(ev.gains(question.id))
         self.relevant = relevant_set(self.gains, ctx.threshold)
         self.words = tuple(content_words(question.text))
-        self.hand = self.ws.hand_grades(question.id)
+        # Hand grades by the ids the metrics judge: chunks, or documents at document level.
+        self.hand = {
+            self.ws.doc_of(c) if ctx.documents else c: g
+            for c, g in self.ws.hand_grades(question.id).items()
+        }
         self._bm25_scores: np.ndarray | None = None
         #: The 1-based ranks of the two lists hybrid fuses.
         self._side_ranks: dict[str, dict[str, int]] = {
-            name: _ranks(self.ws.ranking(name, question.id)[: ctx.depth])[1]
+            name: _ranks(self.ranking(name))[1]
             for name in ("bm25", "vector")
             if name in self.ws.rankings
         }
@@ -614,6 +634,10 @@ class _Question:
             grade is not None and grade >= self.ctx.threshold,
         )
 
+    def ranking(self, name: str) -> Ranking:
+        """A retriever's ranking as the metrics judge it (documents at document level), to depth."""
+        return self.ws.evaluated_ranking(self.ws.ranking(name, self.q.id))[: self.ctx.depth]
+
     def side_rank(self, name: str, cid: str) -> int | None:
         """The chunk's rank in the bm25 or vector list hybrid fuses; None when absent."""
         return self._side_ranks.get(name, {}).get(cid)
@@ -629,13 +653,13 @@ class _Question:
 
     def retriever(self, name: str, unmatched: Sequence[Miss]) -> RetrieverWhy:
         ctx = self.ctx
-        ids, ranks, scores = _ranks(self.ws.ranking(name, self.q.id)[: ctx.depth])
+        ids, ranks, scores = _ranks(self.ranking(name))
         top = ids[: ctx.k]
         above = tuple(self.neighbour(i + 1, cid, scores[cid]) for i, cid in enumerate(top))
         hits = sum(1 for cid in top if cid in self.relevant)
         misses = list(unmatched)
         order = self.ws.chunk_order
-        for cid in sorted(self.relevant - set(top), key=lambda c: order.get(c, len(order))):
+        for cid in sorted(self.relevant - set(top), key=lambda c: (order.get(c, len(order)), c)):
             misses.append(
                 Miss(
                     cid,
@@ -710,7 +734,7 @@ class _Question:
         b, v = self.side_rank("bm25", cid), self.side_rank("vector", cid)
         bt = 1.0 / (ctx.rrf_k + b) if b is not None else 0.0
         vt = 1.0 / (ctx.rrf_k + v) if v is not None else 0.0
-        ranking = self.ws.ranking("hybrid", self.q.id)
+        ranking = self.ranking("hybrid")
         kth = ranking[ctx.k - 1][1] if len(ranking) >= ctx.k else None
         return FusionLoss(b, v, bt, vt, bt + vt, ranks.get(cid), kth)
 
@@ -737,11 +761,14 @@ def explain_misses(
     """Every shown retriever's misses on question ``qid``, each with its causes and their evidence."""
     if qid not in ws.question_by_id:
         raise InputError(None, f"unknown question {qid!r}")
+    if ws.question_by_id[qid].retired:
+        # Left out of every mean: no retriever misses it.
+        return QuestionWhy(ws.question_by_id[qid], (), {})
     ctx = _ctx or _Context(ws, coverage if coverage is not None else vector_coverage(ws))
     computer = _Question(ctx, ws.question_by_id[qid])
     unmatched = computer.unmatched_misses()
     order = ws.chunk_order
-    relevant = tuple(sorted(computer.relevant, key=lambda c: order.get(c, len(order))))
+    relevant = tuple(sorted(computer.relevant, key=lambda c: (order.get(c, len(order)), c)))
     return QuestionWhy(
         computer.q,
         relevant,
@@ -850,26 +877,26 @@ def cause_summary(index: WhyIndex, qids: Iterable[str] | None = None) -> dict[st
     whys = index.questions(qids)
     out: dict[str, RetrieverCauses] = {}
     for name in index.ws.retrievers:
-        per = [w.retrievers[name] for w in whys if name in w.retrievers]
-        now = [r.recall for r in per if r.recall is not None]
+        pairs = [(w.question.id, w.retrievers[name]) for w in whys if name in w.retrievers]
+        now = [r.recall for _, r in pairs if r.recall is not None]
         counts: dict[str, CauseCount] = {}
         for cause in CAUSES:
-            having = [(w, r) for w, r in zip(whys, per, strict=True) if cause in r.causes]
-            ceilings = [v for r in per if (v := r.fixed_recall(k, cause)) is not None]
+            having = [(qid, r) for qid, r in pairs if cause in r.causes]
+            ceilings = [v for _, r in pairs if (v := r.fixed_recall(k, cause)) is not None]
             counts[cause] = CauseCount(
                 cause,
                 len(having),
                 sum(1 for _, r in having if r.cause == cause),
                 sum(1 for _, r in having for m in r.misses if cause in m.causes),
                 _mean(ceilings),
-                tuple(w.question.id for w, _ in having),
+                tuple(qid for qid, _ in having),
             )
-        every = [v for r in per if (v := r.fixed_recall(k, None)) is not None]
+        every = [v for _, r in pairs if (v := r.fixed_recall(k, None)) is not None]
         out[name] = RetrieverCauses(
             name,
             len(now),
             _mean(now),
-            sum(1 for r in per if r.misses),
+            sum(1 for _, r in pairs if r.misses),
             counts,
             _mean(every),
         )

@@ -81,6 +81,7 @@ def question_why_json(why: QuestionWhy, k: int, depth: int) -> dict[str, Any]:
         "slices": list(why.question.slices),
         "k": k,
         "depth": depth,
+        "retired": why.retired,
         "relevant": list(why.relevant),
         "retrievers": {
             name: {
@@ -119,6 +120,11 @@ def _neighbour_rows(retriever: str, neighbours: Sequence[Neighbour]) -> list[Row
 def why_question_report(why: QuestionWhy, k: int, depth: int) -> Report:
     """``ragtui why QID``: each retriever's misses on one question with every cause's evidence."""
     q = why.question
+    if why.retired:
+        return Report(
+            f"why {q.id}: {q.text}",
+            (text_section("retired: left out of every mean, so no retriever misses it"),),
+        )
     relevant = ", ".join(why.relevant) if why.relevant else "none (the question is skipped)"
     sections = [
         text_section(
@@ -229,7 +235,7 @@ def why_report(index: WhyIndex, by_slice: bool = False) -> Report:
     sections = [counts, ceilings]
     if by_slice:
         sections.append(_slice_section(index, k))
-    skipped = [w.question.id for w in index.questions() if not w.evaluated]
+    skipped = [w.question.id for w in index.questions() if not w.evaluated and not w.retired]
     title = f"why it missed: {evaluated} questions evaluated, k={k}, depth={ws.settings.depth}"
     if skipped:
         title += f"; {len(skipped)} skipped (no relevant chunk): {', '.join(skipped[:8])}"

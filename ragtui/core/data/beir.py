@@ -58,13 +58,16 @@ def load_beir_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 
 def load_beir(
-    folder: str | Path, split: str = "test"
+    folder: str | Path, split: str = "test", with_corpus: bool = True
 ) -> tuple[Corpus, list[Question], dict[str, dict[str, int]]]:
-    """The corpus, queries and qrels of a BEIR folder; queries without qrels are kept (and skipped later)."""
+    """The corpus, queries and qrels of a BEIR folder; queries without qrels are kept (and skipped later).
+
+    Without ``with_corpus`` (the team's own chunks replace ``corpus.jsonl``) the corpus is empty.
+    """
     root = Path(folder)
     if not root.is_dir():
         raise InputError(root, "BEIR folder not found")
-    corpus = load_beir_corpus(root)
+    corpus = load_beir_corpus(root) if with_corpus else Corpus([], str(root))
     questions = load_beir_queries(root / "queries.jsonl")
     qrels = load_beir_qrels(root / "qrels" / f"{split}.tsv")
     known = {q.id for q in questions}

@@ -13,14 +13,14 @@ import hashlib
 import itertools
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from ragtui.core.data.corpus import Document
 from ragtui.core.data.tokenizer import TokenCounter, TokenIndex
 
 DEFAULT_CHUNK_SIZE = 512
-DEFAULT_OVERLAP = 0
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
@@ -42,6 +42,8 @@ class Chunk:
     text: str
     heading_path: tuple[str, ...]
     token_count: int
+    #: The metadata a team's chunks file gave the chunk (``--chunks``), shown as it is.
+    meta: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def sha1(self) -> str:
@@ -93,13 +95,6 @@ class _HeadingPaths:
     def at(self, pos: int) -> tuple[str, ...]:
         i = bisect_right(self.positions, pos) - 1
         return self.paths[i] if i >= 0 else ()
-
-
-def _cuts_before(pattern: re.Pattern[str]) -> Callable[[str, int, int], list[int]]:
-    def cuts(text: str, a: int, b: int) -> list[int]:
-        return [m.start() for m in pattern.finditer(text, a, b) if a < m.start() < b]
-
-    return cuts
 
 
 def _cuts_after(pattern: re.Pattern[str]) -> Callable[[str, int, int], list[int]]:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document, read_jsonl
@@ -83,6 +84,8 @@ class Question:
     evidence: tuple[str, ...] = ()
     slices: tuple[str, ...] = ()
     line: int = 0
+    retired: bool = False
+    """Retired from the app: kept in the file with ``"retired": true``, left out of every mean."""
 
 
 def normalize_ws(text: str) -> str:
@@ -112,7 +115,9 @@ def _str_list(
     return tuple(value)
 
 
-def parse_question(obj: dict, path: Path, line: int, require_evidence: bool = True) -> Question:
+def parse_question(
+    obj: dict[str, Any], path: Path, line: int, require_evidence: bool = True
+) -> Question:
     """Validate one ``questions.jsonl`` object."""
     qid = obj.get("id")
     if qid is None:
@@ -131,7 +136,10 @@ def parse_question(obj: dict, path: Path, line: int, require_evidence: bool = Tr
     else:
         evidence = _str_list(obj["evidence"], path, line, "evidence", allow_empty=False)
     slices = _str_list(obj.get("slices", []), path, line, "slices", allow_empty=True)
-    return Question(id=qid, text=text, evidence=evidence, slices=slices, line=line)
+    retired = obj.get("retired", False)
+    if not isinstance(retired, bool):
+        raise InputError(path, "'retired' must be true or false", line)
+    return Question(id=qid, text=text, evidence=evidence, slices=slices, line=line, retired=retired)
 
 
 def load_questions(path: str | Path, require_evidence: bool = True) -> list[Question]:

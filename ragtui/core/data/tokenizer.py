@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from functools import lru_cache
 from pathlib import Path
 
@@ -103,8 +103,3 @@ class TokenIndex:
         lo = bisect_left(self.starts, start)
         hi = bisect_left(self.starts, end)
         return list(zip(self.starts[lo:hi], self.ends[lo:hi], strict=True))
-
-    def last_end_before(self, pos: int) -> int:
-        """End offset of the last token starting before ``pos`` (``pos`` when there is none)."""
-        i = bisect_right(self.starts, pos - 1) - 1
-        return self.ends[i] if i >= 0 else pos

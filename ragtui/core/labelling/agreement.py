@@ -3,7 +3,8 @@
 Cohen's kappa = (p_o - p_e) / (1 - p_e), with p_o the share of items both raters put in the same
 category and p_e = sum over categories of (share rater A used it) x (share rater B used it)
 (Cohen 1960; the same value as ``sklearn.metrics.cohen_kappa_score``). Kappa is undefined (None)
-when p_e = 1, i.e. both raters used one and the same category for every item.
+when p_e = 1, i.e. both raters used one and the same category for every item; ``kappa_text``
+words it the same way everywhere.
 
 The rule-versus-hand kappa is binary: the rule says "relevant" when the chunk matches the evidence
 (or, for BEIR, when its qrels grade is >= threshold); a person says "relevant" when the hand grade
@@ -17,12 +18,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ragtui.core.labelling.journal import Label
-
-if TYPE_CHECKING:
-    from ragtui.core.workspace import Workspace
 
 Weights = Literal["linear", "quadratic"]
 
@@ -40,6 +38,11 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     if expected >= 1.0:
         return None
     return (observed - expected) / (1.0 - expected)
+
+
+def kappa_text(value: float | None) -> str:
+    """A kappa as every report prints it: three decimals, or why it is undefined."""
+    return "undefined (a single category on every pair)" if value is None else f"{value:.3f}"
 
 
 def weighted_kappa(
@@ -114,55 +117,6 @@ class RuleAgreement:
     def row(self, match: bool) -> list[int]:
         """The counts of one table row, one per grade in ``grades``."""
         return [self.table.get((match, g), 0) for g in self.grades]
-
-
-def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement:
-    """Confusion table, binary kappa and disagreements between the evidence rule (or qrels) and the hand grades.
-
-    Only hand grades that apply (not stale) count; ``annotator`` limits them to one person's
-    (their last grade per pair). The disagreements come in golden-set order, then chunk order.
-    """
-    threshold = ws.settings.threshold
-    if annotator is None:
-        hand = dict(ws.labels.current.items())
-    else:
-        hand = dict(last_grades(ws.labels.history, annotator).items())
-    order = {q.id: i for i, q in enumerate(ws.questions)}
-    applying = sorted(
-        (
-            label
-            for label in hand.values()
-            if label.grade is not None and ws.label_status(label) is None
-        ),
-        key=lambda lab: (order[lab.question], ws.chunk_order[lab.chunk]),
-    )
-    table: Counter[tuple[bool, int]] = Counter()
-    rule: list[bool] = []
-    person: list[bool] = []
-    disagreements: list[Disagreement] = []
-    for label in applying:
-        assert label.grade is not None
-        base = ws.base_grades.get(label.question, {}).get(label.chunk)
-        match = base is not None and base >= threshold
-        table[(match, label.grade)] += 1
-        relevant = label.grade >= threshold
-        rule.append(match)
-        person.append(relevant)
-        if match != relevant:
-            disagreements.append(
-                Disagreement(label.question, label.chunk, label.grade, match, label.annotator)
-            )
-    grades = sorted({g for _, g in table} | {0, 1, 2})
-    n = len(rule)
-    return RuleAgreement(
-        threshold=threshold,
-        pairs=n,
-        table=dict(table),
-        grades=grades,
-        kappa=cohen_kappa(rule, person),
-        observed=sum(1 for x, y in zip(rule, person, strict=True) if x == y) / n if n else 0.0,
-        disagreements=disagreements,
-    )
 
 
 # ---- one annotator against another -------------------------------------------------------------

@@ -1,23 +1,21 @@
-"""Growing the golden set: ad-hoc queries, and new questions appended to ``questions.jsonl`` safely.
+"""Growing the golden set: new questions validated and appended to ``questions.jsonl`` safely.
 
 A new question is validated against the current chunking (every evidence string must lie inside
 some chunk), given an id (the next ``<prefix><number>`` after the file's last id when none is
 given), and written atomically: under an exclusive lock on ``questions.jsonl``, the old bytes plus
 the new line go to a temporary file that is fsynced and renamed over the old one, so readers see
 either the old file or the new one, and every old line stays byte-identical.
+``Workspace.add_question`` appends through here and then evaluates the new question.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document, read_jsonl
@@ -29,11 +27,9 @@ from ragtui.core.data.golden import (
 )
 from ragtui.core.data.paths import is_bundled
 from ragtui.core.errors import InputError
+from ragtui.core.files import locked, write_atomic
+from ragtui.core.metrics.evaluation import Ranking
 from ragtui.core.metrics.formulas import QuestionMetrics
-from ragtui.core.retrieval.base import RETRIEVER_NAMES, Ranking
-
-if TYPE_CHECKING:
-    from ragtui.core.workspace import Workspace
 
 QUESTIONS_FILE = "questions.jsonl"
 
@@ -128,43 +124,42 @@ def validate_new_question(
     return question, index.matching_chunks(question.evidence)
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path``, retrying when it was replaced (by another writer's rename) meanwhile."""
-    while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            now = os.stat(path)
-        except FileNotFoundError:
-            now = None
-        st = os.fstat(fd)
-        if now is not None and (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
-            break
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-    try:
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
 def question_line(question: Question) -> bytes:
     """The ``questions.jsonl`` line of a question (the bundled file's style), without the newline."""
     evidence: object = (
         question.evidence[0] if len(question.evidence) == 1 else list(question.evidence)
     )
-    obj = {
+    obj: dict[str, object] = {
         "id": question.id,
         "question": question.text,
         "evidence": evidence,
         "slices": list(question.slices),
     }
+    if question.retired:
+        obj["retired"] = True
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+def set_retired(golden_dir: str | Path, qid: str, retired: bool) -> Question:
+    """Mark question ``qid`` retired (or not) in ``golden_dir/questions.jsonl``: under the lock, only
+    its line is rewritten (``"retired": true``), atomically; the other lines stay byte-identical.
+    Returns the question as it is now; InputError when the file has no such question."""
+    path = Path(golden_dir) / QUESTIONS_FILE
+    with locked(path):
+        old = path.read_bytes()
+        lines = old.split(b"\n")
+        for line_number, obj in read_jsonl(path):
+            if str(obj.get("id")) != qid:
+                continue
+            question = parse_question(obj, path, line_number)
+            updated = replace(question, retired=retired)
+            lines[line_number - 1] = question_line(updated)
+            try:
+                write_atomic(path, b"\n".join(lines))
+            except OSError as exc:
+                raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
+            return updated
+    raise InputError(path, f"no question {qid!r} in the golden set")
 
 
 def append_question(
@@ -188,7 +183,11 @@ def append_question(
         raise InputError(path.parent, "golden-set folder not found")
     if is_bundled(path.parent):
         raise InputError(path.parent, "the bundled golden set is never written; add to a copy")
-    with _locked(path):
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(locked(path))
+        except OSError as exc:
+            raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
         old = path.read_bytes()
         existing = [obj for _, obj in read_jsonl(path)] if old.strip() else []
         existing_ids = [str(obj.get("id")) for obj in existing]
@@ -198,90 +197,8 @@ def append_question(
         )
         lead = b"" if not old or old.endswith(b"\n") else b"\n"
         line_number = old.count(b"\n") + (1 if lead else 0) + 1
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            with open(tmp, "wb") as out:
-                out.write(old + lead + question_line(question) + b"\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-            os.replace(tmp, path)
+            write_atomic(path, old + lead + question_line(question) + b"\n")
         except OSError as exc:
             raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
-        finally:
-            tmp.unlink(missing_ok=True)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
     return Question(question.id, question.text, question.evidence, question.slices, line_number)
-
-
-# ---- the workspace side ------------------------------------------------------------------------
-
-
-def _all_rankings(ws: Workspace, text: str, depth: int) -> dict[str, Ranking]:
-    """The ranking of every retriever object the workspace has built (shown or only fused)."""
-    out: dict[str, Ranking] = {}
-    if ws.bm25 is not None:
-        out["bm25"] = ws.bm25.search(text, depth)
-    if ws.vector is not None:
-        out["vector"] = ws.vector.search(text, depth)
-    if ws.hybrid is not None and "bm25" in out and "vector" in out:
-        out["hybrid"] = ws.hybrid.fuse(out["bm25"], out["vector"], depth)
-    return out
-
-
-def search_adhoc(ws: Workspace, text: str, depth: int | None = None) -> dict[str, Ranking]:
-    """Every ready chosen retriever's ranking for any typed text (ad-hoc query mode); nothing is added or written.
-
-    bm25 is ready at once, vector and hybrid once ``prepare_vectors`` (or the app's worker) has
-    built them; the vector search embeds the text through the workspace's embedding cache.
-    """
-    if not text.strip():
-        raise ValueError("the query is empty")
-    found = _all_rankings(ws, text, depth if depth is not None else ws.settings.depth)
-    return {
-        name: found[name]
-        for name in RETRIEVER_NAMES
-        if name in ws.settings.retrievers and name in found
-    }
-
-
-def add_question(
-    ws: Workspace,
-    question_text: str,
-    evidence: str | Sequence[str],
-    slices: Sequence[str] = (),
-    qid: str | None = None,
-) -> AddedQuestion:
-    """Append a question to the workspace's golden set and evaluate it at once with every ready retriever."""
-    if ws.settings.beir is not None:
-        raise InputError(
-            ws.settings.beir,
-            "questions can only be added to a --golden folder, not to a BEIR dataset",
-        )
-    assert ws.settings.golden is not None
-    if is_bundled(ws.settings.golden):
-        # Checked before the bundled set is copied, so a refused question copies nothing.
-        validate_new_question(
-            question_text,
-            evidence,
-            slices,
-            qid,
-            [q.id for q in ws.questions],
-            ws.chunks,
-            ws.corpus.documents,
-            Path(ws.settings.golden) / QUESTIONS_FILE,
-        )
-    question = append_question(
-        ws.writable_golden(),
-        question_text,
-        evidence,
-        slices,
-        qid,
-        chunks=ws.chunks,
-        documents=ws.corpus.documents,
-    )
-    return ws.insert_question(question, _all_rankings(ws, question.text, ws.settings.depth))

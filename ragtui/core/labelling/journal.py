@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import getpass
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 
 from ragtui.core.data.paths import is_bundled, user_golden
 from ragtui.core.errors import InputError
+from ragtui.core.files import NOT_WRITABLE, fsync_folder, locked, write_all, write_atomic
 
 #: Hand grades are whole numbers in this range (the digit keys of the app).
 MIN_GRADE = 0
@@ -66,7 +64,7 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def parse_label(obj: dict, path: Path, line: int) -> Label:
+def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
     """Validate one journal object."""
     for key in ("question", "chunk"):
         if not isinstance(obj.get(key), str) or not obj[key]:
@@ -349,13 +347,14 @@ class LabelJournal:
         created = not self.path.exists()
         if created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _open_locked(self.path) as fd:
+        with contextlib.ExitStack() as stack:
+            fd = self._lock(stack, "the change was not made")
             _repair_tail(fd, self.path)
             os.lseek(fd, 0, os.SEEK_END)
-            _write_all(fd, line + b"\n")
+            write_all(fd, line + b"\n")
             os.fsync(fd)
         if created:
-            _fsync_dir(self.path.parent)  # the new file's name must survive a crash too
+            fsync_folder(self.path.parent)  # the new file's name must survive a crash too
         # Pick up whatever others appended before our line, then our own.
         self.refresh()
         return label
@@ -374,22 +373,28 @@ class LabelJournal:
         if reason is not None:
             raise ReadOnlyError(f"{reason}; the journal was not compacted")
         backup = self.path.with_name(self.path.name + backup_suffix)
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        with _open_locked(self.path) as fd:
+        with contextlib.ExitStack() as stack:
+            fd = self._lock(stack, "the journal was not compacted")
             self.load()
             mode = os.fstat(fd).st_mode & 0o7777
-            _replace_synced(backup, _read_fd(fd), mode)
+            write_atomic(backup, _read_fd(fd), mode)
             lines = [
                 lab.to_json() + b"\n" for lab in sorted(self.current.values(), key=lambda x: x.line)
             ]
-            try:
-                _write_synced(tmp, b"".join(lines), mode)
-                os.replace(tmp, self.path)
-            finally:
-                tmp.unlink(missing_ok=True)
-            _fsync_dir(self.path.parent)
+            write_atomic(self.path, b"".join(lines), mode)
         self.load()
         return backup
+
+    def _lock(self, stack: contextlib.ExitStack[bool | None], refused: str) -> int:
+        """Take the journal's lock for the rest of ``stack``; a file or folder that may not be written is a ReadOnlyError."""
+        try:
+            return stack.enter_context(locked(self.path))
+        except OSError as exc:
+            if exc.errno in NOT_WRITABLE:
+                raise ReadOnlyError(
+                    f"{self.path}: cannot write the label journal ({exc.strerror}); {refused}"
+                ) from None
+            raise
 
 
 def _refuse_bundled(path: Path) -> None:
@@ -413,43 +418,6 @@ def _is_json_object(raw: bytes) -> bool:
         return isinstance(orjson.loads(raw), dict)
     except orjson.JSONDecodeError:
         return False
-
-
-@contextlib.contextmanager
-def _open_locked(path: Path) -> Iterator[int]:
-    """Open ``path`` and hold an exclusive lock on it, retrying if it was replaced (compacted) meanwhile.
-
-    A writer that opened the file just before a compaction renamed a new one over it would otherwise
-    append to the old, unlinked inode: after taking the lock, the open file must still be ``path``.
-    """
-    while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-                raise ReadOnlyError(
-                    f"{path}: cannot write the label journal ({exc.strerror}); the change was not made"
-                ) from None
-            raise
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            st = os.fstat(fd)
-            try:
-                now = os.stat(path)
-            except FileNotFoundError:
-                now = None
-        except BaseException:
-            os.close(fd)
-            raise
-        if now is not None and (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
-            break
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-    try:
-        yield fd
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def _pread_all(fd: int, length: int, offset: int) -> bytes:
@@ -477,14 +445,6 @@ def _read_fd(fd: int) -> bytes:
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """``os.write`` until every byte is written (a short write would leave a torn line)."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _last_newline_end(fd: int, size: int) -> int:
@@ -518,7 +478,7 @@ def _repair_tail(fd: int, path: Path) -> None:
     tail = os.read(fd, size - cut)
     if _is_json_object(tail):
         os.lseek(fd, 0, os.SEEK_END)
-        _write_all(fd, b"\n")
+        write_all(fd, b"\n")
         return
     torn = path.with_name(path.name + ".torn")
     with open(torn, "ab") as out:
@@ -526,31 +486,3 @@ def _repair_tail(fd: int, path: Path) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.ftruncate(fd, cut)
-
-
-def _write_synced(path: Path, data: bytes, mode: int = 0o644) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        os.fchmod(fd, mode)
-        _write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _replace_synced(path: Path, data: bytes, mode: int) -> None:
-    """Write ``path`` atomically: a temporary file, fsynced, renamed over it."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        _write_synced(tmp, data, mode)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

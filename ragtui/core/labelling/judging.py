@@ -15,14 +15,75 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
+from ragtui.core.data.golden import Question
+from ragtui.core.labelling.journal import Label, LabelJournal
+from ragtui.core.metrics.evaluation import Evaluation, Ranking
 from ragtui.core.metrics.formulas import judged_at_k
 
-if TYPE_CHECKING:
-    from ragtui.core.workspace import Workspace
+
+class _Cutoff(Protocol):
+    """Settings with a cut-off k."""
+
+    @property
+    def k(self) -> int:
+        """The cut-off of the metrics."""
+        ...
+
+
+class Pooled(Protocol):
+    """What the queue and Judged@k read of a workspace (``ragtui.core.workspace.Workspace`` is one)."""
+
+    @property
+    def settings(self) -> _Cutoff:
+        """The settings (k is the default pool depth)."""
+        ...
+
+    @property
+    def retrievers(self) -> list[str]:
+        """The shown retrievers, in display order."""
+        ...
+
+    @property
+    def rankings(self) -> Mapping[str, Mapping[str, Ranking]]:
+        """Every retriever's ranking of every question."""
+        ...
+
+    @property
+    def questions(self) -> Sequence[Question]:
+        """The golden questions, in golden-set order."""
+        ...
+
+    @property
+    def chunk_order(self) -> Mapping[str, int]:
+        """Each chunk's position in the corpus (ties are broken by it)."""
+        ...
+
+    @property
+    def labels(self) -> LabelJournal:
+        """The hand labels."""
+        ...
+
+    @property
+    def evaluation(self) -> Evaluation | None:
+        """The evaluation of the shown retrievers."""
+        ...
+
+    def label_status(self, label: Label) -> str | None:
+        """Why a hand label does not apply, or None."""
+        ...
+
+    def effective_grades(self, qid: str) -> dict[str, int]:
+        """The grades the metrics use."""
+        ...
+
+    def ranking(self, name: str, qid: str) -> Ranking:
+        """A retriever's ranking of a question."""
+        ...
+
 
 #: A mean Judged@k below this marks a retriever's metrics as resting on a thinly judged top-k.
 THIN_JUDGED = 0.5
@@ -122,7 +183,7 @@ class JudgingQueue:
 
     def __init__(
         self,
-        ws: Workspace,
+        ws: Pooled,
         pool_depth: int | None = None,
         order: PoolOrder = "rank",
         seed: int = 0,
@@ -240,13 +301,13 @@ class JudgedSummary:
     thin: bool
 
 
-def judged_ids(ws: Workspace, qid: str) -> set[str]:
+def judged_ids(ws: Pooled, qid: str) -> set[str]:
     """The chunks of a question that carry a grade the metrics use: a hand grade or a base grade (evidence or qrels)."""
     return set(ws.effective_grades(qid))
 
 
 def judged_summaries(
-    ws: Workspace, k: int | None = None, threshold: float = THIN_JUDGED
+    ws: Pooled, k: int | None = None, threshold: float = THIN_JUDGED
 ) -> dict[str, JudgedSummary]:
     """Judged@k of every shown retriever (``ragtui.core.metrics.formulas.judged_at_k``), averaged like the metrics.
 
@@ -265,10 +326,11 @@ def judged_summaries(
                 mean = ev.judged_mean(name)
                 out[name] = JudgedSummary(name, k, mean, ev.judged[name], mean < threshold)
         return out
-    judged = {q.id: judged_ids(ws, q.id) for q in ws.questions}
+    # The evaluation's rankings and grades: chunks, or documents at document level.
+    judged = {q.id: set(ev.gains(q.id)) for q in ws.questions}
     for name in ws.retrievers:
         per_question = {
-            q.id: judged_at_k([cid for cid, _ in ws.ranking(name, q.id)], judged[q.id], k)
+            q.id: judged_at_k([cid for cid, _ in ev.rankings[name].get(q.id, ())], judged[q.id], k)
             for q in ws.questions
         }
         averaged = [per_question[q.id] for q in ws.questions if q.id in ev.evaluated]

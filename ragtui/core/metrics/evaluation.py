@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragtui.core.metrics.formulas import QuestionMetrics, judged_at_k, question_metrics
-from ragtui.core.retrieval.base import Ranking
+
+#: A ranking: (chunk id, score) pairs, best first (what a retriever returns, what is evaluated).
+Ranking = list[tuple[str, float]]
 
 #: The per-question values that are averaged, in display order.
 MEAN_FIELDS = ("recall", "precision", "precision_ceiling", "rr", "ndcg")

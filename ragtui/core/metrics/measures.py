@@ -25,11 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ragtui.core.errors import InputError
+from ragtui.core.metrics.evaluation import Evaluation, Ranking
 from ragtui.core.metrics.formulas import (
     average_precision,
     judged_at_k,
@@ -41,11 +42,9 @@ from ragtui.core.metrics.formulas import (
     success_at_k,
 )
 
-if TYPE_CHECKING:
-    from ragtui.core.workspace import Workspace
-
 __all__ = [
     "FAMILIES",
+    "EvaluatedRuns",
     "Measure",
     "System",
     "default_measures",
@@ -250,7 +249,25 @@ class System:
         return [float(v) for v in total / len(chosen)]
 
 
-def system_from_workspace(ws: Workspace, retriever: str) -> System:
+class EvaluatedRuns(Protocol):
+    """What the functions below read of a workspace (``ragtui.core.workspace.Workspace`` is one)."""
+
+    @property
+    def evaluation(self) -> Evaluation | None:
+        """The evaluation of the shown retrievers (None before one is built)."""
+        ...
+
+    @property
+    def retrievers(self) -> list[str]:
+        """The shown retrievers, in display order."""
+        ...
+
+    def ranking(self, name: str, qid: str) -> Ranking:
+        """A retriever's ranking of a question."""
+        ...
+
+
+def system_from_workspace(ws: EvaluatedRuns, retriever: str) -> System:
     """A workspace retriever as a system, judged by the workspace's effective grades."""
     ev = ws.evaluation
     assert ev is not None
@@ -258,13 +275,14 @@ def system_from_workspace(ws: Workspace, retriever: str) -> System:
         raise InputError(
             None, f"unknown retriever {retriever!r}; this workspace has {', '.join(ws.retrievers)}"
         )
-    rankings = {q: [cid for cid, _ in ws.ranking(retriever, q)] for q in ev.question_ids}
+    # The evaluation's own rankings: chunks, or documents at document level, as its grades are.
+    rankings = {q: [cid for cid, _ in ev.rankings[retriever].get(q, ())] for q in ev.question_ids}
     grades = {q: ev.gains(q) for q in ev.question_ids}
-    return System(retriever, rankings, grades, ev.question_ids, ev.threshold)
+    return System(retriever, rankings, grades, tuple(ev.question_ids), ev.threshold)
 
 
 def measure_means(
-    ws: Workspace, measures: Sequence[Measure], questions: Iterable[str] | None = None
+    ws: EvaluatedRuns, measures: Sequence[Measure], questions: Iterable[str] | None = None
 ) -> dict[str, dict[str, float]]:
     """retriever -> measure name -> mean over the evaluated questions (or the evaluated ones among ``questions``)."""
     ev = ws.evaluation
@@ -281,7 +299,7 @@ def measure_means(
 
 
 def measure_values(
-    ws: Workspace, measures: Sequence[Measure]
+    ws: EvaluatedRuns, measures: Sequence[Measure]
 ) -> dict[str, dict[str, dict[str, float]]]:
     """retriever -> question -> measure name -> value, for the evaluated questions."""
     ev = ws.evaluation

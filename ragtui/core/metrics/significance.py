@@ -80,8 +80,8 @@ def paired_randomization_test(
         raise ValueError("n_permutations must be at least 1")
     observed = abs(float(np.ones(n) @ diff)) / n
     threshold = observed - TOLERANCE
-    if n < 63 and 2**n <= n_permutations:
-        patterns = 2**n
+    if n < 63 and 1 << n <= n_permutations:
+        patterns = 1 << n
         count = 0
         rows = max(1, _BLOCK_CELLS // n)
         bits = np.arange(n, dtype=np.int64)

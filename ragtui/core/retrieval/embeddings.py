@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
@@ -21,6 +22,10 @@ import orjson
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.errors import InputError
+from ragtui.core.files import write_atomic
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 #: Called as ``progress(done, total)`` while texts are encoded.
 Progress = Callable[[int, int], None]
@@ -47,9 +52,9 @@ class Embedder:
     def __init__(self, model: str | None = None) -> None:
         self.name = model or "all-MiniLM-L6-v2"
         self.path = resolve_model(model)
-        self._model = None
+        self._model: SentenceTransformer | None = None
 
-    def _load(self):
+    def _load(self) -> SentenceTransformer:
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -68,7 +73,10 @@ class Embedder:
     @property
     def max_seq_length(self) -> int:
         """The longest input, in tokens, that the model reads (the rest is cut off)."""
-        return int(self._load().max_seq_length)
+        length = self._load().max_seq_length
+        if length is None:
+            raise InputError(self.name, "the embedding model does not say how many tokens it reads")
+        return int(length)
 
     def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """Unit-length float32 embeddings of ``texts``, one row each."""
@@ -186,25 +194,19 @@ class EmbeddingCache:
             merged = np.vstack([self.vectors, vectors])
             hashes = list(self.rows) + [text_key(t) for t in texts]
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp_npy = self.folder / f"vectors.{os.getpid()}.tmp.npy"
-        with open(tmp_npy, "wb") as fh:
-            np.save(fh, merged, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        digest = hashlib.sha256(tmp_npy.read_bytes()).hexdigest()
+        buffer = io.BytesIO()
+        np.save(buffer, merged, allow_pickle=False)
+        raw = buffer.getvalue()
         manifest = {
             "model": self.model,
             "dim": int(merged.shape[1]),
             "hashes": hashes,
-            "npy_sha256": digest,
+            "npy_sha256": hashlib.sha256(raw).hexdigest(),
         }
-        tmp_manifest = self.folder / f"manifest.{os.getpid()}.tmp.json"
-        with open(tmp_manifest, "wb") as fh:
-            fh.write(orjson.dumps(manifest))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_npy, self._npy)
-        os.replace(tmp_manifest, self._manifest)
+        # The vectors first: a crash between the two writes leaves a manifest whose hash no longer
+        # matches, and the cache is rebuilt instead of trusted.
+        write_atomic(self._npy, raw)
+        write_atomic(self._manifest, orjson.dumps(manifest))
         self.vectors = merged
         self.rows = {h: i for i, h in enumerate(hashes)}
 

@@ -7,7 +7,7 @@ rank the text in a worker; adding goes to the app as ``AddQuestionRequested``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on, work
@@ -21,10 +21,11 @@ from textual.widgets import Footer, Input, TextArea
 from textual.widgets.text_area import Selection
 
 from ragtui.core.data.golden import find_span, normalize_ws
-from ragtui.core.retrieval.base import Ranking
+from ragtui.core.retrieval.base import Hit, Ranking
+from ragtui.core.retrieval.live import run_live
 from ragtui.core.text import visible, visible_line
 from ragtui.core.workspace import Workspace
-from ragtui.tui.messages import AddQuestionRequested, Notice
+from ragtui.tui.messages import AddQuestionRequested, ForeignChunks, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.status_line import Status, StatusLine
 from ragtui.tui.widgets.text import fmt_score
@@ -105,6 +106,8 @@ class AdhocScreen(Screen[None]):
         retriever: str
         ranking: Ranking
         error: str = ""
+        hits: list[Hit] = field(default_factory=list)
+        """A live retriever's hits (chunks it brought with their text are added on the UI thread)."""
 
     def __init__(self, ws: Workspace, retrievers: list[str]) -> None:
         """Ad-hoc search over ``ws`` with the ``retrievers`` that are ready."""
@@ -184,6 +187,17 @@ class AdhocScreen(Screen[None]):
                     found[name] = ws.bm25.search(text, depth)
                 elif name == "vector" and ws.vector is not None:
                     found[name] = ws.vector.search(text, depth)
+                elif name in ws.live:
+                    run = run_live(ws.live[name], [("", text)], depth, root=ws.settings.cache_dir)
+                    if "" in run.failed or run.error:
+                        self.post_message(
+                            self.Ranked(generation, name, [], run.failed.get("", run.error))
+                        )
+                        continue
+                    hits = run.hits.get("", [])
+                    found[name] = [(h.id, h.score) for h in hits]
+                    self.post_message(self.Ranked(generation, name, found[name], hits=hits))
+                    continue
                 elif name == "hybrid" and ws.hybrid is not None:
                     bm25 = found.get("bm25") or (ws.bm25.search(text, depth) if ws.bm25 else [])
                     vector = found.get("vector") or (
@@ -204,6 +218,9 @@ class AdhocScreen(Screen[None]):
         """Show one list unless a newer query was typed."""
         if message.generation != self.generation:
             return
+        if message.hits:
+            # Chunks a live retriever brought with their text: the app keeps them (it owns the workspace).
+            self.post_message(ForeignChunks(tuple(message.hits), message.retriever))
         table = self.query_one(f"#adhoc-{message.retriever}", AdhocList)
         table.show(message.ranking)
         pane = table.parent

@@ -1,153 +1,91 @@
-"""Agreement views: the evidence rule against the hand grades, annotators against each other, and the
-chunking diagnostics (issue 8)."""
+"""Agreement (the evidence rule against the hand grades, annotators against each other) and the
+chunking diagnostics, computed in a worker from inputs captured when the screen was made."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from rich.text import Text
 from textual import work
 from textual.message import Message
 
-from ragtui.core.analysis.diagnostics import ChunkDiagnostics, diagnose, histogram_lines
-from ragtui.core.labelling.agreement import annotator_agreement, annotators, rule_agreement
-from ragtui.core.workspace import Workspace
-from ragtui.tui.screens.report import ReportScreen
-from ragtui.tui.widgets.text import fmt
-
-
-def _kappa(value: float | None) -> str:
-    """Kappa with three decimals, or n/a when undefined (one class only)."""
-    return "n/a" if value is None else fmt(value)
-
-
-def agreement_text(ws: Workspace) -> Text:
-    """Confusion table and kappa of the evidence rule against the hand grades, the disagreements, and annotator pairs."""
-    rule = rule_agreement(ws)
-    out = Text()
-    out.append(f"evidence rule against hand grades · {rule.pairs} hand-graded pairs\n\n", "bold")
-    out.append(" " * 18 + "".join(f"grade {g}".rjust(9) for g in rule.grades) + "\n", "bold")
-    for match, label in ((True, "contains evidence"), (False, "no evidence")):
-        out.append(label.ljust(18) + "".join(str(v).rjust(9) for v in rule.row(match)) + "\n")
-    out.append(
-        f"\nCohen's kappa {_kappa(rule.kappa)} (relevant = grade >= {rule.threshold}) · "
-        f"observed agreement {fmt(rule.observed)}\n"
-    )
-    out.append(f"\ndisagreements to review ({len(rule.disagreements)}):\n", "bold")
-    if not rule.disagreements:
-        out.append("  none\n", "dim")
-    for d in rule.disagreements:
-        out.append(f"  {d.question} {d.chunk} grade {d.hand_grade} by {d.annotator}: {d.kind}\n")
-    names = annotators(ws.labels.history)
-    out.append(
-        f"\nannotators: {', '.join(f'{n} ({c})' for n, c in names.items()) or 'none'}\n", "bold"
-    )
-    people = list(names)
-    for i, a in enumerate(people):
-        for b in people[i + 1 :]:
-            pair = annotator_agreement(ws.labels.history, a, b, ws.settings.threshold)
-            out.append(
-                f"  {a} vs {b}: {pair.pairs} shared pairs, kappa {_kappa(pair.kappa)}, "
-                f"weighted kappa {_kappa(pair.weighted_kappa)}, same grade {fmt(pair.observed)}, "
-                f"{len(pair.disagreements)} differ\n"
-            )
-            for qid, cid, ga, gb in pair.disagreements:
-                out.append(f"    {qid} {cid}: {a} {ga}, {b} {gb}\n", "dim")
-    if len(people) < 2:
-        out.append("  (two annotators needed to compare; labels carry --annotator)\n", "dim")
-    return out
+from ragtui.core.analysis.diagnostics import diagnose_chunks
+from ragtui.core.analysis.reports import diagnostics_report
+from ragtui.core.data.chunking import Chunk
+from ragtui.core.data.corpus import Document
+from ragtui.core.data.golden import Question
+from ragtui.core.report import Report
+from ragtui.tui.screens.report import ReportScreen, message_report
 
 
 class AgreementScreen(ReportScreen):
-    """The agreement report."""
+    """The agreement report (``reports.agreement_screen`` builds it)."""
 
-    report_title = "agreement"
-
-    def __init__(self, ws: Workspace) -> None:
-        """The report of ``ws``'s labels."""
-        super().__init__(id="agreement")
-        self.ws = ws
-
-    def on_mount(self) -> None:
-        """Compute (cheap: one pass over the hand labels) and show."""
-        self.set_body(agreement_text(self.ws))
+    def __init__(self, report: Report) -> None:
+        """A screen showing the agreement ``report``."""
+        super().__init__(report, id="agreement")
 
 
-def diagnostics_text(ws: Workspace, diagnostics: ChunkDiagnostics) -> Text:
-    """Every chunking diagnostic, as ``ragtui check`` reports it, plus the histogram."""
-    d = diagnostics
-    out = Text()
-    settings = ws.settings
-    out.append(
-        f"chunk size {settings.chunk_size or 'whole documents'} · overlap {settings.overlap} · {len(ws.chunks)} chunks\n",
-        "bold",
-    )
-    if d.limit is not None:
-        out.append(
-            f"the model reads {d.limit.content_tokens} tokens of text ({d.limit.max_seq_length} with "
-            f"{d.limit.special_tokens} special tokens, from {d.limit.source})\n"
+@dataclass(frozen=True)
+class DiagnosticsInputs:
+    """What the diagnostics read, captured on the UI thread: the worker never reads the live workspace."""
+
+    model: str
+    chunk_size: int | None
+    overlap: int
+    questions_file: Path
+    chunks: tuple[Chunk, ...]
+    questions: tuple[Question, ...]
+    documents: tuple[Document, ...]
+
+    def report(self) -> Report:
+        """Diagnose (token counting loads a tokenizer: slow) and make the report."""
+        diagnostics = diagnose_chunks(self.model, self.chunks, self.questions, self.documents)
+        return diagnostics_report(
+            diagnostics,
+            chunk_size=self.chunk_size,
+            overlap=self.overlap,
+            questions_file=self.questions_file,
         )
-    out.append(f"\nstraddling a chunk boundary ({len(d.straddling)}):\n", "bold")
-    for s in d.straddling:
-        pairs = "; ".join(" + ".join(p) for p in s.pairs) or "more than two chunks"
-        out.append(f"  {s.question} (line {s.line}): {s.evidence!r} spans {pairs}\n")
-    out.append(f"\nevidence in several chunks ({len(d.multi_match)}):\n", "bold")
-    for m in d.multi_match:
-        out.append(f"  {m.question}: {m.evidence!r} in {', '.join(m.chunks)}\n")
-    out.append(f"\nchunks longer than the model reads ({len(d.truncated)}):\n", "bold")
-    for t in d.truncated:
-        out.append(
-            f"  {t.chunk}: {t.token_count} tokens, {t.hidden_tokens} never seen by vector search\n"
-        )
-    out.append(f"\nevidence in a cut-off tail ({len(d.hidden_evidence)}):\n", "bold")
-    for h in d.hidden_evidence:
-        out.append(
-            f"  {h.question} {h.chunk}: {'wholly' if h.wholly_hidden else 'partly'} hidden\n"
-        )
-    out.append("\nchunk token counts (> marks bins over the model's limit):\n", "bold")
-    for line in histogram_lines(d.histogram):
-        out.append("  " + line + "\n")
-    out.append(
-        "\nctrl+p, chunking: set size and overlap to re-chunk (hand labels of vanished chunks stay, as stale).",
-        "dim",
-    )
-    return out
 
 
 class DiagnosticsScreen(ReportScreen):
-    """The chunking diagnostics, computed in a worker (token counting loads a tokenizer)."""
+    """The chunking diagnostics, computed in a worker."""
 
-    report_title = "chunking diagnostics"
+    TITLE = "chunking diagnostics"
 
     @dataclass
     class Ready(Message):
-        """The diagnostics are computed."""
+        """The report is computed, or ``error`` says why not."""
 
-        diagnostics: ChunkDiagnostics | None
+        report: Report | None
         error: str = ""
 
-    def __init__(self, ws: Workspace) -> None:
-        """The diagnostics of ``ws``."""
-        super().__init__(id="diagnostics")
-        self.ws = ws
-        self.diagnostics: ChunkDiagnostics | None = None
+    def __init__(self, inputs: DiagnosticsInputs) -> None:
+        """The diagnostics of ``inputs``."""
+        super().__init__(message_report(self.TITLE, "diagnosing…"), id="diagnostics")
+        self.inputs = inputs
+        #: The report once computed (None while computing or after a failure).
+        self.result: Report | None = None
 
     def on_mount(self) -> None:
         """Start the worker."""
-        self._compute()
+        self._compute(self.inputs)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="diagnostics")
-    def _compute(self) -> None:
-        """Diagnose off the UI thread; post the result."""
+    def _compute(self, inputs: DiagnosticsInputs) -> None:
+        """Diagnose off the UI thread; post the report or the error."""
         try:
-            self.post_message(self.Ready(diagnose(self.ws)))
-        except Exception as exc:
+            report = inputs.report()
+        except Exception as exc:  # shown on the screen instead of "diagnosing…" forever
             self.post_message(self.Ready(None, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(self.Ready(report))
 
     def on_diagnostics_screen_ready(self, message: Ready) -> None:
-        """Show the diagnostics."""
-        self.diagnostics = message.diagnostics
-        if message.diagnostics is None:
-            self.set_body(Text(f"diagnostics failed: {message.error}"))
+        """Show the report, or why there is none."""
+        self.result = message.report
+        if message.report is None:
+            self.show_message(f"diagnostics failed: {message.error}", "bad")
         else:
-            self.set_body(diagnostics_text(self.ws, message.diagnostics))
+            self.show_report(message.report)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, Static
+
+from ragtui.core.report import Report
+from ragtui.tui.screens.report import ReportScreen
 
 
 class LoadErrorScreen(Screen[None]):
@@ -40,33 +42,12 @@ class LoadErrorScreen(Screen[None]):
         yield Footer()
 
 
-class ProblemsScreen(ModalScreen[None]):
-    """The problems ``ragtui check`` reports, one a line."""
+class ProblemsScreen(ReportScreen):
+    """The problems ``ragtui check`` reports, one a line, and the counts (``reports.check_screen``)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(
-            "escape,q", "dismiss", "Close", tooltip="Back to the main screen.", id="problems.close"
-        ),
-    ]
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        """A list of problem lines (empty: the golden set is fine)."""
-        super().__init__(id="problems")
-        #: The problem lines.
-        self.problems = list(problems)
-
-    def compose(self) -> ComposeResult:
-        """The problems in a scrolling frame."""
-        with VerticalScroll(id="problems-box") as box:
-            count = len(self.problems)
-            box.border_title = f"check: {count} problem{'s' if count != 1 else ''}"
-            if not self.problems:
-                yield Static(
-                    Text("No problems: every evidence string is in a chunk and no label is stale.")
-                )
-            for line in self.problems:
-                yield Static(Text(line), classes="problem")
-        yield Footer()
+    def __init__(self, report: Report) -> None:
+        """A screen showing check's ``report``."""
+        super().__init__(report, id="problems")
 
 
 class PromptScreen(ModalScreen[str | None]):

@@ -26,7 +26,7 @@ from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.controller import Controller
 from ragtui.tui.judging import JudgingWalk
-from ragtui.tui.messages import Changed, Notice, UndoRequested
+from ragtui.tui.messages import Changed, Notice, RetireRequested, UndoRequested
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.metrics_panel import MetricsPanel
 from ragtui.tui.widgets.question_list import QuestionList, QuestionView
@@ -154,6 +154,23 @@ class MainScreen(Screen[None]):
             "Unjudged",
             tooltip="Jump to the next pooled chunk without a hand grade (in the list's order), then 0-9 grades it.",
             id="labels.next_unjudged",
+            priority=True,
+        ),
+        Binding(
+            "j",
+            "judge",
+            "Judge",
+            tooltip="The judging view: one key grades a pair and moves to the next (the questions shown, in their order).",
+            id="labels.judge",
+            priority=True,
+        ),
+        Binding(
+            "x",
+            "retire",
+            "Retire",
+            show=False,
+            tooltip="Retire this question (left out of every mean, kept in the file; u undoes), or bring it back.",
+            id="questions.retire",
             priority=True,
         ),
         Binding(
@@ -398,6 +415,12 @@ class MainScreen(Screen[None]):
             added = next(iter(change.questions or ()), None)
             self._fill_questions(keep=added)
             self.update_header()
+        elif kind == "retired":
+            self._walk = None
+            self.question_list.update_view(self._question_view(ws), set(change.questions or ()))
+            self._refresh_current()
+            self.refresh_metrics()
+            self.update_progress_line()
         elif kind in ("k", "baseline"):
             self._walk = None
             self._fill_questions(keep=self.current_qid, refill=True)
@@ -462,7 +485,9 @@ class MainScreen(Screen[None]):
                 reason = self.controller.retriever_errors.get(name, "")
                 self.pane(name).set_note(f"{name} unavailable: {reason}")
             elif not self._ready(name):
-                self.pane(name).set_note(f"{name}: embedding chunks… the list fills in when ready")
+                ws = self.ws
+                doing = "asking it" if ws is not None and name in ws.live else "embedding chunks"
+                self.pane(name).set_note(f"{name}: {doing}… the list fills in when ready")
             else:
                 self.pane(name).set_note(None)
 
@@ -572,7 +597,9 @@ class MainScreen(Screen[None]):
         line.append("  " + visible_line(" ".join(question.text.split())))
         if question.slices:
             line.append("  [" + visible_line(", ".join(question.slices)) + "]", "dim")
-        if ws.evaluation is not None and qid not in ws.evaluation.evaluated:
+        if question.retired:
+            line.append("  retired: left out of every mean (x brings it back)", "italic")
+        elif ws.evaluation is not None and qid not in ws.evaluation.evaluated:
             line.append("  no relevant chunk: skipped in every mean", "italic")
         old = bar.content
         # The same text after a grade change: repaint without a new layout.
@@ -866,8 +893,9 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if ws is None:
             return None
-        if self._walk is None or self._walk.ws is not ws or self._walk.qids != self.visible_ids:
-            self._walk = JudgingWalk(ws, self.visible_ids, self.queue_order)
+        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
+        if self._walk is None or self._walk.ws is not ws or self._walk.qids != qids:
+            self._walk = JudgingWalk(ws, qids, self.queue_order)
         return self._walk
 
     def set_queue_order(self, order: PoolOrder) -> None:
@@ -943,6 +971,28 @@ class MainScreen(Screen[None]):
 
     # ---- views ------------------------------------------------------------------------------------
 
+    def action_retire(self) -> None:
+        """Ask the app to retire the current question, or to bring a retired one back."""
+        ws = self.ws
+        if ws is None or self.current_qid is None:
+            return
+        question = ws.question_by_id[self.current_qid]
+        self.post_message(RetireRequested(question.id, not question.retired))
+
+    def action_judge(self) -> None:
+        """The judging view over the questions shown, in their order, starting here."""
+        from ragtui.tui.screens.judging import JudgingScreen
+
+        ws = self.ws
+        if ws is None or self.current_qid is None:
+            self.post_message(Notice("No question is shown: nothing to judge."))
+            return
+        focused = self.focused
+        chunk = focused.highlighted_chunk if isinstance(focused, ResultList) else None
+        shown = [n for n in self.retrievers if self._ready(n)]
+        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
+        self.app.push_screen(JudgingScreen(ws, qids, shown, (self.current_qid, chunk)))
+
     def action_adhoc(self) -> None:
         """The ad-hoc query screen."""
         from ragtui.tui.screens.adhoc import AdhocScreen
@@ -953,7 +1003,7 @@ class MainScreen(Screen[None]):
 
     def action_explain(self) -> None:
         """Hybrid attribution of the current question."""
-        from ragtui.tui.screens.explain import ExplainScreen
+        from ragtui.tui.screens.reports import explain_screen
 
         ws = self.ws
         if ws is None or self.current_qid is None:
@@ -963,11 +1013,11 @@ class MainScreen(Screen[None]):
                 Notice("Hybrid attribution needs bm25 and vector rankings (still embedding?).")
             )
             return
-        self.app.push_screen(ExplainScreen(ws, self.current_qid))
+        self.app.push_screen(explain_screen(ws, self.current_qid))
 
     def action_compare(self, a: str | None = None, b: str | None = None) -> None:
         """Compare two retrievers (default: bm25 against hybrid, or the first two shown)."""
-        from ragtui.tui.screens.compare import CompareScreen
+        from ragtui.tui.screens.reports import compare_screen
 
         ws = self.ws
         if ws is None:
@@ -978,41 +1028,41 @@ class MainScreen(Screen[None]):
             return
         if a is None or b is None:
             a, b = ("bm25", "hybrid") if {"bm25", "hybrid"} <= set(names) else (names[0], names[1])
-        self.app.push_screen(CompareScreen(ws, a, b))
+        self.app.push_screen(compare_screen(ws, a, b))
 
     def action_curve(self) -> None:
         """Recall@k curves (over the filtered questions when a filter is on)."""
-        from ragtui.tui.screens.compare import CurveScreen
+        from ragtui.tui.screens.reports import curve_screen
 
         ws = self.ws
         if ws is not None:
             self.app.push_screen(
-                CurveScreen(ws, list(self.visible_ids) if self.filter_text else None)
+                curve_screen(ws, list(self.visible_ids) if self.filter_text else None)
             )
 
     def action_slices(self) -> None:
         """Every metric per slice."""
-        from ragtui.tui.screens.compare import SlicesScreen
+        from ragtui.tui.screens.reports import slices_screen
 
         ws = self.ws
         if ws is not None:
-            self.app.push_screen(SlicesScreen(ws))
+            self.app.push_screen(slices_screen(ws))
 
     def action_agreement(self) -> None:
         """The agreement report."""
-        from ragtui.tui.screens.agreement import AgreementScreen
+        from ragtui.tui.screens.reports import agreement_screen
 
         ws = self.ws
         if ws is not None:
-            self.app.push_screen(AgreementScreen(ws))
+            self.app.push_screen(agreement_screen(ws))
 
     def action_diagnostics(self) -> None:
         """The chunking diagnostics."""
-        from ragtui.tui.screens.agreement import DiagnosticsScreen
+        from ragtui.tui.screens.reports import diagnostics_screen
 
         ws = self.ws
         if ws is not None:
-            self.app.push_screen(DiagnosticsScreen(ws))
+            self.app.push_screen(diagnostics_screen(ws))
 
     # ---- embedding progress ----------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ragtui.core.data.golden import evidence_spans, term_spans
+from ragtui.core.data.golden import evidence_spans, passage_start, term_spans
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.text import data_text
@@ -44,32 +44,60 @@ def highlighted_text(
     return data_text(text, spans)
 
 
-class ChunkView(VerticalScroll, can_focus=False):
-    """The highlighted chunk of the active result list, scrollable, with a line saying where it is from."""
+def neighbours(ws: Workspace, cid: str) -> tuple[str | None, str | None]:
+    """The chunks before and after ``cid`` in its document (None at either end)."""
+    position = ws.chunk_order.get(cid)
+    chunk = ws.chunk_by_id.get(cid)
+    if position is None or chunk is None:
+        return None, None
+    before = ws.chunks[position - 1] if position > 0 else None
+    after = ws.chunks[position + 1] if position + 1 < len(ws.chunks) else None
+    return (
+        before.id if before is not None and before.doc == chunk.doc else None,
+        after.id if after is not None and after.doc == chunk.doc else None,
+    )
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"chunk-view--evidence", "chunk-view--term"}
-    """Styles of an evidence string and of a question term."""
+
+class ChunkView(VerticalScroll, can_focus=False):
+    """A chunk in full, scrolled to the passage that matched (its evidence, else the densest
+    question terms), with a header saying where it is from; optionally with the chunks before and
+    after it in its document, for context."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "chunk-view--evidence",
+        "chunk-view--term",
+        "chunk-view--context",
+    }
+    """Styles of an evidence string, of a question term, and of the neighbouring chunks' text."""
 
     def compose(self) -> ComposeResult:
         """The header line and the text."""
         yield Static("", id="chunk-header")
         yield Static("", id="chunk-text")
 
-    def __init__(self, *, id: str | None = None) -> None:
-        """An empty view."""
+    def __init__(self, *, id: str | None = None, header: bool = True) -> None:
+        """An empty view (``header`` False: the caller shows where the chunk is from)."""
         super().__init__(id=id)
         #: False while a scroll to the evidence waits for the layout (tests wait for True).
         self.scroll_settled = True
-        self._shown: tuple[str | None, str | None] = (None, None)
+        self._with_header = header
+        self._shown: tuple[str | None, str | None, bool] = (None, None, False)
         self._scroll_token = 0
         self._scroll_target: tuple[int, str, int] | None = None
 
-    def show(self, ws: Workspace | None, qid: str | None, cid: str | None) -> None:
-        """Show a chunk for a question (scrolled to its first evidence string), or a hint when none."""
+    def on_mount(self) -> None:
+        """Hide the header when the caller shows it."""
+        self.query_one("#chunk-header").display = self._with_header
+
+    def show(
+        self, ws: Workspace | None, qid: str | None, cid: str | None, context: bool = False
+    ) -> None:
+        """Show a chunk for a question, scrolled to the passage that matched; ``context`` adds the
+        chunks before and after it in its document."""
         header = self.query_one("#chunk-header", Static)
         body = self.query_one("#chunk-text", Static)
-        same = self._shown == (qid, cid)
-        self._shown = (qid, cid)
+        same = self._shown == (qid, cid, context)
+        self._shown = (qid, cid, context)
         if ws is None or cid is None or cid not in ws.chunk_by_id:
             self.border_title = "chunk"
             header.update(Text("no chunk highlighted"))
@@ -85,25 +113,50 @@ class ChunkView(VerticalScroll, can_focus=False):
             new_header.plain
         )
         header.update(new_header, layout=not (same and header_same_size))
-        body.update(
-            highlighted_text(
-                chunk.text,
-                question.evidence if question else (),
-                question.text if question else "",
-                self.get_component_rich_style("chunk-view--evidence"),
-                self.get_component_rich_style("chunk-view--term"),
-            ),
-            layout=not same,
+        evidence = question.evidence if question else ()
+        terms = question.text if question else ""
+        text = highlighted_text(
+            chunk.text,
+            evidence,
+            terms,
+            self.get_component_rich_style("chunk-view--evidence"),
+            self.get_component_rich_style("chunk-view--term"),
         )
+        lead = 0
+        if context:
+            before, after = neighbours(ws, cid)
+            dim = self.get_component_rich_style("chunk-view--context")
+            framed = Text()
+            if before is not None:
+                framed.append_text(
+                    data_text(
+                        ws.chunk_by_id[before].text, [(0, len(ws.chunk_by_id[before].text), dim)]
+                    )
+                )
+                framed.append(f"\n── ↑ {visible_line(before)} · ↓ {visible_line(cid)} ──\n", dim)
+            lead = len(framed.plain)
+            framed.append_text(text)
+            if after is not None:
+                framed.append(f"\n── ↓ {visible_line(after)} ──\n", dim)
+                framed.append_text(
+                    data_text(
+                        ws.chunk_by_id[after].text, [(0, len(ws.chunk_by_id[after].text), dim)]
+                    )
+                )
+            text = framed
+        body.update(text, layout=not same)
         if same:
             return  # a grade or k changed: keep the reader's scroll position
-        spans = evidence_spans(chunk.text, question.evidence) if question else []
+        offset, found = passage_start(chunk.text, evidence, terms)
         self._scroll_token += 1
         self.scroll_home(animate=False)
-        self.scroll_settled = not spans
-        if spans:
+        self.scroll_settled = found == "start" and lead == 0
+        if not self.scroll_settled:
             self.call_after_refresh(
-                self._scroll_to_offset, self._scroll_token, chunk.text, spans[0][0]
+                self._scroll_to_offset,
+                self._scroll_token,
+                text.plain,
+                lead + _shown_length(chunk.text, offset),
             )
 
     def _scroll_to_offset(self, token: int, text: str, offset: int, attempts: int = 10) -> None:
@@ -125,11 +178,12 @@ class ChunkView(VerticalScroll, can_focus=False):
         header_content = header.content
         header_lines = (
             len(header_content.wrap(self.app.console, width))
-            if isinstance(header_content, Text)
-            else 1
+            if isinstance(header_content, Text) and header.display
+            else 0
         )
-        before = len(data_text(text[:offset]).wrap(self.app.console, width))
-        line = header_lines + header.styles.margin.bottom + before - 1
+        before = len(Text(text[:offset]).wrap(self.app.console, width))
+        margin = header.styles.margin.bottom if header.display else 0
+        line = header_lines + margin + before - 1
         self._scroll_target = (token, text, offset)
         self.scroll_to(y=max(0, line - 1) if line >= height else 0, animate=False)
         self.scroll_settled = True
@@ -138,3 +192,8 @@ class ChunkView(VerticalScroll, can_focus=False):
         """Keep the evidence in view when the view changes size (layout switch, terminal resize)."""
         if self._scroll_target is not None and self._scroll_target[0] == self._scroll_token:
             self.call_after_refresh(self._scroll_to_offset, *self._scroll_target)
+
+
+def _shown_length(raw: str, offset: int) -> int:
+    """Where character ``offset`` of ``raw`` lands once control characters are shown as escapes."""
+    return len(data_text(raw[:offset]).plain)

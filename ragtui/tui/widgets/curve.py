@@ -1,4 +1,8 @@
-"""A small text plot of recall@k curves, one mark per retriever (no plotting dependency needed)."""
+"""A small text plot of recall@k curves, one mark, colour and place per retriever (no plotting
+dependency needed).
+
+The values themselves are a report (``ragtui.core.analysis.reports.curve_report``) drawn below it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from ragtui.tui.widgets.text import fmt
+from ragtui.core.text import visible_line
 
 #: The marks of the series, in retriever order (a letter is legible without colour).
 MARKS = "bvh123456789"
@@ -25,45 +29,37 @@ def series_marks(names: Sequence[str]) -> dict[str, str]:
     return marks
 
 
-def curve_text(curves: Mapping[str, Sequence[float]], height: int = 10, column: int = 4) -> Text:
-    """Recall (rows, 0..1) against k (columns, 1..depth); where series overlap the later one shows, ``*`` marks a tie."""
+def curve_text(curves: Mapping[str, Sequence[float]], height: int = 10) -> Text:
+    """Recall (rows, 0..1) against k (columns, 1..depth). Each retriever has its own mark, colour and
+    place inside every k column, so no point hides another; the values follow as a table."""
     names = list(curves)
     marks = series_marks(names)
     depth = max((len(v) for v in curves.values()), default=0)
-    grid: list[list[tuple[str, str]]] = [[(" ", "")] * depth for _ in range(height + 1)]
+    column = max(4, len(names) + 1)
+    grid: list[list[tuple[str, str]]] = [[(" ", "")] * (depth * column) for _ in range(height + 1)]
     for index, name in enumerate(names):
         style = STYLES[index % len(STYLES)]
         for k, value in enumerate(curves[name]):
             row = height - round(value * height)
-            current = grid[row][k][0]
-            grid[row][k] = (
-                ("*", "bold") if current not in (" ", marks[name]) else (marks[name], style)
-            )
+            grid[row][k * column + index] = (marks[name], style + " bold")
     out = Text()
     for row in range(height + 1):
         level = (height - row) / height
         out.append(f"{level:4.1f} ┤" if row % 2 == 0 else "     │", "dim")
         for mark, style in grid[row]:
-            out.append(mark.center(column), style)
+            out.append(mark, style)
         out.append("\n")
     out.append("     └" + "─" * (column * depth) + "\n", "dim")
-    out.append("   k  " + "".join(str(k).center(column) for k in range(1, depth + 1)) + "\n", "dim")
+    out.append("   k  " + "".join(str(k).ljust(column) for k in range(1, depth + 1)) + "\n", "dim")
     out.append("\n")
     for index, name in enumerate(names):
         out.append(f" {marks[name]} ", STYLES[index % len(STYLES)] + " bold")
-        out.append(f"{name}\n")
-    out.append(" * two or more at the same point\n", "dim")
-    out.append(
-        "\n" + "recall@k".ljust(10) + "".join(str(k).rjust(6) for k in range(1, depth + 1)) + "\n",
-        "bold",
-    )
-    for name in names:
-        out.append(name[:9].ljust(10) + "".join(fmt(v).rjust(6) for v in curves[name]) + "\n")
+        out.append(f"{visible_line(name)}\n")
     return out
 
 
 class CurvePlot(Static):
-    """Recall@k curves as a text plot with the values below."""
+    """Recall@k curves as a text plot."""
 
     def show(self, curves: Mapping[str, Sequence[float]]) -> None:
         """Draw the curves."""

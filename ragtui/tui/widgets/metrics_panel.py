@@ -61,9 +61,11 @@ def metrics_text(
         if filtered is not None:
             part = evaluation.summary(name, filtered)
             rows.append(("filter", _values(part) if part.questions else "no evaluated question"))
-        if qid is not None:
+        if qid is not None and qid in evaluation.per_question[name]:
             # A skipped question (no relevant chunk) still shows its values: all 0.
             rows.append((scope_id, _values(evaluation.per_question[name][qid])))
+        elif qid is not None:
+            rows.append((scope_id, "retired: left out of every mean"))
         for i, (scope, values) in enumerate(rows):
             label = name if i == 0 else ""
             out.append("\n" + label.ljust(NAME_WIDTH), "bold")

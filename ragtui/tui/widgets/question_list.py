@@ -21,6 +21,7 @@ from ragtui.tui.widgets.text import (
     FAILURE_MARK,
     MISS_MARK,
     PENDING_MARK,
+    RETIRED_MARK,
     SHORT_NAMES,
     SKIPPED_MARK,
     UNAVAILABLE_MARK,
@@ -234,6 +235,8 @@ class QuestionList(RowList):
         evaluation = view.ws.evaluation
         if evaluation is None:
             return Cell(" ")
+        if view.ws.question_by_id[qid].retired:
+            return Cell(RETIRED_MARK, "skipped")
         if qid not in evaluation.evaluated:
             return Cell(SKIPPED_MARK, "skipped")
         for name in view.retrievers:

@@ -16,6 +16,8 @@ PENDING_MARK = "…"
 MISS_MARK = "·"
 #: Shown for a question with no relevant chunk at all (skipped in every mean).
 SKIPPED_MARK = "∅"
+#: Shown for a question retired from the app (kept in the file, left out of every mean).
+RETIRED_MARK = "⊘"
 #: Shown for a retriever that is unavailable (the model failed to load).
 UNAVAILABLE_MARK = "×"
 #: Marks a relevant chunk (grade >= threshold) in the result lists.

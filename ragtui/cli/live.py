@@ -1,0 +1,52 @@
+"""``ragtui index``: the chunks, their embeddings and a BM25 function written into a Milvus collection."""
+
+from __future__ import annotations
+
+from ragtui.cli.output import load_workspace, out, rich_progress
+from ragtui.core.errors import InputError
+from ragtui.core.retrieval.milvus import MilvusTarget, index_collection
+from ragtui.core.settings import Settings
+
+
+def run_index(
+    settings: Settings, *, batch: int = 512, replace: bool = False, vector_index: str = "FLAT"
+) -> int:
+    """Index the chunked corpus (or ``--chunks``) into ``--milvus URI --collection NAME``; resumable."""
+    if settings.milvus is None or settings.collection is None:
+        raise InputError(None, "index needs --milvus URI and --collection NAME")
+    # Only the chunks are needed: no retriever is built or asked.
+    ws = load_workspace(_chunks_only(settings))
+    target = MilvusTarget(settings.milvus, settings.collection, settings.milvus_fields)
+    bm25_k1, bm25_b = 1.5, 0.75
+    result = index_collection(
+        target,
+        ws.chunks,
+        settings.model,
+        cache_root=settings.cache_dir,
+        embed_progress=rich_progress("embedding"),
+        write_progress=rich_progress("writing", "chunks"),
+        batch=batch,
+        replace=replace,
+        index_type=vector_index,
+        k1=bm25_k1,
+        b=bm25_b,
+    )
+    if result.written == 0 and not result.created:
+        out(
+            f"{result.collection}: already holds these {result.chunks} chunks ({settings.model}); nothing written"
+        )
+    else:
+        resumed = f", {result.already} were already there" if result.already else ""
+        out(
+            f"{result.collection}: wrote {result.written} of {result.chunks} chunks{resumed} "
+            f"({result.dim}-dim {settings.model} embeddings, BM25 k1={bm25_k1} b={bm25_b}) "
+            f"in {result.seconds:.1f} s to {result.uri}"
+        )
+    return 0
+
+
+def _chunks_only(settings: Settings) -> Settings:
+    """The settings with only BM25-free loading: no built-in or live retriever is built."""
+    from dataclasses import replace
+
+    return replace(settings, retrievers=("vector",), live_retrievers=(), milvus=None)

@@ -1,0 +1,101 @@
+"""One factory per report screen: called on the UI thread with the live workspace, returns the screen.
+
+A factory reads the workspace at once, on the UI thread. A cheap report is made right here; a slow
+one (compare: 10,000 permutations per measure; diagnostics: token counting) gets immutable inputs
+captured here (the two systems, tuples of chunks and questions), so its worker never reads the
+workspace that the app keeps changing (grades, label polling, re-chunking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragtui.core.analysis.attribution import explain_hybrid, pool_ceilings
+from ragtui.core.analysis.check import check_workspace
+from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.reports import (
+    agreement_report,
+    annotator_pairs,
+    check_report,
+    explain_report,
+    slices_report,
+)
+from ragtui.core.errors import InputError
+from ragtui.core.labelling.agreement import annotators
+from ragtui.core.labelling.authoring import QUESTIONS_FILE
+from ragtui.core.metrics.measures import default_measures, system_from_workspace
+from ragtui.core.workspace import Workspace
+from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsInputs, DiagnosticsScreen
+from ragtui.tui.screens.compare import CompareScreen, CurveScreen, SlicesScreen
+from ragtui.tui.screens.dialogs import ProblemsScreen
+from ragtui.tui.screens.explain import ExplainScreen
+from ragtui.tui.screens.report import message_report
+
+__all__ = [
+    "agreement_screen",
+    "check_screen",
+    "compare_screen",
+    "curve_screen",
+    "diagnostics_screen",
+    "explain_screen",
+    "slices_screen",
+]
+
+
+def explain_screen(ws: Workspace, qid: str) -> ExplainScreen:
+    """Hybrid attribution of question ``qid`` (cheap: two lists of depth entries per question)."""
+    try:
+        expl = explain_hybrid(ws, qid)
+        report = explain_report(ws.question_by_id[qid].text, expl, pool_ceilings(ws))
+    except InputError as exc:
+        report = message_report(f"hybrid attribution · {qid}", exc.message, "bad")
+    return ExplainScreen(report)
+
+
+def compare_screen(ws: Workspace, a: str, b: str) -> CompareScreen:
+    """``b`` against ``a``; every retriever's system is captured now, so ``a``/``b`` can cycle."""
+    systems = {name: system_from_workspace(ws, name) for name in ws.retrievers}
+    return CompareScreen(systems, a, b, default_measures(ws.settings.k))
+
+
+def curve_screen(ws: Workspace, question_ids: Sequence[str] | None = None) -> CurveScreen:
+    """Recall@k curves over ``question_ids`` (None: every evaluated question)."""
+    curves = recall_curves(ws, questions=question_ids)
+    scope = (
+        "every evaluated question"
+        if question_ids is None
+        else f"{len(question_ids)} filtered questions"
+    )
+    return CurveScreen(curves, scope)
+
+
+def slices_screen(ws: Workspace) -> SlicesScreen:
+    """Every metric per slice, with the question counts."""
+    return SlicesScreen(slices_report(ws))
+
+
+def agreement_screen(ws: Workspace) -> AgreementScreen:
+    """The evidence rule against the hand grades, and every pair of annotators compared."""
+    pairs = annotator_pairs(list(annotators(ws.labels.history)))
+    return AgreementScreen(agreement_report(ws, pairs))
+
+
+def diagnostics_screen(ws: Workspace) -> DiagnosticsScreen:
+    """The chunking diagnostics, computed in a worker from the chunks and questions as they are now."""
+    settings = ws.settings
+    inputs = DiagnosticsInputs(
+        model=settings.model,
+        chunk_size=settings.chunk_size,
+        overlap=settings.overlap,
+        questions_file=Path(settings.golden or "") / QUESTIONS_FILE,
+        chunks=tuple(ws.chunks),
+        questions=tuple(ws.questions),
+        documents=tuple(ws.corpus.documents),
+    )
+    return DiagnosticsScreen(inputs)
+
+
+def check_screen(ws: Workspace) -> ProblemsScreen:
+    """What ``ragtui check`` reports: evidence in no chunk, stale labels, and the counts."""
+    return ProblemsScreen(check_report(ws, check_workspace(ws)))

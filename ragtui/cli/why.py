@@ -3,13 +3,7 @@ with each cause's remedy ceiling); the core computes the reports, ``output`` pri
 
 from __future__ import annotations
 
-from ragtui.cli.output import (
-    load_workspace,
-    print_json,
-    print_report,
-    rich_progress,
-    warn_all,
-)
+from ragtui.cli.output import open_workspace, print_json, print_report
 from ragtui.core.analysis.why import WhyIndex, explain_misses
 from ragtui.core.analysis.why_report import (
     question_why_json,
@@ -17,7 +11,6 @@ from ragtui.core.analysis.why_report import (
     why_question_report,
     why_report,
 )
-from ragtui.core.errors import InputError
 from ragtui.core.settings import Settings
 
 
@@ -25,12 +18,7 @@ def run_why(
     settings: Settings, qid: str | None, *, by_slice: bool = False, as_json: bool = False
 ) -> int:
     """``ragtui why [QID] [--by-slice] [--json]``."""
-    ws = load_workspace(settings)
-    if qid is not None and qid not in ws.question_by_id:
-        raise InputError(None, f"unknown question {qid!r}")
-    printed = len(ws.warnings)
-    ws.prepare_vectors(rich_progress())
-    warn_all(ws.warnings[printed:])
+    ws = open_workspace(settings)
     k, depth = ws.settings.k, ws.settings.depth
     if qid is not None:
         why = explain_misses(ws, qid)

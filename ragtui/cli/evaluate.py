@@ -174,12 +174,20 @@ def run_diff(
     texts = {
         q: str(info.get("text", "")) for q, info in {**run_a.questions, **run_b.questions}.items()
     }
+    # Causes were saved at each run's own k: they say nothing about another cut-off.
+    causes_a, causes_b = run_a.causes(name_a), run_b.causes(name_b)
+    causes = (
+        (causes_a, causes_b)
+        if causes_a is not None and causes_b is not None and run_a.k == run_b.k == cut
+        else None
+    )
     diff = diff_runs(
         run_a.system(name_a),
         run_b.system(name_b),
         cut,
         texts=texts,
         manifests=(run_a.manifest, run_b.manifest),
+        causes=causes,
     )
     if as_json:
         body = dataclasses.asdict(diff)

@@ -237,6 +237,20 @@ def build_parser() -> argparse.ArgumentParser:
     p_explain.add_argument("qid", metavar="QID", help="the question id")
     p_explain.add_argument("--json", action="store_true", help="print the attribution as JSON")
     _shared_options(p_explain)
+    p_why = sub.add_parser(
+        "why",
+        help="why each miss happened: causes by retriever with remedy ceilings, or one question's causes with their evidence",
+    )
+    p_why.add_argument(
+        "qid", nargs="?", default=None, metavar="QID", help="one question (default: the whole set)"
+    )
+    p_why.add_argument(
+        "--by-slice", action="store_true", help="also the causes and the best remedy per slice"
+    )
+    p_why.add_argument(
+        "--json", action="store_true", help="print the causes as JSON (every key: docs/json.md)"
+    )
+    _shared_options(p_why)
     p_retire = sub.add_parser(
         "retire",
         help='retire a question: left out of every mean, kept in questions.jsonl with "retired": true',
@@ -505,6 +519,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 as_json=args.json,
             )
         return evaluate.run_explain(settings, args.qid, as_json=args.json)
+    if command == "why":
+        from ragtui.cli.why import run_why
+
+        return run_why(settings, args.qid, by_slice=args.by_slice, as_json=args.json)
     if command == "index":
         from ragtui.cli.live import run_index
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from ragtui.core.analysis.attribution import pool_ceilings
 from ragtui.core.analysis.slices import slices_json
+from ragtui.core.analysis.why import CAUSES, WhyIndex
 from ragtui.core.labelling.judging import judged_summaries
 from ragtui.core.workspace import Workspace
 
@@ -16,6 +17,7 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
     assert ev is not None
     retrievers: dict[str, Any] = {}
     judged = judged_summaries(ws)
+    why = WhyIndex(ws)
     for name in ws.retrievers:
         summary = ev.summary(name)
         per_question = {}
@@ -32,6 +34,7 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
                 # The ids the metrics judged: chunks, or documents at document level.
                 "ranked": [cid for cid, _ in ev.rankings[name].get(qid, ())],
                 "judged": judged[name].per_question[qid],
+                "causes": list(why.causes(qid, name)),
             }
         retrievers[name] = {
             **summary.as_dict(),
@@ -63,4 +66,10 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
         "level": ws.level,
         "retrievers": retrievers,
         "slices": slices_json(ws),
+        # Questions skipped because their evidence is in no chunk: the same causes for every retriever.
+        "skipped_causes": {
+            qid: sorted({c for r in ws.retrievers for c in why.causes(qid, r)}, key=CAUSES.index)
+            for qid in ev.skipped
+            if any(why.causes(qid, r) for r in ws.retrievers)
+        },
     }

@@ -591,6 +591,27 @@ def _setting(value: Any) -> str:
     return text[:12] + "..." if isinstance(value, str) and len(value) == 64 else text
 
 
+def _cause_notes(diff: RunDiff) -> list[Note]:
+    """What became of each cause of a miss (``ragtui why``) between the two runs."""
+    if diff.causes is None:
+        return [
+            Note(
+                "causes of misses: not compared (a run was saved without them, or at another k)",
+                "dim",
+            )
+        ]
+    moved = [
+        Note(
+            f"  {c.cause}: {had} in A: {len(c.became_hits)} became hits, {len(c.other_causes)} "
+            f"missed for other causes, {len(c.still)} still; {len(c.new)} new in B"
+        )
+        for c in diff.causes
+        if (had := len(c.became_hits) + len(c.other_causes) + len(c.still)) or c.new
+    ]
+    head = "causes of misses (ragtui why):" if moved else "causes of misses: none"
+    return [Note(head), *moved]
+
+
 def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
     """``ragtui diff A B``: the questions that got worse or better (worst first) and the mean change."""
     k = diff.k
@@ -632,6 +653,7 @@ def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
             "strong",
         )
     )
+    notes.extend(_cause_notes(diff))
     if diff.only_a or diff.only_b:
         notes.append(
             Note(

@@ -98,6 +98,11 @@ def query_terms(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def content_words(text: str) -> list[str]:
+    """The distinct BM25 tokens of ``text`` that are not stop words, in order of first use."""
+    return [t for t in dict.fromkeys(query_terms(text)) if t not in _STOPWORDS]
+
+
 def _str_list(
     value: object, path: Path, line: int, field: str, allow_empty: bool
 ) -> tuple[str, ...]:

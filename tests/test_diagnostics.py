@@ -152,7 +152,8 @@ def test_check_exits_1_only_for_problems_and_prints_notes(tripwire, capsys):
         in out
     )
     assert (
-        "harbour.md#0: note: 39 tokens, over the 30 the embedding model reads: the last 9 are invisible to the vector retriever"
+        "harbour.md#0: note: 39 tokens, over the 30 the embedding model reads: read as overlapping windows "
+        "(windows of 30 tokens, stride 15, best window); without them the last 9 are invisible to the vector retriever"
         in out
     )
     assert (

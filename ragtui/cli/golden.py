@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragtui.cli.output import err, load_workspace, out, print_notices, rich_progress, warn_all
-from ragtui.core.analysis.check import check_notes, check_workspace
+from ragtui.core.analysis.check import check_notes, check_workspace, window_summary
 from ragtui.core.analysis.diagnostics import diagnose, histogram_lines
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.agreement import (
@@ -64,6 +64,7 @@ def print_diagnostics(ws: Workspace) -> None:
         f"{_count(len(diag.hidden_evidence), 'evidence string')} in a cut-off tail, "
         f"{_count(len(diag.multi_match), 'evidence string')} in several chunks"
     )
+    out(window_summary(diag, ws.settings.windows))
 
 
 # ---- add-question -----------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 Loading is split so that a UI can show something at once: ``Workspace.load`` reads the corpus,
 chunks it, reads the golden set and labels and builds BM25 (fast); ``prepare_vectors`` embeds the
-chunks and questions (from the cache when possible, else with the model: slow) and adds the
-vector and hybrid retrievers.
+chunks (as windows when they are longer than the model reads) and questions (from the cache when
+possible, else with the model: slow) and adds the vector and hybrid retrievers; ``prepare_rerank``
+adds ``<retriever>+rerank`` when a cross-encoder is set. Each slow step has a ``compute_*`` half
+that only reads (for a worker thread) and an ``apply_*`` half that changes the workspace.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ragtui.core.data.chunking import Chunk, chunk_documents
 from ragtui.core.data.corpus import Corpus, load_folder
 from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
 from ragtui.core.data.paths import writable_golden
-from ragtui.core.data.tokenizer import token_counter
+from ragtui.core.data.tokenizer import model_limit, token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import Label, LabelJournal
 from ragtui.core.metrics.evaluation import Evaluation
@@ -30,7 +32,15 @@ from ragtui.core.retrieval.bm25 import BM25Retriever
 from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache, Progress
 from ragtui.core.retrieval.external import ExternalRun, load_external_run
 from ragtui.core.retrieval.hybrid import HybridRetriever
+from ragtui.core.retrieval.rerank import (
+    RERANK_SUFFIX,
+    RERANKABLE,
+    Reranker,
+    RerankProgress,
+    RerankResult,
+)
 from ragtui.core.retrieval.vector import VectorRetriever
+from ragtui.core.retrieval.windows import ChunkWindows, WindowPlan, chunk_windows, window_plan
 from ragtui.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -69,6 +79,7 @@ class VectorResult:
     question_vectors: dict[str, np.ndarray]
     rankings: dict[str, dict[str, Ranking]]
     warnings: list[str]
+    windows: ChunkWindows | None = None
 
 
 @dataclass
@@ -96,6 +107,13 @@ class Workspace:
     #: Things the user should be told that are not problems (where the bundled golden set was
     #: copied to); a front end shows and clears them.
     notices: list[str] = field(default_factory=list)
+    #: How chunks longer than the model reads are cut into windows (None: windows off, or the
+    #: model's limit unknown); ``windows`` holds every chunk's windows once embedded.
+    window_plan: WindowPlan | None = None
+    windows: ChunkWindows | None = None
+    #: The reranking stage (``--rerank``), and what its last run found (rankings, time per question).
+    reranker: Reranker | None = None
+    rerank: RerankResult | None = None
 
     # ---- loading -------------------------------------------------------------------------------
 
@@ -104,10 +122,25 @@ class Workspace:
         """Read, chunk and index everything that needs no embedding model; BM25 is ready after this."""
         settings = settings.resolved()
         for name in settings.retrievers:
-            if name not in RETRIEVER_NAMES:
+            if name.endswith(RERANK_SUFFIX) and name != settings.rerank_name:
+                raise InputError(
+                    None,
+                    f"--retrievers: {name} comes from --rerank MODEL"
+                    + (
+                        f" with --rerank-over {name.removesuffix(RERANK_SUFFIX)}"
+                        if settings.rerank
+                        else ""
+                    ),
+                )
+            if name not in RETRIEVER_NAMES and name != settings.rerank_name:
                 raise InputError(
                     None, f"--retrievers: unknown {name}; choose from {', '.join(RETRIEVER_NAMES)}"
                 )
+        if settings.rerank and settings.rerank_over not in RERANKABLE:
+            raise InputError(
+                None,
+                f"--rerank-over: {settings.rerank_over!r} cannot be reranked; choose from {', '.join(RERANKABLE)}",
+            )
         if settings.k < 1 or settings.depth < 1:
             raise InputError(None, "--k and --depth must be at least 1")
         run_names = [name for name, _ in settings.runs]
@@ -133,6 +166,22 @@ class Workspace:
             raise InputError(corpus.source, "the corpus gave no chunks (every document is empty)")
         assert settings.golden is not None
         labels = LabelJournal(Path(settings.golden) / "labels.jsonl", settings.annotator)
+        needed = needed_retrievers(settings)
+        plan = None
+        if needed & {"vector", "hybrid"}:
+            # Checked now (a bad stride is bad input), used when the chunks are embedded.
+            plan = window_plan(
+                settings.windows, settings.window_stride, model_limit(settings.model, counter)
+            )
+        reranker = None
+        if settings.rerank:
+            reranker = Reranker(
+                settings.rerank,
+                settings.rerank_over,
+                {c.id: c.text for c in chunks},
+                {c.id: i for i, c in enumerate(chunks)},
+                settings.cache_dir,
+            )
         ws = cls(
             settings=settings,
             corpus=corpus,
@@ -142,13 +191,17 @@ class Workspace:
             base_grades={},
             base_source=base_source,
             bm25=None,
+            window_plan=plan,
+            reranker=reranker,
         )
         ws.chunk_by_id = {c.id: c for c in chunks}
         ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
         ws.question_by_id = {q.id: q for q in questions}
         ws.base_grades = ws._base_grades(qrels)
         ws.warnings = list(corpus.warnings) + list(labels.warnings)
-        if "bm25" in settings.retrievers or "hybrid" in settings.retrievers:
+        if reranker is not None:
+            ws.warnings.extend(reranker.cache.warnings)
+        if "bm25" in needed or "hybrid" in needed:
             ws.bm25 = BM25Retriever(chunks, backend=settings.bm25_backend)
             ws.rankings["bm25"] = {q.id: ws.bm25.search(q.text, settings.depth) for q in questions}
         for name, path in settings.runs:
@@ -186,8 +239,8 @@ class Workspace:
 
     @property
     def vectors_needed(self) -> bool:
-        """Whether the settings ask for the vector or hybrid retriever."""
-        return any(n in self.settings.retrievers for n in ("vector", "hybrid"))
+        """Whether the settings ask for the vector or hybrid retriever (shown, or reranked)."""
+        return bool(needed_retrievers(self.settings) & {"vector", "hybrid"})
 
     def embedding_cache(self) -> EmbeddingCache:
         """The embedding cache of the chosen model."""
@@ -208,11 +261,10 @@ class Workspace:
         cache = self.embedding_cache()
         warnings = list(cache.warnings)
         model = embedder or Embedder(self.settings.model)
-        matrix = cache.embed(
-            [c.text for c in self.chunks] + [q.text for q in questions], model, progress
-        )
-        n = len(self.chunks)
-        chunk_matrix, question_matrix = matrix[:n], matrix[n:]
+        windows = chunk_windows(self.chunks, token_counter(self.settings.model), self.window_plan)
+        matrix = cache.embed(windows.texts + [q.text for q in questions], model, progress)
+        n = len(windows.texts)
+        window_matrix, question_matrix = matrix[:n], matrix[n:]
         question_vectors = {q.id: question_matrix[i] for i, q in enumerate(questions)}
         by_text = {q.text: question_matrix[i] for i, q in enumerate(questions)}
 
@@ -221,7 +273,13 @@ class Workspace:
                 return by_text[text]
             return cache.embed([text], model)[0]
 
-        vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
+        vector = VectorRetriever(
+            self.chunks,
+            window_matrix,
+            embed_query,
+            windows.first_rows,
+            self.window_plan.mode if self.window_plan is not None else "max",
+        )
         depth = self.settings.depth
         rankings = {
             "vector": dict(
@@ -233,19 +291,20 @@ class Workspace:
             )
         }
         hybrid = None
-        if "hybrid" in self.settings.retrievers and self.bm25 is not None:
+        if "hybrid" in needed_retrievers(self.settings) and self.bm25 is not None:
             hybrid = HybridRetriever(self.bm25, vector, self.chunk_order)
             rankings["hybrid"] = {
                 q.id: hybrid.fuse(bm25_rankings.get(q.id, []), rankings["vector"][q.id], depth)
                 for q in questions
             }
-        return VectorResult(vector, hybrid, question_vectors, rankings, warnings)
+        return VectorResult(vector, hybrid, question_vectors, rankings, warnings, windows)
 
     def apply_vectors(self, result: VectorResult) -> None:
         """Add vector and hybrid rankings computed by ``compute_vectors`` and evaluate them."""
         assert self.evaluation is not None
         self.vector = result.vector
         self.hybrid = result.hybrid
+        self.windows = result.windows
         self.question_vectors = dict(result.question_vectors)
         self.warnings.extend(result.warnings)
         for name, by_question in result.rankings.items():
@@ -265,6 +324,12 @@ class Workspace:
             return self.vector.search(text, depth)
         if name == "hybrid" and self.hybrid is not None:
             return self.hybrid.search(text, depth)
+        if name == "bm25" and self.bm25 is not None:
+            return self.bm25.search(text, depth)
+        if self.reranker is not None and name == self.reranker.name:
+            ranked = self.reranker.rerank(text, self._rank_new(self.reranker.over, text)).ranking
+            self.reranker.cache.save()
+            return ranked
         return []
 
     def prepare_vectors(
@@ -275,21 +340,74 @@ class Workspace:
         if result is not None:
             self.apply_vectors(result)
 
+    def compute_rerank(self, progress: RerankProgress | None = None) -> RerankResult | None:
+        """Rerank every golden question's first-stage list with the cross-encoder (slow unless cached).
+
+        Reads the workspace (the first stage must be ready: ``apply_vectors`` done for vector or
+        hybrid) and changes only the score cache, so it may run in a worker thread;
+        ``apply_rerank`` then adds the result.
+        """
+        reranker = self.reranker
+        if reranker is None:
+            return None
+        first_stage = self.rankings.get(reranker.over)
+        if first_stage is None:
+            raise RuntimeError(f"{reranker.over} has no rankings yet: prepare the vectors first")
+        questions = list(self.questions)
+        rankings: dict[str, Ranking] = {}
+        seconds: dict[str, float] = {}
+        scored_now: set[str] = set()
+        try:
+            for i, q in enumerate(questions, start=1):
+                done = reranker.rerank(q.text, first_stage.get(q.id, []))
+                rankings[q.id] = done.ranking
+                seconds[q.id] = done.seconds
+                if not done.cached:
+                    scored_now.add(q.id)
+                if progress:
+                    progress(i, len(questions))
+        finally:
+            reranker.cache.save()
+        return RerankResult(reranker.name, rankings, seconds, scored_now)
+
+    def apply_rerank(self, result: RerankResult) -> None:
+        """Add the reranked rankings computed by ``compute_rerank`` and evaluate them."""
+        assert self.evaluation is not None
+        by_question = dict(result.rankings)
+        for q in self.questions:
+            if q.id not in by_question:
+                by_question[q.id] = self._rank_new(result.name, q.text)
+        self.rerank = result
+        self.warnings.extend(result.warnings)
+        self.rankings[result.name] = by_question
+        self.evaluation.set_rankings(result.name, by_question)
+
+    def prepare_rerank(self, progress: RerankProgress | None = None) -> None:
+        """``compute_rerank`` then ``apply_rerank`` (nothing without a reranker)."""
+        result = self.compute_rerank(progress)
+        if result is not None:
+            self.apply_rerank(result)
+
     @classmethod
     def open(cls, settings: Settings, progress: Progress | None = None) -> Workspace:
-        """Load everything, embeddings included (the headless commands)."""
+        """Load everything, embeddings and reranking included (the headless commands)."""
         ws = cls.load(settings)
         ws.prepare_vectors(progress)
+        ws.prepare_rerank()
         return ws
 
     # ---- grades --------------------------------------------------------------------------------
 
     @property
     def retrievers(self) -> list[str]:
-        """The chosen retrievers that have rankings, in the standard order, then the external runs in the order given."""
+        """The chosen retrievers that have rankings, in the standard order, then the reranked one
+        (``hybrid+rerank``), then the external runs in the order given."""
         builtin = [
             n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings
         ]
+        reranked = self.settings.rerank_name
+        if reranked is not None and reranked in self.rankings:
+            builtin.append(reranked)
         return builtin + [n for n, _ in self.settings.runs if n in self.rankings]
 
     def label_status(self, label: Label) -> str | None:
@@ -461,3 +579,13 @@ class Workspace:
         ranked = {n: self.ranking(n, question.id) for n in self.retrievers}
         metrics = {n: self.evaluation.per_question[n][question.id] for n in self.retrievers}
         return AddedQuestion(question, relevant, ranked, metrics)
+
+
+def needed_retrievers(settings: Settings) -> set[str]:
+    """The built-in retrievers to compute: the ones shown, the one reranked, and what hybrid fuses."""
+    needed = {n for n in settings.retrievers if n in RETRIEVER_NAMES}
+    if settings.rerank:
+        needed.add(settings.rerank_over)
+    if "hybrid" in needed:
+        needed |= {"bm25", "vector"}
+    return needed

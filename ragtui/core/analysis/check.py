@@ -128,30 +128,58 @@ def check_notes(ws: Workspace, diagnostics: ChunkDiagnostics | None = None) -> l
         )
         return notes
     limit = diag.limit
+    windows = diag.windows
+    split = {(h.question, h.evidence, h.chunk) for h in windows.split} if windows else set()
     for hidden in diag.hidden_evidence:
         short = hidden.evidence if len(hidden.evidence) <= 60 else hidden.evidence[:57] + "..."
         how = "wholly" if hidden.wholly_hidden else "partly"
+        after = ""
+        if windows is not None:
+            after = (
+                "; no single window holds it whole"
+                if (hidden.question, hidden.evidence, hidden.chunk) in split
+                else "; a window reads it whole"
+            )
         notes.append(
             Problem(
                 questions_file,
                 hidden.line,
                 hidden.question,
-                f"note: evidence {short!r} lies {how} in the tail of {hidden.chunk} that the embedding model cuts off",
+                f"note: evidence {short!r} lies {how} in the tail of {hidden.chunk} that the embedding model cuts off{after}",
             )
         )
     for cut in diag.truncated:
+        unread = (
+            "the last one is" if cut.hidden_tokens == 1 else f"the last {cut.hidden_tokens} are"
+        ) + " invisible to the vector retriever"
+        read = (
+            f"read as overlapping windows ({windows.plan.describe()}); without them {unread}"
+            if windows is not None
+            else unread
+        )
         notes.append(
             Problem(
                 cut.chunk,
                 0,
                 "",
-                f"note: {cut.token_count} tokens, over the {limit.content_tokens} the embedding model reads: "
-                + (
-                    "the last one is"
-                    if cut.hidden_tokens == 1
-                    else f"the last {cut.hidden_tokens} are"
-                )
-                + " invisible to the vector retriever",
+                f"note: {cut.token_count} tokens, over the {limit.content_tokens} the embedding model reads: {read}",
             )
         )
     return notes
+
+
+def window_summary(diag: ChunkDiagnostics, mode: str) -> str:
+    """One line: the chunks and evidence strings in a cut-off tail before windows and after."""
+    tails = len(diag.truncated)
+    hidden = len(diag.hidden_evidence)
+    before = f"{tails} chunk{'s' if tails != 1 else ''} and {hidden} evidence string{'s' if hidden != 1 else ''} in a cut-off tail"
+    if diag.limit is None:
+        return "windows: the model's limit is unknown, so chunks are embedded as they are"
+    if diag.windows is None:
+        return f"windows: off (--windows {mode}): {before}, left unread (--windows max reads them)"
+    w = diag.windows
+    return (
+        f"windows: {w.plan.describe()}; {w.windowed} chunk{'s' if w.windowed != 1 else ''} read as "
+        f"{w.windows} windows; before: {before}; after: 0 chunks with an unread tail, "
+        f"{len(w.split)} evidence string{'s' if len(w.split) != 1 else ''} that no single window holds whole"
+    )

@@ -83,7 +83,7 @@ def assert_documented(printed: set[tuple[str, ...]], doc: set[tuple[str, ...]], 
     assert not invented, f"{what}: keys in docs/json.md that are never printed: {invented}"
 
 
-def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys):
+def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys, tiny_cross_encoder):
     explain_doc = documented("ragtui explain QID --json")
     plain = _json_of(["eval", "--json", *_args(mini)], capsys)
     extras = _json_of(
@@ -104,9 +104,15 @@ def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys):
         ],
         capsys,
     )
-    printed = set(key_paths(plain)) | set(key_paths(extras))
+    reranked = _json_of(
+        ["eval", "--json", *_args(mini), "--rerank", str(tiny_cross_encoder), "--explain", "m02"],
+        capsys,
+    )
+    printed = set(key_paths(plain)) | set(key_paths(extras)) | set(key_paths(reranked))
     # The extras must reach every part of the schema, or the check below would pass vacuously.
     assert {("metrics",), ("recall_curve",), ("comparison",), ("explain",)} <= printed
+    assert ("retrievers", "hybrid+rerank", "rerank", "latency", "p95_ms") in printed
+    assert ("explain", "rerank", "results[]", "first_stage_rank") in printed
     assert ("retrievers", "hybrid", "pool_ceiling") in printed
     assert ("slices", "table", "bm25", "questions") in printed
     # ``explain`` holds the object of ``ragtui explain --json``, documented once in its own section.
@@ -114,13 +120,16 @@ def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys):
     assert_documented(printed, doc, "eval --json")
 
 
-def test_json_doc_names_every_key_of_explain_json_and_no_other(mini, capsys):
+def test_json_doc_names_every_key_of_explain_json_and_no_other(mini, capsys, tiny_cross_encoder):
     printed: set[tuple[str, ...]] = set()
     # At depth 2 each list holds chunks the other lacks (m02 and m05 on the small corpus).
     for qid in ("m02", "m05"):
         printed |= set(
             key_paths(_json_of(["explain", qid, "--json", *_args(mini, "--depth", "2")], capsys))
         )
+    rerank = ("--rerank", str(tiny_cross_encoder))
+    printed |= set(key_paths(_json_of(["explain", "m02", "--json", *_args(mini, *rerank)], capsys)))
+    assert ("rerank", "results[]", "score") in printed
     assert ("only_bm25[]", "hybrid_rank") in printed and ("only_vector[]", "chunk") in printed
     assert_documented(printed, documented("ragtui explain QID --json"), "explain --json")
 

@@ -20,11 +20,13 @@ from ragtui.cli.output import (
 from ragtui.core.analysis.attribution import (
     HybridExplanation,
     PoolCeiling,
+    RerankExplanation,
     explain_hybrid,
+    explain_rerank,
     pool_ceilings,
 )
 from ragtui.core.analysis.curve import recall_curves
-from ragtui.core.analysis.eval_report import eval_report, format_table
+from ragtui.core.analysis.eval_report import eval_report, format_table, rerank_line
 from ragtui.core.analysis.export import export_trec
 from ragtui.core.analysis.gate import GateResult, Threshold, check_thresholds
 from ragtui.core.analysis.runs import (
@@ -291,12 +293,39 @@ def _comparison(
     return compare_systems(a, b, measures or default_measures(ws.settings.k), seed=options.seed)
 
 
-def _explanation_json(expl: HybridExplanation, pool: PoolCeiling) -> dict[str, Any]:
+def _explanation_json(
+    expl: HybridExplanation, pool: PoolCeiling, reranked: RerankExplanation | None = None
+) -> dict[str, Any]:
     out = dataclasses.asdict(expl)
     out["mean_pool_ceiling"] = pool.pool_ceiling
     out["mean_hybrid_recall"] = pool.hybrid_recall
     out["mean_over"] = pool.questions
+    if reranked is not None:
+        out["rerank"] = dataclasses.asdict(reranked)
     return out
+
+
+def format_rerank_explanation(expl: RerankExplanation) -> str:
+    """The reranked list of one question beside the first stage's ranks, and the model's time on it."""
+    lines = [
+        (
+            f"{expl.retriever}: {expl.model} re-scored the top {len(expl.results)} of {expl.over} "
+            f"in {expl.seconds * 1000:.1f} ms"
+        )
+    ]
+    rows = [["rank", "chunk", "score", expl.over, "grade"]]
+    for r in expl.results:
+        rows.append(
+            [
+                str(r.rank),
+                r.chunk,
+                f"{r.score:.5f}",
+                _rank(r.first_stage_rank or None),
+                _grade(r.grade) + (" relevant" if r.relevant else ""),
+            ]
+        )
+    lines.append(format_columns(rows, right=(0, 2, 3)))
+    return "\n".join(lines)
 
 
 def add_json_extras(ws: Workspace, report: dict[str, Any], options: EvalOptions) -> None:
@@ -320,7 +349,9 @@ def add_json_extras(ws: Workspace, report: dict[str, Any], options: EvalOptions)
         report["comparison"] = _comparison(ws, options, measures).as_dict()
     if options.explain:
         report["explain"] = _explanation_json(
-            explain_hybrid(ws, options.explain), pool_ceilings(ws)
+            explain_hybrid(ws, options.explain),
+            pool_ceilings(ws),
+            explain_rerank(ws, options.explain),
         )
 
 
@@ -338,6 +369,9 @@ def text_extras(ws: Workspace, options: EvalOptions) -> list[str]:
         sections.append(
             format_explanation(ws, explain_hybrid(ws, options.explain), pool_ceilings(ws))
         )
+        reranked = explain_rerank(ws, options.explain)
+        if reranked is not None:
+            sections.append(format_rerank_explanation(reranked))
     return sections
 
 
@@ -406,10 +440,14 @@ def run_explain(settings: Settings, qid: str, as_json: bool = False) -> int:
     ws = open_workspace(settings)
     expl = explain_hybrid(ws, qid)
     pool = pool_ceilings(ws)
+    reranked = explain_rerank(ws, qid)
     if as_json:
-        print_json(_explanation_json(expl, pool))
+        print_json(_explanation_json(expl, pool, reranked))
         return 0
     out(format_explanation(ws, expl, pool))
+    if reranked is not None:
+        out()
+        out(format_rerank_explanation(reranked))
     return 0
 
 
@@ -460,6 +498,9 @@ def run_eval(
         note += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
     out(f"{note}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}")
     out(format_measure_table(ws, measures) if measures else format_table(ws, judged=judged))
+    reranked = rerank_line(ws)
+    if reranked:
+        out(reranked)
     if judged and not measures:
         from ragtui.core.labelling.judging import THIN_JUDGED
 

@@ -96,14 +96,14 @@ def print_report(report: Report, title: bool = True) -> None:
     out(render_report(report, title))
 
 
-def rich_progress() -> Progress:
-    """A progress callback drawing a Rich bar on stderr (texts per second and time left)."""
+def rich_progress(label: str = "embedding", unit: str = "texts") -> Progress:
+    """A progress callback drawing a Rich bar on stderr (items per second and time left)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
     from rich.progress import Progress as RichProgress
 
     bar = RichProgress(
-        TextColumn("embedding"),
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[rate]}"),
@@ -118,9 +118,9 @@ def rich_progress() -> Progress:
         nonlocal task
         if task is None:
             bar.start()
-            task = bar.add_task("embedding", total=total, rate="")
+            task = bar.add_task(label, total=total, rate="")
         elapsed = max(time.monotonic() - started, 1e-6)
-        bar.update(task, completed=done, rate=f"{done / elapsed:.1f} texts/s")
+        bar.update(task, completed=done, rate=f"{done / elapsed:.1f} {unit}/s")
         if done >= total:
             bar.stop()
 
@@ -128,8 +128,11 @@ def rich_progress() -> Progress:
 
 
 def open_workspace(settings: Settings) -> Workspace:
-    """Load everything, embeddings included, showing a progress bar while texts are embedded."""
-    ws = Workspace.open(settings, rich_progress())
+    """Load everything, embeddings and reranking included, with a progress bar while texts are
+    embedded and questions reranked."""
+    ws = Workspace.load(settings)
+    ws.prepare_vectors(rich_progress())
+    ws.prepare_rerank(rich_progress("reranking", "questions"))
     warn_all(ws.warnings)
     return ws
 

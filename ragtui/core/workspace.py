@@ -35,6 +35,7 @@ from ragtui.core.retrieval.hybrid import HybridRetriever
 from ragtui.core.retrieval.rerank import (
     RERANK_SUFFIX,
     RERANKABLE,
+    CrossEncoderModel,
     Reranker,
     RerankProgress,
     RerankResult,
@@ -83,6 +84,18 @@ class VectorResult:
 
 
 @dataclass
+class Shared:
+    """What several workspaces loaded one after another may share (``ragtui experiment``): the read
+    and chunked corpus per data and chunking setting, and the loaded models."""
+
+    chunkings: dict[
+        tuple[object, ...], tuple[Corpus, list[Question], dict[str, dict[str, int]], list[Chunk]]
+    ] = field(default_factory=dict)
+    embedders: dict[str, Embedder] = field(default_factory=dict)
+    cross_encoders: dict[str, CrossEncoderModel] = field(default_factory=dict)
+
+
+@dataclass
 class Workspace:
     """The loaded data set and its evaluation."""
 
@@ -114,12 +127,18 @@ class Workspace:
     #: The reranking stage (``--rerank``), and what its last run found (rankings, time per question).
     reranker: Reranker | None = None
     rerank: RerankResult | None = None
+    #: Chunkings and models shared with other workspaces (None: this one's own).
+    shared: Shared | None = None
 
     # ---- loading -------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, settings: Settings) -> Workspace:
-        """Read, chunk and index everything that needs no embedding model; BM25 is ready after this."""
+    def load(cls, settings: Settings, shared: Shared | None = None) -> Workspace:
+        """Read, chunk and index everything that needs no embedding model; BM25 is ready after this.
+
+        With ``shared``, a corpus already read and chunked the same way is reused, and so are
+        loaded models.
+        """
         settings = settings.resolved()
         for name in settings.retrievers:
             if name.endswith(RERANK_SUFFIX) and name != settings.rerank_name:
@@ -152,18 +171,37 @@ class Workspace:
         if settings.chunk_size is not None and not 0 <= settings.overlap < settings.chunk_size:
             raise InputError(None, "--overlap must be at least 0 and smaller than --chunk-size")
         counter = token_counter(settings.model)
-        if settings.beir is not None:
-            corpus, questions, qrels = load_beir(settings.beir)
-            base_source = SOURCE_QRELS
+        base_source = SOURCE_QRELS if settings.beir is not None else SOURCE_EVIDENCE
+        key = (
+            settings.beir,
+            settings.corpus,
+            settings.golden,
+            settings.max_file_mb,
+            settings.chunk_size,
+            settings.overlap,
+            settings.model,
+        )
+        if shared is not None and key in shared.chunkings:
+            corpus, read_questions, qrels, read_chunks = shared.chunkings[key]
+            # Copies: a workspace appends added questions to its own list.
+            questions, chunks = list(read_questions), list(read_chunks)
         else:
-            assert settings.corpus is not None and settings.golden is not None
-            corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
-            questions = load_questions(Path(settings.golden) / "questions.jsonl")
-            qrels = {}
-            base_source = SOURCE_EVIDENCE
-        chunks = chunk_documents(corpus.documents, counter, settings.chunk_size, settings.overlap)
-        if not chunks:
-            raise InputError(corpus.source, "the corpus gave no chunks (every document is empty)")
+            if settings.beir is not None:
+                corpus, questions, qrels = load_beir(settings.beir)
+            else:
+                assert settings.corpus is not None and settings.golden is not None
+                corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
+                questions = load_questions(Path(settings.golden) / "questions.jsonl")
+                qrels = {}
+            chunks = chunk_documents(
+                corpus.documents, counter, settings.chunk_size, settings.overlap
+            )
+            if not chunks:
+                raise InputError(
+                    corpus.source, "the corpus gave no chunks (every document is empty)"
+                )
+            if shared is not None:
+                shared.chunkings[key] = (corpus, list(questions), qrels, list(chunks))
         assert settings.golden is not None
         labels = LabelJournal(Path(settings.golden) / "labels.jsonl", settings.annotator)
         needed = needed_retrievers(settings)
@@ -175,13 +213,17 @@ class Workspace:
             )
         reranker = None
         if settings.rerank:
+            model = shared.cross_encoders.get(settings.rerank) if shared is not None else None
             reranker = Reranker(
                 settings.rerank,
                 settings.rerank_over,
                 {c.id: c.text for c in chunks},
                 {c.id: i for i, c in enumerate(chunks)},
                 settings.cache_dir,
+                model,
             )
+            if shared is not None:
+                shared.cross_encoders.setdefault(settings.rerank, reranker.model)
         ws = cls(
             settings=settings,
             corpus=corpus,
@@ -193,6 +235,7 @@ class Workspace:
             bm25=None,
             window_plan=plan,
             reranker=reranker,
+            shared=shared,
         )
         ws.chunk_by_id = {c.id: c for c in chunks}
         ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
@@ -260,7 +303,12 @@ class Workspace:
         bm25_rankings = dict(self.rankings.get("bm25", {}))
         cache = self.embedding_cache()
         warnings = list(cache.warnings)
-        model = embedder or Embedder(self.settings.model)
+        model = embedder
+        if model is None and self.shared is not None:
+            model = self.shared.embedders.setdefault(
+                self.settings.model, Embedder(self.settings.model)
+            )
+        model = model or Embedder(self.settings.model)
         windows = chunk_windows(self.chunks, token_counter(self.settings.model), self.window_plan)
         matrix = cache.embed(windows.texts + [q.text for q in questions], model, progress)
         n = len(windows.texts)
@@ -389,9 +437,11 @@ class Workspace:
             self.apply_rerank(result)
 
     @classmethod
-    def open(cls, settings: Settings, progress: Progress | None = None) -> Workspace:
+    def open(
+        cls, settings: Settings, progress: Progress | None = None, shared: Shared | None = None
+    ) -> Workspace:
         """Load everything, embeddings and reranking included (the headless commands)."""
-        ws = cls.load(settings)
+        ws = cls.load(settings, shared)
         ws.prepare_vectors(progress)
         ws.prepare_rerank()
         return ws

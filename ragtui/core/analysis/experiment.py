@@ -499,6 +499,7 @@ def _p(value: float | None) -> str:
 def experiment_report(result: ExperimentResult) -> Report:
     """Three sections: the variants and how each was judged, the table, and the cut-off-tail questions."""
     method, controls = CORRECTIONS[result.correction][1].split(": ")
+    short = {"holm": "Holm", "bh": "BH"}.get(result.correction, method)
     variants_rows = []
     for v in result.variants:
         j = v.judgements
@@ -587,7 +588,7 @@ def experiment_report(result: ExperimentResult) -> Report:
         Column("change", "right"),
         Column("95% CI", "right"),
         Column("p", "right"),
-        Column(f"p {method}", "right"),
+        Column(f"p {short}", "right"),
         Column("n", "right"),
         Column(f"judged@{k}", "right"),
     )
@@ -634,7 +635,7 @@ def experiment_report(result: ExperimentResult) -> Report:
             f"95% CI: bootstrap ({result.n_resamples:,} resamples); seed {result.seed}"
         ),
         Note(
-            f"p {method}: adjusted for the {sum(1 for r in result.rows if r.p_value is not None)} "
+            f"p {short}: adjusted for the {sum(1 for r in result.rows if r.p_value is not None)} "
             f"comparisons of this table ({method}, {controls}); * marks adjusted p <= {ALPHA}; "
             "same lists: every question ranked and judged as in the baseline, not tested"
         ),

@@ -147,6 +147,54 @@ def test_json_doc_names_every_key_of_diff_json_and_no_other(mini, capsys):
     assert_documented(printed, documented("ragtui diff A B --json"), "diff --json")
 
 
+def test_json_doc_names_every_key_of_experiment_json_and_no_other(
+    tmp_path, capsys, monkeypatch, tiny_cross_encoder, cache_dir
+):
+    from ragtui.core.workspace import Workspace
+    from tests.test_windows import BREAD, DISTRACTORS, EVIDENCE, TAIL
+
+    # The long chunk of test_windows.py: its evidence lies wholly in the tail (tail questions), a
+    # hand grade on a 300-token chunking that is stale at 2000 tokens, and a reranked variant.
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "bakery.md").write_text("# Bakery\n\n" + BREAD * 2 + "\n\n" + TAIL)
+    for name, text in DISTRACTORS.items():
+        (tmp_path / "corpus" / name).write_text(text)
+    (tmp_path / "golden").mkdir()
+    question = {"id": "t1", "question": "The lighthouse cat's name?", "evidence": EVIDENCE}
+    (tmp_path / "golden" / "questions.jsonl").write_text(json.dumps(question) + "\n")
+    (tmp_path / "ragtui.toml").write_text(
+        'corpus = "corpus"\ngolden = "golden"\nchunk-size = 2000\n'
+        '[variants]\nbaseline = "off"\n[variants.off]\nwindows = "off"\n[variants.max]\n'
+        f'[variants.reranked]\nrerank = "{tiny_cross_encoder}"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+    from ragtui.core.settings import Settings
+
+    short = Workspace.load(
+        Settings(
+            corpus=tmp_path / "corpus",
+            golden=tmp_path / "golden",
+            chunk_size=300,
+            retrievers=("bm25",),
+        )
+    )
+    short.set_grade("t1", "bakery.md#1", 2)
+    body = _json_of(["experiment", "--json"], capsys)
+    printed = set(key_paths(body))
+    assert ("tail", "max", "vector", "RR", "p_value") in printed
+    assert ("variants", "reranked", "rerank_latency", "p95_ms") in printed
+    assert (
+        "variants",
+        "max",
+        "hand_grades",
+        "stale_reasons",
+        "chunk not in the chunked corpus",
+    ) in printed
+    assert ("variants", "off", "settings", "windows") in printed
+    assert_documented(printed, documented("ragtui experiment --json"), "experiment --json")
+
+
 def test_key_paths_and_matching():
     paths = set(key_paths({"a": {"x": 1}, "l": [{"b": 2}, {"c": [1, 2]}], "s": [1]}))
     assert paths == {("a",), ("a", "x"), ("l",), ("l[]", "b"), ("l[]", "c"), ("s",)}

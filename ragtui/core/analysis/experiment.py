@@ -37,7 +37,7 @@ from ragtui.core.analysis.diagnostics import diagnose
 from ragtui.core.analysis.runs import save_run
 from ragtui.core.data.golden import evidence_spans
 from ragtui.core.labelling.judging import THIN_JUDGED, judged_summaries
-from ragtui.core.metrics.measures import Measure, parse_measures, system_from_workspace
+from ragtui.core.metrics.measures import Measure, System, parse_measures, system_from_workspace
 from ragtui.core.metrics.significance import (
     CORRECTIONS,
     DEFAULT_SEED,
@@ -188,8 +188,9 @@ class ExperimentResult:
     seed: int = DEFAULT_SEED
     n_permutations: int = N_PERMUTATIONS
     n_resamples: int = N_RESAMPLES
-    tail: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    """Variant -> retriever -> measure -> mean over the variant's cut-off-tail questions."""
+    tail: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
+    """Variant -> retriever -> measure -> ``mean``, ``change``, ``ci95``, ``p_value`` over the
+    variant's cut-off-tail questions (the change against the baseline, on those questions)."""
 
     def variant(self, name: str) -> VariantResult:
         """The result of one variant (for the app: its ``settings`` and loaded ``workspace``)."""
@@ -372,7 +373,7 @@ def run_experiment(
     adjusted = adjust_p_values([r.p_value for r in rows if r.p_value is not None], correction)
     it = iter(adjusted)
     rows = [r if r.p_value is None else replace(r, p_adjusted=next(it)) for r in rows]
-    tail = _tail_means(results, chosen)
+    tail = _tail_means(results, base, chosen, seed, n_permutations, n_resamples)
     if save:
         # After every variant is evaluated: the first write may move the golden set to the user's copy.
         for result in results:
@@ -466,24 +467,57 @@ def _rows(
     return rows
 
 
+def _subset(system: System, questions: set[str]) -> System:
+    """A system restricted to some questions."""
+    kept = [q for q in system.question_ids if q in questions]
+    return System(system.label, system.rankings, system.grades, kept, system.threshold)
+
+
 def _tail_means(
-    results: Sequence[VariantResult], measures: Sequence[Measure]
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Per variant and retriever, each measure's mean over the questions whose evidence lies wholly in a cut-off tail."""
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    results: Sequence[VariantResult],
+    base: VariantResult,
+    measures: Sequence[Measure],
+    seed: int,
+    n_permutations: int,
+    n_resamples: int,
+) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """Per variant and retriever, each measure over the questions whose evidence lies wholly in a
+    cut-off tail: the mean, and the paired change against the baseline on those questions."""
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for result in results:
         questions = result.judgements.tail_questions
         if not questions:
             continue
-        out[result.name] = {
-            name: {
-                m.name: float(
-                    system_from_workspace(result.workspace, name).values(m, questions).mean()
-                )
+        chosen = set(questions)
+        out[result.name] = {}
+        for name in result.retrievers:
+            system = system_from_workspace(result.workspace, name)
+            against = _baseline_retriever(name, base.retrievers) if result is not base else None
+            cells: dict[str, dict[str, Any]] = {
+                m.name: {
+                    "mean": float(system.values(m, questions).mean()),
+                    "change": None,
+                    "ci95": None,
+                    "p_value": None,
+                }
                 for m in measures
             }
-            for name in result.retrievers
-        }
+            if against is not None:
+                comparison = compare_systems(
+                    _subset(system_from_workspace(base.workspace, against), chosen),
+                    _subset(system, chosen),
+                    measures,
+                    n_permutations=n_permutations,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                )
+                for compared in comparison.metrics:
+                    cells[compared.measure].update(
+                        change=compared.mean_difference,
+                        ci95=[compared.ci_low, compared.ci_high],
+                        p_value=compared.p_value,
+                    )
+            out[result.name][name] = cells
     return out
 
 
@@ -653,13 +687,13 @@ def experiment_report(result: ExperimentResult) -> Report:
         for name, by_retriever in result.tail.items():
             count = len(result.variant(name).judgements.tail_questions)
             first = True
-            for retriever, means in by_retriever.items():
+            for retriever, cells in by_retriever.items():
                 tail_rows.append(
                     (
                         name if first else "",
                         str(count) if first else "",
                         retriever,
-                        *(fmt(means[m.name]) for m in result.measures),
+                        *(_tail_cell(cells[m.name]) for m in result.measures),
                     )
                 )
                 first = False
@@ -669,6 +703,13 @@ def experiment_report(result: ExperimentResult) -> Report:
                 tail_rows,
                 heading="questions whose evidence lies wholly in a cut-off tail (in every relevant chunk: without windows the model reads none of it)",
                 right=(1, *range(3, 3 + len(result.measures))),
+                notes=(
+                    (
+                        "each cell: the mean on these questions, then the change against the baseline "
+                        "on the same questions and its randomisation p, not corrected: the subset "
+                        "windows are meant for, chosen before the run, read on its own"
+                    ),
+                ),
             )
         )
     saved = [v for v in result.variants if v.run_path is not None]
@@ -687,6 +728,14 @@ def experiment_report(result: ExperimentResult) -> Report:
         f"ragtui experiment: {len(result.variants)} variants against {result.baseline!r}",
         tuple(sections),
     )
+
+
+def _tail_cell(cell: dict[str, Any]) -> str:
+    """``0.960 +0.300 p 0.0089`` (the mean alone for the baseline)."""
+    text = fmt(cell["mean"])
+    if cell["change"] is None:
+        return text
+    return f"{text} {signed(cell['change'])} p {_p(cell['p_value'])}"
 
 
 def _shown(value: Any) -> str:

@@ -162,7 +162,8 @@ def test_check_exits_1_only_for_problems_and_prints_notes(tripwire, capsys):
     )
     assert "  36-39  > 1 ########################################" in out
     assert (
-        "harbour.md#1: note: 31 tokens, over the 30 the embedding model reads: the last one is invisible"
+        "harbour.md#1: note: 31 tokens, over the 30 the embedding model reads: read as overlapping "
+        "windows (windows of 30 tokens, stride 15, best window); without them the last one is invisible"
         in out
     )
     assert (

@@ -49,6 +49,8 @@ class Option:
     """The flag without dashes when it differs from the key (``run`` for ``runs``, one run a flag)."""
     unparse: Callable[[Any], str] | None = None
     """One value (one item of a repeatable option) back as the text its flag takes (default: generic)."""
+    example: Any = None
+    """A value to show in a new project file when the default is None (a number, not the metavar)."""
 
     def args(self, value: Any) -> list[str]:
         """The command-line arguments that give the option ``value`` (``["--k", "5"]``): parse's inverse."""
@@ -249,6 +251,7 @@ OPTIONS: tuple[Option, ...] = (
         "tokens from one window's start to the next (default: half the model's length)",
         "N",
         group="windows and reranking",
+        example=127,
     ),
     Option(
         "rerank",

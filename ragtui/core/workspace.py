@@ -314,12 +314,15 @@ class Workspace:
         n = len(windows.texts)
         window_matrix, question_matrix = matrix[:n], matrix[n:]
         question_vectors = {q.id: question_matrix[i] for i, q in enumerate(questions)}
-        by_text = {q.text: question_matrix[i] for i, q in enumerate(questions)}
+        by_text: dict[str, np.ndarray] = {
+            q.text: question_matrix[i] for i, q in enumerate(questions)
+        }
 
         def embed_query(text: str) -> np.ndarray:
             if text in by_text:
                 return by_text[text]
-            return cache.embed([text], model)[0]
+            embedded: np.ndarray = cache.embed([text], model)[0]
+            return embedded
 
         vector = VectorRetriever(
             self.chunks,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, diagnose
+from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.golden import EvidenceIndex, normalize_ws
 from ragtui.core.workspace import Workspace
 
@@ -41,7 +42,7 @@ def _shown_path(path: str) -> str:
 def _straddling_chunks(ws: Workspace, evidence: str) -> list[tuple[str, str]] | None:
     """Where evidence sits in a document but in no single chunk: the pairs of neighbouring chunks it spans."""
     needle = normalize_ws(evidence)
-    by_doc: dict[str, list] = {}
+    by_doc: dict[str, list[Chunk]] = {}
     for c in ws.chunks:
         by_doc.setdefault(c.doc, []).append(c)
     pairs = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -95,11 +96,11 @@ def load_folder(folder: str | Path, max_file_bytes: int = MAX_FILE_BYTES) -> Cor
     return Corpus(documents=documents, source=str(root), warnings=warnings)
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict]]:
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """Parse a JSON-lines file into (line number, object) pairs; blank lines are skipped."""
     if not path.is_file():
         raise InputError(path, "file not found")
-    rows: list[tuple[int, dict]] = []
+    rows: list[tuple[int, dict[str, Any]]] = []
     raw = path.read_bytes()
     text = decode_utf8(path, raw)
     for number, line in enumerate(text.split("\n"), start=1):

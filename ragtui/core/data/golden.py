@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document, read_jsonl
@@ -107,7 +108,9 @@ def _str_list(
     return tuple(value)
 
 
-def parse_question(obj: dict, path: Path, line: int, require_evidence: bool = True) -> Question:
+def parse_question(
+    obj: dict[str, Any], path: Path, line: int, require_evidence: bool = True
+) -> Question:
     """Validate one ``questions.jsonl`` object."""
     qid = obj.get("id")
     if qid is None:

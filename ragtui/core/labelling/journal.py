@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -66,7 +66,7 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def parse_label(obj: dict, path: Path, line: int) -> Label:
+def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
     """Validate one journal object."""
     for key in ("question", "chunk"):
         if not isinstance(obj.get(key), str) or not obj[key]:

@@ -100,7 +100,7 @@ def paired_randomization_test(
             codes = np.arange(start, min(start + rows, patterns), dtype=np.int64)
             signs = 1.0 - 2.0 * ((codes[:, None] >> bits) & 1)
             count += int(np.count_nonzero(np.abs(signs @ diff) / n >= threshold))
-        return count / patterns
+        return float(count / patterns)
     rng = np.random.default_rng(seed)
     count = 0
     rows = max(1, _BLOCK_CELLS // n)

@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -57,9 +58,9 @@ class Embedder:
     def __init__(self, model: str | None = None) -> None:
         self.name = model or "all-MiniLM-L6-v2"
         self.path = resolve_model(model)
-        self._model = None
+        self._model: Any = None
 
-    def _load(self):
+    def _load(self) -> Any:
         if self._model is None:
             quiet_offline_hub()
             try:

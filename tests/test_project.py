@@ -70,6 +70,10 @@ refresh = true
 milvus = "milvus.db"
 collection = "docs"
 milvus-fields = ["text=content"]
+windows = "mean"
+window-stride = 100
+rerank = "models/ce"
+rerank-over = "bm25"
 """,
     )
     project = load_project(path)
@@ -95,6 +99,10 @@ milvus-fields = ["text=content"]
         "milvus": "milvus.db",
         "collection": "docs",
         "milvus_fields": (("text", "content"),),
+        "windows": "mean",
+        "window_stride": 100,
+        "rerank": "models/ce",
+        "rerank_over": "bm25",
     }
     assert [spec.name for spec in project.values["live_retrievers"]] == ["web"]
     # Every shared option but beir (which excludes corpus) was set: the table and the file agree.
@@ -187,12 +195,12 @@ def test_a_flag_for_the_data_replaces_the_files_data_source(tmp_path):
         (
             "k = 3\n[mystery]\nx = 1\n",
             2,
-            "[mystery]: unknown section (sections: grades, retrievers)",
+            "[mystery]: unknown section (sections: grades, retrievers, variants)",
         ),
         (
             "[k]\nx = 1\n",
             1,
-            "[k]: unknown section (sections: grades, retrievers); k = VALUE sets the option",
+            "[k]: unknown section (sections: grades, retrievers, variants); k = VALUE sets the option",
         ),
         ('grades = "0-2"\n', 1, "grades: expected a table [grades]"),
     ],

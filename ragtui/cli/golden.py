@@ -112,6 +112,7 @@ def run_check(settings: Settings) -> int:
         chunk_size=settings.chunk_size,
         overlap=settings.overlap,
         questions_file=Path(settings.golden or "") / QUESTIONS_FILE,
+        windows=settings.windows,
     )
     print_report(diagnostics)
     out()

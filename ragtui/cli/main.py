@@ -333,7 +333,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _shared_options(p_compact)
     _project_commands(sub)
+    _experiment_command(sub)
     return parser
+
+
+def _experiment_command(sub: Any) -> None:
+    """``experiment``: the project file's variants side by side, with significance."""
+    from ragtui.core.metrics.significance import CORRECTIONS
+
+    p_exp = sub.add_parser(
+        "experiment",
+        help="evaluate every [variants.NAME] of the project file against the baseline variant: "
+        "one table of variant x retriever x measure with p-values corrected for the comparisons",
+    )
+    p_exp.add_argument(
+        "--json", action="store_true", help="print the table as JSON (every key: docs/json.md)"
+    )
+    p_exp.add_argument(
+        "--metrics",
+        default=None,
+        metavar="LIST",
+        help="ir_measures names (default R@k,RR,nDCG@k)",
+    )
+    p_exp.add_argument(
+        "--correction",
+        choices=tuple(CORRECTIONS),
+        default="holm",
+        help="holm (default: no false 'significant' anywhere in the table, at 95 %%) or bh "
+        "(Benjamini-Hochberg: at most 5 %% of the significant ones false, expected)",
+    )
+    p_exp.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the randomisation tests and the bootstraps (default 0)",
+    )
+    p_exp.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where each variant is saved as a run named after it (default <golden>/runs)",
+    )
+    p_exp.add_argument("--no-save", action="store_true", help="do not save the variants as runs")
+    _shared_options(p_exp)
 
 
 def _project_commands(sub: Any) -> None:
@@ -519,6 +563,18 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 as_json=args.json,
             )
         return evaluate.run_explain(settings, args.qid, as_json=args.json)
+    if command == "experiment":
+        from ragtui.cli.experiment import run_experiment_command
+
+        return run_experiment_command(
+            settings,
+            as_json=args.json,
+            metrics=args.metrics,
+            correction=args.correction,
+            seed=args.seed,
+            runs_dir=args.runs_dir,
+            save=not args.no_save,
+        )
     if command == "why":
         from ragtui.cli.why import run_why
 

@@ -21,6 +21,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.retrieval.bm25 import BM25_BACKENDS
 from ragtui.core.retrieval.external import parse_run_spec
 from ragtui.core.retrieval.live import LiveSpec, parse_retriever_spec
+from ragtui.core.retrieval.windows import WINDOW_MODES
 from ragtui.core.settings import Settings
 
 
@@ -163,6 +164,15 @@ def choice(options: Iterable[str]) -> Callable[[Any], str]:
     return parse
 
 
+def windows_mode(raw: Any) -> str:
+    """``max``, ``mean`` or ``off``; a project file may also say ``true`` (``max``) or ``false`` (``off``)."""
+    if raw is True or raw == "on":
+        return "max"
+    if raw is False:
+        return "off"
+    return choice(WINDOW_MODES)(raw)
+
+
 def run_spec(raw: Any) -> tuple[str, Path]:
     """``NAME=path.trec``: an external run."""
     try:
@@ -265,6 +275,38 @@ OPTIONS: tuple[Option, ...] = (
         "rank-bm25 (default) or bm25s",
         "NAME",
         choices=BM25_BACKENDS,
+    ),
+    Option(
+        "windows",
+        windows_mode,
+        "a chunk longer than the embedding model reads is embedded as overlapping windows and "
+        "scored by its best window (max, default), their mean (mean), or only its head (off)",
+        "MODE",
+        group="windows and reranking",
+        choices=WINDOW_MODES,
+    ),
+    Option(
+        "window_stride",
+        whole_number(1),
+        "tokens from one window's start to the next (default: half the model's length)",
+        "N",
+        group="windows and reranking",
+        example=127,
+    ),
+    Option(
+        "rerank",
+        text,
+        "re-score the top --depth with this sentence-transformers CrossEncoder (a folder, or a name "
+        "in the local Hugging Face cache; never downloaded), adding the retriever <over>+rerank",
+        "NAME_OR_PATH",
+        group="windows and reranking",
+    ),
+    Option(
+        "rerank_over",
+        text,
+        "the retriever whose top --depth is reranked (default hybrid)",
+        "RETRIEVER",
+        group="windows and reranking",
     ),
     Option("annotator", text, "who is labelling (default: the login name)", "NAME"),
     Option(

@@ -2,8 +2,10 @@
 
 Loading is split so that a UI can show something at once: ``Workspace.load`` reads the corpus,
 chunks it, reads the golden set and labels and builds BM25 (fast); ``prepare_vectors`` embeds the
-chunks and questions (from the cache when possible, else with the model: slow) and adds the
-vector and hybrid retrievers.
+chunks (as windows when they are longer than the model reads) and questions (from the cache when
+possible, else with the model: slow) and adds the vector and hybrid retrievers; ``prepare_rerank``
+adds ``<retriever>+rerank`` when a cross-encoder is set. Each slow step has a ``compute_*`` half
+that only reads (for a worker thread) and an ``apply_*`` half that changes the workspace.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ragtui.core.data.chunks_file import load_chunks_file
 from ragtui.core.data.corpus import Corpus, load_folder
 from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
 from ragtui.core.data.paths import is_bundled, writable_golden
-from ragtui.core.data.tokenizer import token_counter
+from ragtui.core.data.tokenizer import model_limit, token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.authoring import (
     QUESTIONS_FILE,
@@ -46,7 +48,16 @@ from ragtui.core.retrieval.live import (
     examples,
     run_live,
 )
+from ragtui.core.retrieval.rerank import (
+    RERANK_SUFFIX,
+    RERANKABLE,
+    CrossEncoderModel,
+    Reranker,
+    RerankProgress,
+    RerankResult,
+)
 from ragtui.core.retrieval.vector import VectorRetriever
+from ragtui.core.retrieval.windows import ChunkWindows, WindowPlan, chunk_windows, window_plan
 from ragtui.core.settings import Settings
 
 #: Where an effective grade came from.
@@ -93,6 +104,19 @@ class VectorResult:
     question_vectors: dict[str, np.ndarray]
     rankings: dict[str, dict[str, Ranking]]
     warnings: list[str]
+    windows: ChunkWindows | None = None
+
+
+@dataclass
+class Shared:
+    """What several workspaces loaded one after another may share (``ragtui experiment``): the read
+    and chunked corpus per data and chunking setting, and the loaded models."""
+
+    chunkings: dict[
+        tuple[object, ...], tuple[Corpus, list[Question], dict[str, dict[str, int]], list[Chunk]]
+    ] = field(default_factory=dict)
+    embedders: dict[str, Embedder] = field(default_factory=dict)
+    cross_encoders: dict[str, CrossEncoderModel] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -137,13 +161,42 @@ class Workspace:
     level: str = LEVEL_CHUNK
     #: The qrels as the data set gives them (BEIR: question -> document -> grade).
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: How chunks longer than the model reads are cut into windows (None: windows off, or the
+    #: model's limit unknown); ``windows`` holds every chunk's windows once embedded.
+    window_plan: WindowPlan | None = None
+    windows: ChunkWindows | None = None
+    #: The reranking stage (``--rerank``), and what its last run found (rankings, time per question).
+    reranker: Reranker | None = None
+    rerank: RerankResult | None = None
+    #: Chunkings and models shared with other workspaces (None: this one's own).
+    shared: Shared | None = None
 
     # ---- loading -------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, settings: Settings) -> Workspace:
-        """Read, chunk and index everything that needs no embedding model; BM25 is ready after this."""
+    def load(cls, settings: Settings, shared: Shared | None = None) -> Workspace:
+        """Read, chunk and index everything that needs no embedding model; BM25 is ready after this.
+
+        With ``shared``, a corpus already read and chunked the same way is reused, and so are
+        loaded models.
+        """
         settings = settings.resolved()
+        for name in settings.retrievers:
+            if name.endswith(RERANK_SUFFIX) and name != settings.rerank_name:
+                raise InputError(
+                    None,
+                    f"--retrievers: {name} comes from --rerank MODEL"
+                    + (
+                        f" with --rerank-over {name.removesuffix(RERANK_SUFFIX)}"
+                        if settings.rerank
+                        else ""
+                    ),
+                )
+        if settings.rerank and settings.rerank_over not in RERANKABLE:
+            raise InputError(
+                None,
+                f"--rerank-over: {settings.rerank_over!r} cannot be reranked; choose from {', '.join(RERANKABLE)}",
+            )
         if settings.k < 1 or settings.depth < 1:
             raise InputError(None, "--k and --depth must be at least 1")
         run_names = [name for name, _ in settings.runs]
@@ -159,28 +212,66 @@ class Workspace:
             raise InputError(
                 None, "--chunks replaces --corpus (the chunks are the corpus); give one of them"
             )
-        if settings.beir is not None:
-            corpus, questions, qrels = load_beir(settings.beir, with_corpus=own is None)
-            base_source = SOURCE_QRELS
+        counter = token_counter(settings.model)
+        base_source = SOURCE_QRELS if settings.beir is not None else SOURCE_EVIDENCE
+        key = (
+            settings.beir,
+            settings.corpus,
+            settings.chunks,
+            settings.golden,
+            settings.max_file_mb,
+            settings.chunk_size,
+            settings.overlap,
+            settings.model,
+        )
+        if shared is not None and key in shared.chunkings:
+            corpus, read_questions, qrels, read_chunks = shared.chunkings[key]
+            # Copies: a workspace appends added questions to its own list.
+            questions, chunks = list(read_questions), list(read_chunks)
         else:
-            assert settings.golden is not None
-            if own is None:
-                assert settings.corpus is not None
-                corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
-            questions = load_questions(Path(settings.golden) / "questions.jsonl")
-            qrels = {}
-            base_source = SOURCE_EVIDENCE
-        if own is not None:
-            corpus, chunks = own.corpus, own.chunks
-        else:
-            counter = token_counter(settings.model)
-            chunks = chunk_documents(
-                corpus.documents, counter, settings.chunk_size, settings.overlap
-            )
-        if not chunks:
-            raise InputError(corpus.source, "the corpus gave no chunks (every document is empty)")
+            if settings.beir is not None:
+                corpus, questions, qrels = load_beir(settings.beir, with_corpus=own is None)
+            else:
+                assert settings.golden is not None
+                if own is None:
+                    assert settings.corpus is not None
+                    corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
+                questions = load_questions(Path(settings.golden) / "questions.jsonl")
+                qrels = {}
+            if own is not None:
+                corpus, chunks = own.corpus, own.chunks
+            else:
+                chunks = chunk_documents(
+                    corpus.documents, counter, settings.chunk_size, settings.overlap
+                )
+            if not chunks:
+                raise InputError(
+                    corpus.source, "the corpus gave no chunks (every document is empty)"
+                )
+            if shared is not None:
+                shared.chunkings[key] = (corpus, list(questions), qrels, list(chunks))
         assert settings.golden is not None
         labels = LabelJournal(Path(settings.golden) / "labels.jsonl", settings.annotator)
+        needed = needed_retrievers(settings)
+        plan = None
+        if needed & {"vector", "hybrid"}:
+            # Checked now (a bad stride is bad input), used when the chunks are embedded.
+            plan = window_plan(
+                settings.windows, settings.window_stride, model_limit(settings.model, counter)
+            )
+        reranker = None
+        if settings.rerank:
+            model = shared.cross_encoders.get(settings.rerank) if shared is not None else None
+            reranker = Reranker(
+                settings.rerank,
+                settings.rerank_over,
+                {c.id: c.text for c in chunks},
+                {c.id: i for i, c in enumerate(chunks)},
+                settings.cache_dir,
+                model,
+            )
+            if shared is not None:
+                shared.cross_encoders.setdefault(settings.rerank, reranker.model)
         ws = cls(
             settings=settings,
             corpus=corpus,
@@ -190,6 +281,9 @@ class Workspace:
             base_grades={},
             base_source=base_source,
             bm25=None,
+            window_plan=plan,
+            reranker=reranker,
+            shared=shared,
         )
         ws.chunk_by_id = {c.id: c for c in chunks}
         ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
@@ -199,6 +293,8 @@ class Workspace:
         ws.base_grades = ws._base_grades(qrels)
         ws.warnings = list(corpus.warnings) + labels.take_warnings()
         labels.take_touched()  # everything is evaluated below
+        if reranker is not None:
+            ws.warnings.extend(reranker.cache.warnings)
         ws.live = build_live_retrievers(
             settings.retrievers,
             settings.live_retrievers,
@@ -210,7 +306,7 @@ class Workspace:
             taken=run_names,
         )
         ws.live_status = {name: LiveStatus(name, "waiting") for name in ws.live}
-        if "bm25" in settings.retrievers or "hybrid" in settings.retrievers:
+        if "bm25" in needed or "hybrid" in needed:
             ws.bm25 = BM25Retriever(chunks, backend=settings.bm25_backend)
             ws.rankings["bm25"] = {q.id: ws.bm25.search(q.text, settings.depth) for q in questions}
         known_ids: set[str] | dict[str, Chunk] = ws.chunk_by_id
@@ -251,8 +347,8 @@ class Workspace:
 
     @property
     def vectors_needed(self) -> bool:
-        """Whether the settings ask for the vector or hybrid retriever."""
-        return any(n in self.settings.retrievers for n in ("vector", "hybrid"))
+        """Whether the settings ask for the vector or hybrid retriever (shown, or reranked)."""
+        return bool(needed_retrievers(self.settings) & {"vector", "hybrid"})
 
     def embedding_cache(self) -> EmbeddingCache:
         """The embedding cache of the chosen model."""
@@ -272,20 +368,32 @@ class Workspace:
         bm25_rankings = dict(self.rankings.get("bm25", {}))
         cache = self.embedding_cache()
         warnings = list(cache.warnings)
-        model = embedder or Embedder(self.settings.model)
-        matrix = cache.embed(
-            [c.text for c in self.chunks] + [q.text for q in questions], model, progress
-        )
-        n = len(self.chunks)
-        chunk_matrix, question_matrix = matrix[:n], matrix[n:]
+        model = embedder
+        if model is None and self.shared is not None:
+            model = self.shared.embedders.setdefault(
+                self.settings.model, Embedder(self.settings.model)
+            )
+        model = model or Embedder(self.settings.model)
+        windows = chunk_windows(self.chunks, token_counter(self.settings.model), self.window_plan)
+        matrix = cache.embed(windows.texts + [q.text for q in questions], model, progress)
+        n = len(windows.texts)
+        window_matrix, question_matrix = matrix[:n], matrix[n:]
         question_vectors = {q.id: question_matrix[i] for i, q in enumerate(questions)}
-        by_text = {q.text: question_matrix[i] for i, q in enumerate(questions)}
+        by_text: dict[str, np.ndarray] = {
+            q.text: question_matrix[i] for i, q in enumerate(questions)
+        }
 
         def embed_query(text: str) -> np.ndarray:
             row: np.ndarray = by_text[text] if text in by_text else cache.embed([text], model)[0]
             return row
 
-        vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
+        vector = VectorRetriever(
+            self.chunks,
+            window_matrix,
+            embed_query,
+            windows.first_rows,
+            self.window_plan.mode if self.window_plan is not None else "max",
+        )
         depth = self.settings.depth
         rankings = {
             "vector": dict(
@@ -297,19 +405,20 @@ class Workspace:
             )
         }
         hybrid = None
-        if "hybrid" in self.settings.retrievers and self.bm25 is not None:
+        if "hybrid" in needed_retrievers(self.settings) and self.bm25 is not None:
             hybrid = HybridRetriever(self.bm25, vector, self.chunk_order)
             rankings["hybrid"] = {
                 q.id: hybrid.fuse(bm25_rankings.get(q.id, []), rankings["vector"][q.id], depth)
                 for q in questions
             }
-        return VectorResult(vector, hybrid, question_vectors, rankings, warnings)
+        return VectorResult(vector, hybrid, question_vectors, rankings, warnings, windows)
 
     def apply_vectors(self, result: VectorResult) -> None:
         """Add vector and hybrid rankings computed by ``compute_vectors`` and evaluate them."""
         assert self.evaluation is not None
         self.vector = result.vector
         self.hybrid = result.hybrid
+        self.windows = result.windows
         self.question_vectors = dict(result.question_vectors)
         self.warnings.extend(result.warnings)
         for name, by_question in result.rankings.items():
@@ -329,6 +438,12 @@ class Workspace:
             return self.vector.search(text, depth)
         if name == "hybrid" and self.hybrid is not None:
             return self.hybrid.search(text, depth)
+        if name == "bm25" and self.bm25 is not None:
+            return self.bm25.search(text, depth)
+        if self.reranker is not None and name == self.reranker.name:
+            ranked = self.reranker.rerank(text, self._rank_new(self.reranker.over, text)).ranking
+            self.reranker.cache.save()
+            return ranked
         return []
 
     def prepare_vectors(
@@ -339,16 +454,67 @@ class Workspace:
         if result is not None:
             self.apply_vectors(result)
 
+    def compute_rerank(self, progress: RerankProgress | None = None) -> RerankResult | None:
+        """Rerank every golden question's first-stage list with the cross-encoder (slow unless cached).
+
+        Reads the workspace (the first stage must be ready: ``apply_vectors`` done for vector or
+        hybrid) and changes only the score cache, so it may run in a worker thread;
+        ``apply_rerank`` then adds the result.
+        """
+        reranker = self.reranker
+        if reranker is None:
+            return None
+        first_stage = self.rankings.get(reranker.over)
+        if first_stage is None:
+            raise RuntimeError(f"{reranker.over} has no rankings yet: prepare the vectors first")
+        questions = list(self.questions)
+        rankings: dict[str, Ranking] = {}
+        seconds: dict[str, float] = {}
+        scored_now: set[str] = set()
+        try:
+            for i, q in enumerate(questions, start=1):
+                done = reranker.rerank(q.text, first_stage.get(q.id, []))
+                rankings[q.id] = done.ranking
+                seconds[q.id] = done.seconds
+                if not done.cached:
+                    scored_now.add(q.id)
+                if progress:
+                    progress(i, len(questions))
+        finally:
+            reranker.cache.save()
+        return RerankResult(reranker.name, rankings, seconds, scored_now)
+
+    def apply_rerank(self, result: RerankResult) -> None:
+        """Add the reranked rankings computed by ``compute_rerank`` and evaluate them."""
+        assert self.evaluation is not None
+        by_question = dict(result.rankings)
+        for q in self.questions:
+            if q.id not in by_question:
+                by_question[q.id] = self._rank_new(result.name, q.text)
+        self.rerank = result
+        self.warnings.extend(result.warnings)
+        self.rankings[result.name] = by_question
+        self.evaluation.set_rankings(result.name, by_question)
+
+    def prepare_rerank(self, progress: RerankProgress | None = None) -> None:
+        """``compute_rerank`` then ``apply_rerank`` (nothing without a reranker)."""
+        result = self.compute_rerank(progress)
+        if result is not None:
+            self.apply_rerank(result)
+
     @classmethod
     def open(
         cls,
         settings: Settings,
         progress: Progress | None = None,
         live_progress: LiveProgress | None = None,
+        shared: Shared | None = None,
     ) -> Workspace:
-        """Load everything, embeddings and live retrievers' answers included (the headless commands)."""
-        ws = cls.load(settings)
+        """Load everything, embeddings, reranking and live retrievers' answers included (the
+        headless commands)."""
+        ws = cls.load(settings, shared)
         ws.prepare_vectors(progress)
+        ws.prepare_rerank()
         if ws.live:
             ws.apply_live(ws.compute_live(progress=live_progress, refresh=settings.refresh))
         return ws
@@ -554,10 +720,14 @@ class Workspace:
 
     @property
     def retrievers(self) -> list[str]:
-        """The chosen retrievers that have rankings: the built-in ones in the standard order, the external runs, then the live ones."""
+        """The chosen retrievers that have rankings: the built-in ones in the standard order, the
+        reranked one (``hybrid+rerank``), the external runs, then the live ones."""
         builtin = [
             n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings
         ]
+        reranked = self.settings.rerank_name
+        if reranked is not None and reranked in self.rankings:
+            builtin.append(reranked)
         runs = [n for n, _ in self.settings.runs if n in self.rankings]
         return builtin + runs + [n for n in self.live if n in self.rankings]
 
@@ -902,3 +1072,13 @@ def _level(settings: Settings, base_source: str, chunks: list[Chunk]) -> str:
     if base_source == SOURCE_QRELS and any(c.id != c.doc for c in chunks):
         return LEVEL_DOCUMENT
     return LEVEL_CHUNK
+
+
+def needed_retrievers(settings: Settings) -> set[str]:
+    """The built-in retrievers to compute: the ones shown, the one reranked, and what hybrid fuses."""
+    needed = {n for n in settings.retrievers if n in RETRIEVER_NAMES}
+    if settings.rerank:
+        needed.add(settings.rerank_over)
+    if "hybrid" in needed:
+        needed |= {"bm25", "vector"}
+    return needed

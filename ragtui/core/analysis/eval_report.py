@@ -54,6 +54,8 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
     ):
         # The best recall@k any fusion of the two top-depth lists could reach, beside hybrid's recall.
         retrievers["hybrid"]["pool_ceiling"] = pool_ceilings(ws).pool_ceiling
+    if ws.rerank is not None and ws.rerank.name in retrievers:
+        retrievers[ws.rerank.name]["rerank"] = rerank_json(ws)
     return {
         "k": ws.settings.k,
         "depth": ws.settings.depth,
@@ -73,3 +75,24 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
             if any(why.causes(qid, r) for r in ws.retrievers)
         },
     }
+
+
+def rerank_json(ws: Workspace) -> dict[str, Any]:
+    """What the reranking stage did: the model, the list it re-scored, and its time per question."""
+    assert ws.rerank is not None and ws.reranker is not None
+    return {
+        "model": ws.reranker.model.name,
+        "over": ws.reranker.over,
+        "depth": ws.settings.depth,
+        "latency": ws.rerank.latency.as_dict(),
+    }
+
+
+def rerank_line(ws: Workspace) -> str | None:
+    """``hybrid+rerank: MODEL re-scored the top 10 of hybrid; median ... per question``, or None."""
+    if ws.rerank is None or ws.reranker is None:
+        return None
+    return (
+        f"{ws.rerank.name}: {ws.reranker.model.name} re-scored the top {ws.settings.depth} of "
+        f"{ws.reranker.over}; latency {ws.rerank.latency.describe()}"
+    )

@@ -40,10 +40,20 @@ def text_key(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def _slug(model: str) -> str:
+def model_slug(model: str) -> str:
     """A folder name for a model name or path, readable and collision-safe."""
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name or model)[:60]
     return f"{readable}-{hashlib.sha1(model.encode()).hexdigest()[:10]}"
+
+
+def quiet_offline_hub() -> None:
+    """Before loading a model: never download, and no progress bars or chatter from the libraries."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # The library's own progress bars would scribble over the CLI's and the app's.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TQDM_DISABLE", "1")
 
 
 class Embedder:
@@ -56,12 +66,7 @@ class Embedder:
 
     def _load(self) -> SentenceTransformer:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            # The library's own progress bars would scribble over the CLI's and the app's.
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            os.environ.setdefault("TQDM_DISABLE", "1")
+            quiet_offline_hub()
             try:
                 from sentence_transformers import SentenceTransformer
 
@@ -105,7 +110,7 @@ class EmbeddingCache:
 
     def __init__(self, model: str | None = None, root: Path | None = None) -> None:
         self.model = model or "all-MiniLM-L6-v2"
-        self.folder = (root or cache_dir()) / "embeddings" / _slug(self.model)
+        self.folder = (root or cache_dir()) / "embeddings" / model_slug(self.model)
         self.vectors: np.ndarray | None = None
         self.rows: dict[str, int] = {}
         #: Why a cache on disk was not used (tampered, truncated), for the user to see.

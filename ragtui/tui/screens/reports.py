@@ -92,6 +92,8 @@ def diagnostics_screen(ws: Workspace) -> DiagnosticsScreen:
         chunks=tuple(ws.chunks),
         questions=tuple(ws.questions),
         documents=tuple(ws.corpus.documents),
+        windows=settings.windows,
+        window_stride=settings.window_stride,
     )
     return DiagnosticsScreen(inputs)
 

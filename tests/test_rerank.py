@@ -183,7 +183,7 @@ def test_the_reranked_retriever_everywhere(rerank_settings, mini, capsys, monkey
     assert run and run[0].split()[5] == "ragtui-hybrid+rerank"
     # compare: against its first stage.
     assert main(["eval", *args, "--compare", "hybrid", "hybrid+rerank"]) == 0
-    assert "compare hybrid -> hybrid+rerank" in capsys.readouterr().out
+    assert "compare hybrid+rerank against hybrid" in capsys.readouterr().out
     # explain: the reranked list beside the hybrid ranks.
     assert main(["explain", "m02", *args]) == 0
     text = capsys.readouterr().out

@@ -187,6 +187,7 @@ def island(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Setting
         model=str(_model(root / "model", 40)),
         cache_dir=cache_dir,
         annotator="tester",
+        windows="off",  # the set is built on the model's cut-off; windows are tested on their own
     )
     ws = Workspace.load(settings)
     ws.set_grade("w4", "prices.md#0", 2)
@@ -217,6 +218,8 @@ def _args(settings: Settings, *extra: str) -> list[str]:
         "2",
         "--model",
         str(settings.model),
+        "--windows",
+        "off",
         *extra,
     ]
 
@@ -366,6 +369,18 @@ def test_windows_that_read_the_whole_chunk_leave_no_cut_off(ws):
     finally:
         ws.vector = vector
     assert isinstance(vector_coverage(ws), FirstTokens)
+
+
+def test_real_windows_read_the_tail_the_model_cut_off(island):
+    windowed = Workspace.open(dataclasses.replace(island, windows="max"))
+    assert not isinstance(vector_coverage(windowed), FirstTokens)
+    index = WhyIndex(windowed)
+    for retriever in ("vector", "hybrid"):
+        assert "cut-off" not in index.causes("w5", retriever)
+    # What the windows read covers the whole lighthouse chunk.
+    spans = vector_coverage(windowed).read_spans("lighthouse.md#0")
+    text = windowed.chunk_by_id["lighthouse.md#0"].text
+    assert spans and spans[0][0] == 0 and max(b for _, b in spans) == len(text)
 
 
 def test_a_grade_change_is_followed_by_update(ws):

@@ -350,9 +350,10 @@ class Workspace:
         """Whether the settings ask for the vector or hybrid retriever (shown, or reranked)."""
         return bool(needed_retrievers(self.settings) & {"vector", "hybrid"})
 
-    def embedding_cache(self) -> EmbeddingCache:
-        """The embedding cache of the chosen model."""
-        return EmbeddingCache(self.settings.model, self.settings.cache_dir)
+    def embedding_cache(self, embedder: Embedder | None = None) -> EmbeddingCache:
+        """The embedding cache of the chosen model (or of the embedder given in its place)."""
+        name = embedder.cache_name if embedder is not None else self.settings.model
+        return EmbeddingCache(name, self.settings.cache_dir)
 
     def compute_vectors(
         self, progress: Progress | None = None, embedder: Embedder | None = None
@@ -366,14 +367,14 @@ class Workspace:
             return None
         questions = list(self.questions)
         bm25_rankings = dict(self.rankings.get("bm25", {}))
-        cache = self.embedding_cache()
-        warnings = list(cache.warnings)
         model = embedder
         if model is None and self.shared is not None:
             model = self.shared.embedders.setdefault(
                 self.settings.model, Embedder(self.settings.model)
             )
         model = model or Embedder(self.settings.model)
+        cache = self.embedding_cache(model)
+        warnings = list(cache.warnings)
         windows = chunk_windows(self.chunks, token_counter(self.settings.model), self.window_plan)
         matrix = cache.embed(windows.texts + [q.text for q in questions], model, progress)
         n = len(windows.texts)

@@ -47,6 +47,7 @@ from ragtui.tui.messages import (
     BaselineLoaded,
     Changed,
     EmbeddingProgress,
+    ExperimentDone,
     ForeignChunks,
     GradeRequested,
     LiveProgress,
@@ -54,6 +55,7 @@ from ragtui.tui.messages import (
     LoadFailed,
     Notice,
     QuestionAppended,
+    RerankReady,
     RetireRequested,
     UndoRequested,
     VectorsFailed,
@@ -106,6 +108,11 @@ class _ReportingEmbedder:
         self.on_start = on_start
 
     @property
+    def cache_name(self) -> str:
+        """The wrapped model's cache: wrapping changes no vector."""
+        return str(self.inner.cache_name)
+
+    @property
     def max_seq_length(self) -> int:
         """The wrapped model's longest input."""
         return int(self.inner.max_seq_length)
@@ -155,7 +162,10 @@ class RagtuiApp(App[int]):
         #: The state and the rules for changing it.
         self.controller = Controller(settings)
         #: Used to embed (None: the settings' sentence-transformers model, loaded on first need).
+        #: The embedder tests inject (used for every model), else None.
         self.embedder = embedder
+        #: Loaded models by name, so that a reload does not load one again (a variant may name another).
+        self.models: dict[str, Any] = {}
         self._given_workspace = workspace
         #: Every change the app made; screens subscribe and redraw what it touched.
         self.changed: Signal[Changed] = Signal(self, "changed")
@@ -348,9 +358,9 @@ class RagtuiApp(App[int]):
             announce()
             self.post_message(EmbeddingProgress(generation, 0, count))
 
-        embedder = self.embedder
+        name = ws.settings.model or ""
         try:
-            model = embedder if embedder is not None else Embedder(ws.settings.model)
+            model = self.embedder or self.models.get(name) or Embedder(ws.settings.model)
             result = ws.compute_vectors(progress, _ReportingEmbedder(model, on_start))  # type: ignore[arg-type]
             loading[0] = False
         except _Cancelled:
@@ -376,6 +386,45 @@ class RagtuiApp(App[int]):
         self._say_load_warnings(ws, message.vectors)
         if ws.live:
             self._ask_live(ws, self.generation, ws.settings.refresh)
+        if message.vectors is not None or not ws.vectors_needed:
+            self._start_rerank(ws)
+        self._check_ready()
+
+    def _start_rerank(self, ws: Workspace) -> None:
+        """Run the reranking stage in a worker, once its first stage is ranked."""
+        if ws.reranker is not None and ws.reranker.over in ws.rankings:
+            self._rerank(ws, self.generation)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="rerank")
+    def _rerank(self, ws: Workspace, generation: int) -> None:
+        """Re-score every question's first-stage list with the cross-encoder (cached scores are
+        read): ``compute_rerank`` reads the rankings, which do not change once applied."""
+        name = ws.settings.rerank_name or "rerank"
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_INTERVAL or done >= total:
+                last[0] = now
+                self.post_message(Notice(f"reranking with {name}: {done}/{total} questions"))
+
+        try:
+            result = ws.compute_rerank(progress)
+        except InputError as exc:
+            self.post_message(WorkFailed(name, exc.message))
+            return
+        except Exception as exc:  # a model that cannot run must be a message, never a traceback
+            self.post_message(WorkFailed(name, visible_line(f"{type(exc).__name__}: {exc}")))
+            return
+        if result is not None:
+            self.post_message(RerankReady(generation, result))
+
+    def on_rerank_ready(self, message: RerankReady) -> None:
+        """Show the reranked list."""
+        if message.generation != self.generation or self.workspace is None:
+            return
+        self.publish(self.controller.rerank_ready(message.result))
+        self.say(f"{message.result.name} is ready: {message.result.latency.describe()}")
         self._check_ready()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="live")
@@ -478,9 +527,10 @@ class RagtuiApp(App[int]):
         if message.generation != self.generation or self.workspace is None:
             return
         if message.embedder is not None:
-            self.embedder = message.embedder
+            self.models[self.workspace.settings.model or ""] = message.embedder
         self.publish(self.controller.vectors_ready(message.result))
         self.publish(Changed("progress"))
+        self._start_rerank(self.workspace)
         if message.result.warnings:
             self.say(f"warning: {message.result.warnings[0]}", error=True)
         self._check_ready()
@@ -704,8 +754,65 @@ class RagtuiApp(App[int]):
         self.say(f"Added {question.id}: {values}")
 
     def on_work_failed(self, message: WorkFailed) -> None:
-        """A worker's change was refused: say why."""
+        """A worker's change was refused: say why (a failed reranking stage marks its list)."""
+        ws = self.workspace
+        if ws is not None and message.what == ws.settings.rerank_name:
+            self.publish(self.controller.rerank_failed(message.what, message.message))
+            self._check_ready()
         self.say(f"{message.what}: {message.message}", error=True)
+
+    # ---- experiments ------------------------------------------------------------------------------
+
+    def run_experiment(self) -> None:
+        """Evaluate every variant of the project file in a worker and show the table."""
+        if not self.controller.settings.variants:
+            self.say(
+                "The project file declares no [variants.NAME]: nothing to compare.", error=True
+            )
+            return
+        self.say(f"running {len(self.controller.settings.variants)} variants…")
+        self._experiment(self.controller.settings)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="experiment")
+    def _experiment(self, settings: Settings) -> None:
+        """``ragtui experiment`` off the UI thread (it loads its own workspaces; saves no runs)."""
+        from ragtui.core.analysis.experiment import run_experiment
+
+        def status(line: str) -> None:
+            self.post_message(Notice(f"experiment: {line}"))
+
+        try:
+            result = run_experiment(settings, save=False, status=status)
+        except InputError as exc:
+            self.post_message(WorkFailed("Experiment", exc.message))
+            return
+        except Exception as exc:  # a variant that cannot load must be a message
+            self.post_message(
+                WorkFailed("Experiment", visible_line(f"{type(exc).__name__}: {exc}"))
+            )
+            return
+        self.post_message(ExperimentDone(result))
+
+    def on_experiment_done(self, message: ExperimentDone) -> None:
+        """Show the experiment table."""
+        from ragtui.tui.screens.report import ReportScreen
+
+        self.say(
+            "experiment done; ctrl+p, experiment: show variant NAME switches the screen to one"
+        )
+        self.push_screen(ReportScreen(message.result.report(), id="experiment"))
+
+    def show_variant(self, name: str) -> None:
+        """Switch the whole screen to a variant of the project file (a reload)."""
+        from ragtui.core.variants import variant_settings
+
+        try:
+            settings = variant_settings(self.controller.settings, name)
+        except (InputError, ValueError, KeyError) as exc:
+            self.say(f"variant {name}: {exc}", error=True)
+            return
+        self.say(f"Loading variant {name}…")
+        self.start_load(settings)
 
     # ---- settings (keys and the command palette) ------------------------------------------------------
 

@@ -162,6 +162,23 @@ class RagtuiCommands(Provider):
             ),
             ("help: keys and metrics", app.action_help, "every key and what each metric means"),
         ]
+        variants = app.controller.settings.variants
+        if variants:
+            out.append(
+                (
+                    "experiment: run the variants",
+                    app.run_experiment,
+                    f"{len(variants)} variants of the project file, side by side with significance",
+                )
+            )
+            out += [
+                (
+                    f"experiment: show variant {v.name}",
+                    partial(app.show_variant, v.name),
+                    f"switch the whole screen to {v}",
+                )
+                for v in variants
+            ]
         if ws.live:
             out.append(
                 (

@@ -17,6 +17,7 @@ from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import ReadOnlyError
 from ragtui.core.retrieval.base import Hit, Ranking
+from ragtui.core.retrieval.rerank import RerankResult
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import GradeChange, LiveResult, VectorResult, Workspace
@@ -75,6 +76,8 @@ class Controller:
 
         s = self.settings
         builtin = [n for n in RETRIEVER_NAMES if n in s.retrievers]
+        if s.rerank_name is not None:
+            builtin.append(s.rerank_name)  # the reranking stage's list, after the built-in ones
         runs = [n for n, _ in s.runs if n not in builtin]
         live = live_names(s.retrievers, s.live_retrievers, s.milvus)
         return builtin + runs + [n for n in live if n not in builtin and n not in runs]
@@ -115,12 +118,26 @@ class Controller:
         return Changed("retrievers")
 
     def vectors_failed(self, message: str) -> Changed:
-        """Embedding failed: vector and hybrid are unavailable, BM25 keeps working."""
+        """Embedding failed: vector and hybrid are unavailable (and what reranks them), BM25 keeps working."""
         self.embedding_progress = None
-        for name in VECTOR_RETRIEVERS:
+        rerank = self.settings.rerank_name
+        for name in (*VECTOR_RETRIEVERS, *((rerank,) if rerank else ())):
             if name in self.retriever_status:
                 self.retriever_status[name] = "failed"
                 self.retriever_errors[name] = message
+        return Changed("retrievers")
+
+    def rerank_ready(self, result: RerankResult) -> Changed:
+        """The reranking stage's lists arrived: evaluate them."""
+        self.ws.apply_rerank(result)
+        self.retriever_status[result.name] = "ready"
+        self.retriever_errors.pop(result.name, None)
+        return Changed("retrievers")
+
+    def rerank_failed(self, name: str, message: str) -> Changed:
+        """The cross-encoder could not run: its list is unavailable, the others keep working."""
+        self.retriever_status[name] = "failed"
+        self.retriever_errors[name] = message
         return Changed("retrievers")
 
     def live_ready(self, result: LiveResult) -> Changed:

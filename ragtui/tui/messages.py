@@ -12,9 +12,11 @@ from typing import Literal
 
 from textual.message import Message
 
+from ragtui.core.analysis.experiment import ExperimentResult
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
 from ragtui.core.retrieval.base import Hit, Ranking
+from ragtui.core.retrieval.rerank import RerankResult
 from ragtui.core.workspace import LiveResult, VectorResult, Workspace
 
 # ---- requests: screens and widgets ask, the app decides ---------------------------------------------
@@ -138,6 +140,21 @@ class LiveProgress(Message):
     def can_replace(self, message: Message) -> bool:
         """A newer report of the same retriever supersedes a queued one."""
         return isinstance(message, LiveProgress) and message.name == self.name
+
+
+@dataclass
+class RerankReady(Message):
+    """The cross-encoder re-scored every question's first-stage list (off the UI thread)."""
+
+    generation: int
+    result: RerankResult
+
+
+@dataclass
+class ExperimentDone(Message):
+    """Every variant of the project file evaluated and compared (off the UI thread)."""
+
+    result: ExperimentResult
 
 
 @dataclass

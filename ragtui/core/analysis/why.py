@@ -168,11 +168,27 @@ class FirstTokens:
         return self._spans[chunk_id]
 
 
+class WindowSpans:
+    """Long-chunk windows: the model reads each window whole, so a chunk is read where its windows lie."""
+
+    def __init__(self, ws: Workspace) -> None:
+        assert ws.windows is not None
+        self._spans = ws.windows.spans
+        self._order = ws.chunk_order
+
+    def read_spans(self, chunk_id: str) -> Sequence[tuple[int, int]] | None:
+        """The chunk's windows' character spans."""
+        index = self._order.get(chunk_id)
+        return None if index is None else self._spans[index]
+
+
 def vector_coverage(ws: Workspace) -> ReadSpans:
-    """What the workspace's vector retriever reads: its own ``read_spans`` (long-chunk windows) if
-    it has one, else the first tokens the model reads."""
+    """What the workspace's vector retriever reads: its own ``read_spans`` if it has one, the
+    long-chunk windows it embedded if any, else the first tokens the model reads."""
     if isinstance(ws.vector, ReadSpans):
         return ws.vector
+    if ws.windows is not None and ws.windows.plan is not None:
+        return WindowSpans(ws)
     return FirstTokens(ws)
 
 
@@ -780,12 +796,17 @@ class WhyIndex:
     """Every question's misses for every shown retriever, computed once; ``update`` recomputes one
     question after its grades change, ``matching`` answers the ``why:CAUSE`` filter."""
 
-    def __init__(self, ws: Workspace, coverage: ReadSpans | None = None) -> None:
+    def __init__(
+        self, ws: Workspace, coverage: ReadSpans | None = None, lazy: bool = False
+    ) -> None:
+        """The misses of every question (``lazy``: each computed when first asked for, as the app
+        does for the rows it shows)."""
         self.ws = ws
         self._ctx = _Context(ws, coverage if coverage is not None else vector_coverage(ws))
         self._by_question: dict[str, QuestionWhy] = {}
-        for q in ws.questions:
-            self.update(q.id)
+        if not lazy:
+            for q in ws.questions:
+                self.update(q.id)
 
     @property
     def k(self) -> int:

@@ -3,7 +3,9 @@ the model's input limit, read from its configuration files."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
@@ -52,6 +54,47 @@ def _find_tokenizer_file(model: str) -> Path:
     raise InputError(
         model, "model not found: not a folder and not in the local Hugging Face cache (offline)"
     )
+
+
+#: Bytes read from each end of a model file for its fingerprint, and the most files looked at.
+FINGERPRINT_BYTES = 1 << 20
+FINGERPRINT_FILES = 200
+
+
+def model_fingerprint(model: str | None) -> str:
+    """What tells one model's files from another's: every file's name and size and the first and last
+    MiB of its bytes (a model fine-tuned and saved again in the same folder gets another
+    fingerprint; reinstalling the same files does not).  Empty when the model is not found: loading
+    it says why."""
+    resolved = resolve_model(model)
+    if Path(resolved).is_dir():
+        folder = Path(resolved)
+    else:
+        try:
+            folder = _find_tokenizer_file(resolved).parent  # a snapshot in the Hugging Face cache
+        except InputError:
+            return ""
+    digest = hashlib.sha1()
+    files: list[Path] = []
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
+        if len(files) >= FINGERPRINT_FILES:
+            break
+    for path in files[:FINGERPRINT_FILES]:
+        try:
+            with path.open("rb") as handle:  # hub snapshots link to blobs: follow the file links
+                size = os.fstat(handle.fileno()).st_size
+                head = handle.read(FINGERPRINT_BYTES)
+                if size > 2 * FINGERPRINT_BYTES:
+                    handle.seek(size - FINGERPRINT_BYTES)
+                tail = handle.read(FINGERPRINT_BYTES)
+        except OSError:
+            continue
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
+        digest.update(head)
+        digest.update(tail)
+    return digest.hexdigest()
 
 
 class TokenCounter:

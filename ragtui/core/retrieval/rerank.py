@@ -31,6 +31,7 @@ import numpy as np
 import orjson
 
 from ragtui.core.data.paths import cache_dir
+from ragtui.core.data.tokenizer import model_fingerprint
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.embeddings import model_slug, quiet_offline_hub
@@ -134,7 +135,7 @@ class RerankCache:
     def __init__(self, model: str, fingerprint: str, root: Path | None = None) -> None:
         self.model = model
         self.fingerprint = fingerprint
-        self.folder = (root or cache_dir()) / "rerank" / model_slug(model)
+        self.folder = (root or cache_dir()) / "rerank" / model_slug(model, model_fingerprint(model))
         self.path = self.folder / "scores.json"
         self.entries: dict[str, tuple[float, float]] = {}
         #: Why a cache on disk was not used, for the user to see.

@@ -25,6 +25,7 @@ from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.live import run_live
 from ragtui.core.text import visible, visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import AddQuestionRequested, ForeignChunks, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.status_line import Status, StatusLine
@@ -39,7 +40,7 @@ class AdhocList(RowList):
 
     def __init__(self, ws: Workspace, retriever: str) -> None:
         """The list of ``retriever``."""
-        super().__init__(id=f"adhoc-{retriever}")
+        super().__init__(id=widget_id("adhoc-list", retriever))
         self.ws = ws
         self.retriever = retriever
         self.ranking: Ranking = []
@@ -151,6 +152,10 @@ class AdhocScreen(Screen[None]):
         cast("RagtuiApp", self.app).status_changed.subscribe(self, status.show, immediate=True)
         status.show(Status("Type a question and press enter; tab to the lists."))
 
+    def list_for(self, retriever: str) -> AdhocList:
+        """The list that shows RETRIEVER's ranking."""
+        return self.query_one("#" + widget_id("adhoc-list", retriever), AdhocList)
+
     def say(self, text: str, error: bool = False) -> None:
         """A line in the status line (through the app, which owns it)."""
         self.post_message(Notice(text, error))
@@ -168,8 +173,8 @@ class AdhocScreen(Screen[None]):
         self.generation += 1
         self.query_text = text
         for name in self.retrievers:
-            self.query_one(f"#adhoc-{name}", AdhocList).show([])
-            pane = self.query_one(f"#adhoc-{name}", AdhocList).parent
+            self.list_for(name).show([])
+            pane = self.list_for(name).parent
             if isinstance(pane, Vertical):
                 pane.border_subtitle = "searching…"
         self.say(f"searching {', '.join(self.retrievers)}…")
@@ -221,7 +226,7 @@ class AdhocScreen(Screen[None]):
         if message.hits:
             # Chunks a live retriever brought with their text: the app keeps them (it owns the workspace).
             self.post_message(ForeignChunks(tuple(message.hits), message.retriever))
-        table = self.query_one(f"#adhoc-{message.retriever}", AdhocList)
+        table = self.list_for(message.retriever)
         table.show(message.ranking)
         pane = table.parent
         if isinstance(pane, Vertical):
@@ -250,7 +255,7 @@ class AdhocScreen(Screen[None]):
         """Show the active list's highlighted chunk (plain text, control characters visible)."""
         if not self._active:
             return
-        cid = self.query_one(f"#adhoc-{self._active}", AdhocList).highlighted_chunk
+        cid = self.list_for(self._active).highlighted_chunk
         area = self.query_one("#adhoc-chunk", TextArea)
         chunk = self.ws.chunk_by_id.get(cid) if cid else None
         area.load_text(visible(chunk.text) if chunk else "")

@@ -21,10 +21,12 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, ProgressBar, Static
 
 from ragtui.core.analysis.question_filter import QuestionFilter, filter_questions, worst_first
+from ragtui.core.analysis.why import WhyIndex
 from ragtui.core.labelling.judging import PoolOrder
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.controller import Controller
+from ragtui.tui.ids import widget_id
 from ragtui.tui.judging import JudgingWalk
 from ragtui.tui.messages import Changed, Notice, RetireRequested, UndoRequested
 from ragtui.tui.widgets.chunk_view import ChunkView
@@ -73,7 +75,9 @@ class TabLabel(Static):
 
     def __init__(self, retriever: str) -> None:
         """The tab of ``retriever``."""
-        super().__init__(retriever, id=f"tab-{retriever}", classes="tab-label", markup=False)
+        super().__init__(
+            retriever, id=widget_id("tab", retriever), classes="tab-label", markup=False
+        )
         #: The retriever this tab stands for.
         self.retriever = retriever
 
@@ -245,6 +249,8 @@ class MainScreen(Screen[None]):
         #: True once the widgets exist.
         self.composed = False
         self._filter_timer: Timer | None = None
+        #: Why each question was missed (computed per question when first shown; None: not yet).
+        self._why: WhyIndex | None = None
         #: Changes made while another screen was on top, applied when this one is shown again.
         self._pending: list[Changed] = []
         #: Pool order of the judging walk (``n``), and the last pair it went to.
@@ -349,11 +355,11 @@ class MainScreen(Screen[None]):
 
     def result_list(self, name: str) -> ResultList:
         """The result list of one retriever."""
-        return self.query_one(f"#results-{name}", ResultList)
+        return self.query_one("#" + widget_id("results", name), ResultList)
 
     def pane(self, name: str) -> ResultPane:
         """The pane of one retriever."""
-        return self.query_one(f"#pane-{name}", ResultPane)
+        return self.query_one("#" + widget_id("pane", name), ResultPane)
 
     @property
     def metrics(self) -> MetricsPanel:
@@ -375,7 +381,20 @@ class MainScreen(Screen[None]):
         ws = self.ws
         return ws is not None and ws.evaluation is not None and name in ws.evaluation.per_question
 
+    def why(self) -> WhyIndex:
+        """Why each question was missed, by every shown retriever (each question computed when
+        first asked for)."""
+        ws = self.ws
+        assert ws is not None
+        if self._why is None or self._why.ws is not ws or self._why.k != ws.settings.k:
+            self._why = WhyIndex(ws, lazy=True)
+        return self._why
+
     def _question_view(self, ws: Workspace) -> QuestionView:
+        shown = [n for n in self.retrievers if self._ready(n)]
+        cause_of: str | None = next((n for n in ("hybrid", "vector", "bm25") if n in shown), None)
+        if cause_of is None and shown:
+            cause_of = shown[0]
         return QuestionView(
             ws,
             self.visible_ids,
@@ -383,6 +402,8 @@ class MainScreen(Screen[None]):
             self.retrievers,
             self.controller.baseline_deltas(),
             frozenset(ws.disputed_questions()),
+            self.why() if cause_of is not None else None,
+            cause_of,
         )
 
     # ---- what the app changed ----------------------------------------------------------------
@@ -405,6 +426,7 @@ class MainScreen(Screen[None]):
         pending, self._pending = self._pending, []
         if not pending or self.ws is None:
             return
+        self._why = None
         if any(c.kind in ("questions", "retired", "k", "baseline", "retrievers") for c in pending):
             self._walk = None
             self._fill_questions(keep=self.current_qid, refill=True)
@@ -427,6 +449,11 @@ class MainScreen(Screen[None]):
         ws = self.ws
         assert ws is not None
         kind = change.kind
+        if kind == "grades" and self._why is not None:
+            for qid in change.questions or ():
+                self._why.update(qid)
+        elif kind != "progress":
+            self._why = None
         if kind == "loaded":
             self._walk = None
             self._fill_questions(keep=self.current_qid, refill=True)
@@ -561,7 +588,7 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if ws is None:
             return
-        qids = filter_questions(ws, self._filter)
+        qids = filter_questions(ws, self._filter, why=self.why() if self._filter.causes else None)
         if self.sorted_worst_first:
             qids = worst_first(ws, qids)
         self.visible_ids = qids
@@ -689,7 +716,7 @@ class MainScreen(Screen[None]):
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
             if self.pane(name).border_title != title:
                 self.pane(name).border_title = title
-            tab = self.query_one(f"#tab-{name}", TabLabel)
+            tab = self.query_one("#" + widget_id("tab", name), TabLabel)
             label = f" {name} {rank} "
             if str(tab.content) != label:
                 # The tabs show only in the compact layout: elsewhere no new layout.
@@ -702,7 +729,9 @@ class MainScreen(Screen[None]):
         self.active_retriever = name
         for other in self.retrievers:
             self.pane(other).set_class(other == name, "-active")
-            self.query_one(f"#tab-{other}", TabLabel).set_class(other == name, "-active")
+            self.query_one("#" + widget_id("tab", other), TabLabel).set_class(
+                other == name, "-active"
+            )
 
     def focus_retriever(self, name: str) -> None:
         """Show and focus one retriever's list."""
@@ -751,7 +780,13 @@ class MainScreen(Screen[None]):
         if not self.retrievers:
             return
         chunk = self.result_list(self.active_retriever).highlighted_chunk
-        self.chunk_view.show(self.ws, self.current_qid, chunk)
+        note = ""
+        ws = self.ws
+        if ws is not None and chunk is not None and self.current_qid is not None:
+            causes = self.why().chunk_causes(self.current_qid, self.active_retriever, chunk)
+            if causes:
+                note = f"why {self.active_retriever} misses it: {', '.join(causes)}"
+        self.chunk_view.show(ws, self.current_qid, chunk, note=note)
 
     # ---- focus --------------------------------------------------------------------------------
 
@@ -1077,7 +1112,7 @@ class MainScreen(Screen[None]):
                 Notice("Hybrid attribution needs bm25 and vector rankings (still embedding?).")
             )
             return
-        self.app.push_screen(explain_screen(ws, self.current_qid))
+        self.app.push_screen(explain_screen(ws, self.current_qid, self.why()))
 
     def action_compare(self, a: str | None = None, b: str | None = None) -> None:
         """Compare two retrievers (default: bm25 against hybrid, or the first two shown)."""

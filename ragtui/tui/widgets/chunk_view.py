@@ -95,7 +95,12 @@ class ChunkView(VerticalScroll, can_focus=False):
         self.query_one("#chunk-header").display = self._with_header
 
     def show(
-        self, ws: Workspace | None, qid: str | None, cid: str | None, context: bool = False
+        self,
+        ws: Workspace | None,
+        qid: str | None,
+        cid: str | None,
+        context: bool = False,
+        note: str = "",
     ) -> None:
         """Show a chunk for a question, scrolled to the passage that matched; ``context`` adds the
         chunks before and after it in its document."""
@@ -112,6 +117,8 @@ class ChunkView(VerticalScroll, can_focus=False):
         question = ws.question_by_id.get(qid) if qid else None
         self.border_title = visible_line(f"chunk {cid}")
         new_header = chunk_header(ws, qid, cid)
+        if note:
+            new_header.append("\n" + visible_line(note), "bold")
         old_header = header.content
         # Skip the costly layout (a grade changed) when the size cannot change.
         header_same_size = isinstance(old_header, Text) and len(old_header.plain) == len(

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
+from ragtui.core.analysis.why import CAUSE_MARKS, WhyIndex
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.messages import Notice
@@ -39,6 +40,8 @@ MAX_ID_WIDTH = 10
 SLICES_MIN_TEXT = 40
 #: Width of the slices column.
 SLICES_WIDTH = 20
+#: Width of the column with the first cause of a miss (``cut``, ``lex``, ``fuse``...).
+WHY_WIDTH = 5
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class QuestionView:
     deltas: Mapping[str, float] | None = None
     disputed: frozenset[str] = frozenset()
     """Questions with a pair the annotators disagree on."""
+    why: WhyIndex | None = None
+    """Why each question was missed (asked only for the rows drawn)."""
+    cause_of: str | None = None
+    """The retriever whose first cause of a miss the ``why`` column shows."""
 
 
 class QuestionList(RowList):
@@ -98,6 +105,7 @@ class QuestionList(RowList):
         self._index: dict[str, int] = {}
         self._collapsed = False
         self._show_slices = False
+        self._show_why = False
         self._id_width = 2
 
     # ---- data -----------------------------------------------------------------------------------
@@ -170,6 +178,9 @@ class QuestionList(RowList):
         if spare < 0:  # very narrow: the id gives way too
             id_width = max(4, id_width + spare)
         text_width = max(8, width - 2 - id_width - 1 - ranks - (delta + 1 if delta else 0))
+        self._show_why = view.why is not None and text_width - WHY_WIDTH - 1 >= MIN_TEXT_WIDTH
+        if self._show_why:
+            text_width -= WHY_WIDTH + 1
         self._show_slices = text_width - SLICES_WIDTH - 1 >= SLICES_MIN_TEXT
         if self._show_slices:
             text_width -= SLICES_WIDTH + 1
@@ -183,6 +194,8 @@ class QuestionList(RowList):
             columns += [ColumnSpec(SHORT_NAMES.get(n, n)[:3], 3, "right", n) for n in names]
         if delta:
             columns.append(ColumnSpec("Δ", delta, "right", "delta"))
+        if self._show_why:
+            columns.append(ColumnSpec("why", WHY_WIDTH, key="why"))
         columns.append(ColumnSpec("question", text_width))
         if self._show_slices:
             columns.append(ColumnSpec("slices", SLICES_WIDTH))
@@ -211,6 +224,8 @@ class QuestionList(RowList):
             cells += ranks
         if view.deltas is not None:
             cells.append(self._delta(view.deltas.get(qid)))
+        if self._show_why:
+            cells.append(self._why(view, qid))
         cells.append(Cell(visible_line(" ".join(question.text.split())), text_style))
         if self._show_slices:
             cells.append(Cell(visible_line(", ".join(question.slices)), "skipped"))
@@ -252,6 +267,14 @@ class QuestionList(RowList):
             if rank is None or rank > evaluation.k:
                 return Cell(FAILURE_MARK, "miss")
         return Cell(" ")
+
+    @staticmethod
+    def _why(view: QuestionView, qid: str) -> Cell:
+        """The first cause of the shown retriever's miss on this question (blank: no miss)."""
+        if view.why is None or view.cause_of is None or view.ws.question_by_id[qid].retired:
+            return Cell("")
+        cause = view.why.cause(qid, view.cause_of)
+        return Cell(CAUSE_MARKS.get(cause, cause), "miss") if cause else Cell("")
 
     @staticmethod
     def _delta(change: float | None) -> Cell:

@@ -15,6 +15,7 @@ from ragtui.core.data.golden import passage_start
 from ragtui.core.retrieval.base import Ranking
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import SOURCE_HAND, Workspace
+from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import GradeRequested, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.text import JUDGED_MARK, RELEVANT_MARK, fmt_score
@@ -252,7 +253,7 @@ class ResultPane(Vertical):
 
     def __init__(self, retriever: str) -> None:
         """The pane of ``retriever``."""
-        super().__init__(id=f"pane-{retriever}", classes="result-pane")
+        super().__init__(id=widget_id("pane", retriever), classes="result-pane")
         #: The retriever shown.
         self.retriever = retriever
         self.border_title = retriever
@@ -260,7 +261,7 @@ class ResultPane(Vertical):
     def compose(self) -> ComposeResult:
         """A note line (hidden unless set) above the list."""
         yield Static("", classes="pane-note", markup=False)
-        yield ResultList(self.retriever, id=f"results-{self.retriever}")
+        yield ResultList(self.retriever, id=widget_id("results", self.retriever))
 
     @property
     def results(self) -> ResultList:

@@ -4,8 +4,8 @@ them and without them, what ``check`` reports before and after, and that window 
 from __future__ import annotations
 
 import itertools
-import re
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -244,7 +244,11 @@ def test_diagnostics_before_and_after_windows(tripwire_windows, capsys):
         "before: 2 chunks and 2 evidence strings in a cut-off tail; after: 0 chunks with an unread "
         "tail, 1 evidence string that no single window holds whole"
     ) in out
-    rows = {line.split()[1]: line.split()[2:6] for line in out.splitlines() if "questions.jsonl:" in line}
+    rows = {
+        line.split()[1]: line.split()[2:6]
+        for line in out.splitlines()
+        if "questions.jsonl:" in line
+    }
     # d1's evidence lies partly in harbour.md#0's cut-off tail and a window reads it whole; d5's in none.
     assert rows["d1"] == ["harbour.md#0", "partly", "whole", "'The"]
     assert rows["d5"] == ["harbour.md#0", "partly", "split", "'keeps"]

@@ -1,7 +1,7 @@
 """Side by side: Milvus (Lite) BM25, dense and hybrid against rank-bm25, bm25s, the exact vector search and ragtui's RRF.
 
 python -m bench.milvus_compare                          # the bundled set (corpus/ + golden/)
-python -m bench.milvus_compare --beir ../shared/data/cranfield --k 10 --depth 100
+python -m bench.milvus_compare --beir tests/data/cranfield --k 10 --depth 100
 
 Every retriever ranks every question; the metrics are ragtui's (trec_eval's definitions) over the
 same grades. For each Milvus retriever the table also says how often its top ``depth`` is the very

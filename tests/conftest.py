@@ -66,3 +66,31 @@ def mini_settings(mini: Path, cache_dir: Path):
         cache_dir=cache_dir,
         annotator="tester",
     )
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sentence-transformers CrossEncoder folder built here: a one-layer BERT of width 32 with seeded
+    random weights and the bundled model's tokenizer files (nothing is downloaded)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from ragtui.core.data.tokenizer import default_model_path
+
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=512,
+        num_labels=1,
+        initializer_range=0.2,
+    )
+    BertForSequenceClassification(config).save_pretrained(folder)
+    source = default_model_path()
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(source / name, folder / name)
+    return folder

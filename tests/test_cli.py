@@ -110,10 +110,10 @@ def test_json_is_the_only_thing_on_stdout(mini, cache_dir):
     done = _run("eval", "--json", *_args(mini), cache_dir=cache_dir)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    # The original contract's six top-level keys, plus the keys added since (slices, level); none
-    # removed or renamed.
+    # The original contract's six top-level keys, plus the keys added since (slices, level, retired,
+    # skipped_causes); none removed or renamed.
     assert report["level"] == "chunk"
-    assert set(report) - {"slices", "level"} == {
+    assert set(report) - {"slices", "level", "retired", "skipped_causes"} == {
         "k",
         "depth",
         "questions",

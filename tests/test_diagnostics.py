@@ -146,11 +146,21 @@ def test_check_exits_1_only_for_problems_and_prints_notes(tripwire, capsys):
     questions = str(Path(tripwire.golden) / "questions.jsonl")
     assert "evidence in several chunks (1): all of them relevant" in out
     assert f"{questions}:2 d2 'Opening hours are nine to five.' harbour.md#1, museum.md#0" in rows
-    assert "evidence in a cut-off tail (1): the vector retriever does not see it all" in out
-    assert f"{questions}:1 d1 harbour.md#0 partly 'The secret code of the gate is ZX-41.'" in rows
+    # Windows are on by default: a window reads the tail's evidence whole.
+    assert "evidence in a cut-off tail (1): a window reads it whole" in out
     assert (
-        "chunks longer than the 30 tokens the model reads (2): the tail is invisible to the vector retriever"
-        in out
+        f"{questions}:1 d1 harbour.md#0 partly whole 'The secret code of the gate is ZX-41.'"
+        in rows
+    )
+    assert (
+        "chunks longer than the 30 tokens the model reads (2): read as overlapping windows (windows "
+        "of 30 tokens, stride 15, best window); without them the tail is invisible to the vector "
+        "retriever" in out
+    )
+    assert (
+        "windows: windows of 30 tokens, stride 15, best window; 2 chunks read as 4 windows; before: "
+        "2 chunks and 1 evidence string in a cut-off tail; after: 0 chunks with an unread tail, "
+        "0 evidence strings that no single window holds whole" in out
     )
     assert "harbour.md#0 39 9" in rows and "harbour.md#1 31 1" in rows
     assert "the embedding model reads 30 tokens: max_seq_length 32 less 2 special tokens" in out

@@ -83,7 +83,7 @@ def assert_documented(printed: set[tuple[str, ...]], doc: set[tuple[str, ...]], 
     assert not invented, f"{what}: keys in docs/json.md that are never printed: {invented}"
 
 
-def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys):
+def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys, tiny_cross_encoder):
     explain_doc = documented("ragtui explain QID --json")
     plain = _json_of(["eval", "--json", *_args(mini)], capsys)
     extras = _json_of(
@@ -104,9 +104,15 @@ def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys):
         ],
         capsys,
     )
-    printed = set(key_paths(plain)) | set(key_paths(extras))
+    reranked = _json_of(
+        ["eval", "--json", *_args(mini), "--rerank", str(tiny_cross_encoder), "--explain", "m02"],
+        capsys,
+    )
+    printed = set(key_paths(plain)) | set(key_paths(extras)) | set(key_paths(reranked))
     # The extras must reach every part of the schema, or the check below would pass vacuously.
     assert {("metrics",), ("recall_curve",), ("comparison",), ("explain",)} <= printed
+    assert ("retrievers", "hybrid+rerank", "rerank", "latency", "p95_ms") in printed
+    assert ("explain", "rerank", "results[]", "first_stage_rank") in printed
     assert ("retrievers", "hybrid", "pool_ceiling") in printed
     assert ("slices", "table", "bm25", "questions") in printed
     # ``explain`` holds the object of ``ragtui explain --json``, documented once in its own section.
@@ -114,13 +120,16 @@ def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys):
     assert_documented(printed, doc, "eval --json")
 
 
-def test_json_doc_names_every_key_of_explain_json_and_no_other(mini, capsys):
+def test_json_doc_names_every_key_of_explain_json_and_no_other(mini, capsys, tiny_cross_encoder):
     printed: set[tuple[str, ...]] = set()
     # At depth 2 each list holds chunks the other lacks (m02 and m05 on the small corpus).
     for qid in ("m02", "m05"):
         printed |= set(
             key_paths(_json_of(["explain", qid, "--json", *_args(mini, "--depth", "2")], capsys))
         )
+    rerank = ("--rerank", str(tiny_cross_encoder))
+    printed |= set(key_paths(_json_of(["explain", "m02", "--json", *_args(mini, *rerank)], capsys)))
+    assert ("rerank", "results[]", "score") in printed
     assert ("only_bm25[]", "hybrid_rank") in printed and ("only_vector[]", "chunk") in printed
     assert_documented(printed, documented("ragtui explain QID --json"), "explain --json")
 
@@ -136,6 +145,54 @@ def test_json_doc_names_every_key_of_diff_json_and_no_other(mini, capsys):
     assert ("changes[]", "direction") in printed and ("means_a", "nDCG@3") in printed
     assert body["settings_changed"], "the two runs differ in chunk size"
     assert_documented(printed, documented("ragtui diff A B --json"), "diff --json")
+
+
+def test_json_doc_names_every_key_of_experiment_json_and_no_other(
+    tmp_path, capsys, monkeypatch, tiny_cross_encoder, cache_dir
+):
+    from ragtui.core.workspace import Workspace
+    from tests.test_windows import BREAD, DISTRACTORS, EVIDENCE, TAIL
+
+    # The long chunk of test_windows.py: its evidence lies wholly in the tail (tail questions), a
+    # hand grade on a 300-token chunking that is stale at 2000 tokens, and a reranked variant.
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "bakery.md").write_text("# Bakery\n\n" + BREAD * 2 + "\n\n" + TAIL)
+    for name, text in DISTRACTORS.items():
+        (tmp_path / "corpus" / name).write_text(text)
+    (tmp_path / "golden").mkdir()
+    question = {"id": "t1", "question": "The lighthouse cat's name?", "evidence": EVIDENCE}
+    (tmp_path / "golden" / "questions.jsonl").write_text(json.dumps(question) + "\n")
+    (tmp_path / "ragtui.toml").write_text(
+        'corpus = "corpus"\ngolden = "golden"\nchunk-size = 2000\n'
+        '[variants]\nbaseline = "off"\n[variants.off]\nwindows = "off"\n[variants.max]\n'
+        f'[variants.reranked]\nrerank = "{tiny_cross_encoder}"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+    from ragtui.core.settings import Settings
+
+    short = Workspace.load(
+        Settings(
+            corpus=tmp_path / "corpus",
+            golden=tmp_path / "golden",
+            chunk_size=300,
+            retrievers=("bm25",),
+        )
+    )
+    short.set_grade("t1", "bakery.md#1", 2)
+    body = _json_of(["experiment", "--json"], capsys)
+    printed = set(key_paths(body))
+    assert ("tail", "max", "vector", "RR", "p_value") in printed
+    assert ("variants", "reranked", "rerank_latency", "p95_ms") in printed
+    assert (
+        "variants",
+        "max",
+        "hand_grades",
+        "stale_reasons",
+        "chunk not in the chunked corpus",
+    ) in printed
+    assert ("variants", "off", "settings", "windows") in printed
+    assert_documented(printed, documented("ragtui experiment --json"), "experiment --json")
 
 
 def test_key_paths_and_matching():

@@ -138,12 +138,20 @@ def test_unterminated_but_whole_last_line_is_kept(tmp_path):
         ("not json", "malformed JSON"),
     ],
 )
-def test_bad_label_lines_name_file_and_line(tmp_path, line, problem):
+def test_bad_label_lines_are_skipped_with_a_warning_naming_file_and_line(tmp_path, line, problem):
     path = tmp_path / "labels.jsonl"
-    path.write_text('{"question": "q1", "chunk": "a#0", "grade": 1}\n' + line + "\n")
-    with pytest.raises(InputError) as err:
-        LabelJournal(path)
-    assert err.value.line == 2 and problem in err.value.message
+    path.write_text(
+        '{"question": "q1", "chunk": "a#0", "grade": 1}\n'
+        + line
+        + '\n{"question": "q1", "chunk": "a#1", "grade": 2}\n'
+    )
+    journal = LabelJournal(path)
+    assert [bad.line for bad in journal.bad_lines] == [2]
+    assert problem in journal.bad_lines[0].problem
+    (warning,) = journal.warnings
+    assert warning.startswith(f"{path}:2: ") and problem in warning and "line skipped" in warning
+    assert journal.grade_of("q1", "a#0") == 1 and journal.grade_of("q1", "a#1") == 2
+    assert journal.take_warnings() == [warning] and journal.take_warnings() == []
 
 
 def test_another_writer_is_noticed_by_refresh(tmp_path):
@@ -163,9 +171,14 @@ def test_compact_keeps_the_state_and_a_backup(tmp_path):
     journal.set_grade("q1", "a#1", 1, "s")
     journal.set_grade("q1", "a#1", None, "s")
     backup = journal.compact()
+    assert backup is not None and backup.parent == tmp_path
+    assert backup.name.startswith("labels.jsonl.") and backup.name.endswith(".bak")
     assert len(backup.read_text().splitlines()) == 5
     assert len(path.read_text().splitlines()) == 1
     assert LabelJournal(path).grade_of("q1", "a#0") == 2
+    # Compact already: nothing rewritten, no second backup.
+    assert journal.compact() is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["labels.jsonl", backup.name])
 
 
 def test_read_only_journal_is_reported(tmp_path):

@@ -63,6 +63,17 @@ bm25-backend = "bm25s"
 annotator = "ana"
 max-file-mb = 2.5
 runs = ["mine=runs/mine.trec"]
+chunks = "team/chunks.jsonl"
+level = "chunk"
+live-retrievers = ["web=http://localhost:9200/search?q={query}"]
+refresh = true
+milvus = "milvus.db"
+collection = "docs"
+milvus-fields = ["text=content"]
+windows = "mean"
+window-stride = 100
+rerank = "models/ce"
+rerank-over = "bm25"
 """,
     )
     project = load_project(path)
@@ -81,7 +92,19 @@ runs = ["mine=runs/mine.trec"]
         "annotator": "ana",
         "max_file_mb": 2.5,
         "runs": (("mine", folder / "runs" / "mine.trec"),),
+        "chunks": folder / "team" / "chunks.jsonl",
+        "level": "chunk",
+        "live_retrievers": project.values["live_retrievers"],
+        "refresh": True,
+        "milvus": "milvus.db",
+        "collection": "docs",
+        "milvus_fields": (("text", "content"),),
+        "windows": "mean",
+        "window_stride": 100,
+        "rerank": "models/ce",
+        "rerank_over": "bm25",
     }
+    assert [spec.name for spec in project.values["live_retrievers"]] == ["web"]
     # Every shared option but beir (which excludes corpus) was set: the table and the file agree.
     assert {o.name for o in OPTIONS} - project.values.keys() == {"beir"}
     assert project.sources["k"] == f"{path}:k"
@@ -169,8 +192,16 @@ def test_a_flag_for_the_data_replaces_the_files_data_source(tmp_path):
         ('[grades]\n0 = "no"\n', 1, "[grades] a scale needs at least two grades"),
         ('[grades]\n0 = "no"\n10 = "x"\n', 1, "[grades] grade 10 is above 9"),
         ('[grades]\n0 = "no"\n1 = ""\n', 1, "[grades] grade 1: the label must be a non-empty text"),
-        ("k = 3\n[mystery]\nx = 1\n", 2, "[mystery]: unknown section (sections: grades)"),
-        ("[k]\nx = 1\n", 1, "[k]: unknown section (sections: grades); k = VALUE sets the option"),
+        (
+            "k = 3\n[mystery]\nx = 1\n",
+            2,
+            "[mystery]: unknown section (sections: grades, retrievers, variants)",
+        ),
+        (
+            "[k]\nx = 1\n",
+            1,
+            "[k]: unknown section (sections: grades, retrievers, variants); k = VALUE sets the option",
+        ),
         ('grades = "0-2"\n', 1, "grades: expected a table [grades]"),
     ],
 )

@@ -32,6 +32,8 @@ from ragtui.core.analysis.reports import (
     slices_report,
 )
 from ragtui.core.analysis.runs import diff_runs, resolve_saved, save_run
+from ragtui.core.analysis.why import WhyIndex
+from ragtui.core.analysis.why_report import why_question_report, why_report
 from ragtui.core.labelling.agreement import annotators, kappa_text
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.metrics.measures import (
@@ -112,6 +114,10 @@ def every_report(mini_settings: Settings, tmp_path: Path) -> dict[str, Report]:
         "diff": diff_report(diff),
         "diff --limit 1": diff_report(diff, limit=1),
     }
+    why = WhyIndex(ws)
+    reports["why --by-slice"] = why_report(why, by_slice=True)
+    reports["why m06"] = why_question_report(why.question("m06"), 3, ws.settings.depth)
+    reports["why m07"] = why_question_report(why.question("m07"), 3, ws.settings.depth)
     added = ws.add_question("Where do ferries leave from?", "ferry", ["lookup"])
     reports["add-question"] = added_question_report(added, _question_file(ws.settings), 3)
     return reports

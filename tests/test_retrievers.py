@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
 from ragtui.core.data.chunking import Chunk
+from ragtui.core.data.tokenizer import default_model_path
 from ragtui.core.retrieval.bm25 import BM25Retriever, bm25_tokens
 from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
 from ragtui.core.retrieval.hybrid import HybridRetriever, rrf_fuse
@@ -115,3 +119,25 @@ def test_batched_vector_search_equals_one_by_one():
     assert [[c for c, _ in r] for r in batched] == [[c for c, _ in r] for r in single]
     for r, t in zip(batched, single, strict=True):
         assert [s for _, s in r] == pytest.approx([s for _, s in t], abs=1e-6)
+
+
+def test_encoding_in_length_order_gives_each_text_its_own_row():
+    texts = [c.text for c in _chunks()] + ["short", "a much longer question about the dike " * 8]
+    calls: list[tuple[int, int]] = []
+    together = Embedder().encode(texts, lambda done, total: calls.append((done, total)))
+    alone = np.vstack([Embedder().encode([t]) for t in texts])
+    assert np.allclose(together, alone, atol=1e-5)  # rows come back in the order given
+    assert calls[-1] == (len(texts), len(texts))
+
+
+def test_a_model_saved_again_in_the_same_folder_gets_a_cache_of_its_own(tmp_path, cache_dir):
+    model = tmp_path / "model"
+    shutil.copytree(default_model_path(), model)
+    first = EmbeddingCache(str(model), cache_dir).folder
+    os.utime(model / "config.json", (1, 1))  # reinstalled: same bytes, new times
+    assert EmbeddingCache(str(model), cache_dir).folder == first
+    weights = next(p for p in model.iterdir() if p.suffix in {".safetensors", ".bin"})
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # fine-tuned and saved again: other weights under the same name
+    weights.write_bytes(bytes(data))
+    assert EmbeddingCache(str(model), cache_dir).folder != first

@@ -36,6 +36,8 @@ class FakeEmbedder:
     def __init__(self, dims: int = 16) -> None:
         """Vectors of ``dims`` dimensions."""
         self.dims = dims
+        #: Its vectors are cached apart from the real model's.
+        self.cache_name = f"fake-embedder-{dims}"
         #: How many texts were encoded (0 when everything came from the cache).
         self.encoded = 0
 
@@ -61,6 +63,7 @@ class BrokenEmbedder:
     """An embedder whose model cannot be loaded, as a missing sentence-transformers model."""
 
     max_seq_length = 256
+    cache_name = "broken-embedder"
 
     def encode(
         self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
@@ -109,15 +112,18 @@ def main_screen(app: RagtuiApp) -> MainScreen:
 
 
 def metric_rows(app: RagtuiApp) -> dict[tuple[str, str], list[str]]:
-    """The metric panel as shown: (retriever, scope) -> [recall, precision, ceiling, MRR, nDCG] strings."""
+    """The metric panel as shown: (retriever, scope) -> [recall, precision, ceiling, MRR, nDCG] strings.
+
+    A retriever's name starts its first row, or stands on a line of its own when it is long."""
     rows: dict[tuple[str, str], list[str]] = {}
     current = ""
     for line in main_screen(app).metrics.plain.splitlines()[1:]:
-        name, scope, values = line[:7].strip(), line[7:13].strip(), line[13:].split()
-        if name:
-            current = name
-        if scope and len(values) == 5 and all(v.replace(".", "").isdigit() for v in values):
-            rows[(current, scope)] = values
+        tokens = line.split()
+        if not line.startswith(" ") and tokens:
+            current = tokens[0]
+        values = tokens[-5:]
+        if len(tokens) >= 6 and all(v.replace(".", "").isdigit() for v in values):
+            rows[(current, tokens[-6])] = values
     return rows
 
 

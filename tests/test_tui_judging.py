@@ -61,6 +61,14 @@ async def test_one_key_per_pair(tui_settings: Settings, size) -> None:
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
         assert app.main_screen.current_qid == "m01"
+        # The main screen caught up with the grades made meanwhile.
+        assert str(app.main_screen.query_one("#questions").border_subtitle).startswith("judged 6/")
+        m01 = [(c, g) for (q, c), g in zip(expected, [2, 0, 1, 0, 0, 1], strict=True) if q == "m01"]
+        shown = {cid for cid, _ in app.workspace.ranking("bm25", "m01")}
+        for chunk, grade in m01:
+            if chunk in shown:
+                text = app.main_screen.result_list("bm25").cell(chunk, "grade")
+                assert f"{grade}" in text and "h" in text, (chunk, text)
 
 
 @run_async
@@ -178,3 +186,75 @@ async def test_context_shows_the_neighbouring_chunks(tui_settings: Settings) -> 
         await pilot.press("c")
         await pilot.pause()
         assert body.content.plain == alone
+
+
+@run_async
+async def test_retire_a_question_and_undo(tui_settings: Settings) -> None:
+    """x retires the question: flagged in questions.jsonl (other lines byte-identical), left out of
+    every mean and marked ⊘; u brings it back; the judging walk skips it while retired."""
+    path = Path(tui_settings.golden) / "questions.jsonl"
+    before = path.read_bytes()
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        ws = app.workspace
+        screen = app.main_screen
+        assert screen.current_qid == "m01"
+        evaluated = len(ws.evaluation.evaluated)
+        await pilot.press("x")
+        await pilot.pause()
+        lines = path.read_bytes().splitlines()
+        assert json.loads(lines[0])["retired"] is True
+        assert lines[1:] == before.splitlines()[1:]
+        assert (
+            "m01" not in ws.evaluation.evaluated and len(ws.evaluation.evaluated) == evaluated - 1
+        )
+        assert ws.retired == ["m01"]
+        assert screen.question_list.cell("m01", "mark") == "⊘"
+        assert "retired" in str(screen.query_one("#question-bar").content)
+        walk = screen.walk()
+        assert walk is not None and "m01" not in walk.qids
+        await pilot.press("u")
+        await pilot.pause()
+        assert "retired" not in json.loads(path.read_bytes().splitlines()[0])
+        assert path.read_bytes().splitlines()[1:] == before.splitlines()[1:]
+        assert "m01" in ws.evaluation.evaluated and ws.retired == []
+        assert "undone" in app.status.text
+
+
+def test_retire_from_the_command_line_and_json(mini: Path, cache_dir: Path) -> None:
+    """ragtui retire QID flags the line; eval --json lists it under retired and leaves it out of the
+    means; --restore brings it back."""
+    import subprocess
+    import sys
+
+    from tests.conftest import MINI_CHUNK_SIZE
+
+    base = [
+        sys.executable,
+        "-m",
+        "ragtui",
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        "--retrievers",
+        "bm25",
+    ]
+    env = {"RAGTUI_CACHE_DIR": str(cache_dir), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *args], capture_output=True, text=True, env=env, check=False)
+
+    full = json.loads(run("eval", "--json").stdout)
+    done = run("retire", "m02")
+    assert done.returncode == 0, done.stderr
+    line = (mini / "golden" / "questions.jsonl").read_text().splitlines()[1]
+    assert json.loads(line)["retired"] is True
+    report = json.loads(run("eval", "--json").stdout)
+    assert report["retired"] == ["m02"] and report["questions"] == full["questions"] - 1
+    assert "m02" not in report["retrievers"]["bm25"]["per_question"]
+    assert run("retire", "m02", "--restore").returncode == 0
+    assert json.loads(run("eval", "--json").stdout)["retired"] == []

@@ -15,7 +15,7 @@ from ragtui.core.data.paths import bundled_corpus, bundled_golden
 from ragtui.core.labelling.judging import JudgingQueue, judged_summaries
 from ragtui.core.settings import Settings
 from ragtui.tui.app import RagtuiApp
-from ragtui.tui.screens.adhoc import AdhocList, AdhocScreen
+from ragtui.tui.screens.adhoc import AdhocScreen
 from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsScreen
 from ragtui.tui.screens.main import MainScreen
 from ragtui.tui.widgets.result_list import ResultList
@@ -141,7 +141,7 @@ async def test_adhoc_query_shows_every_retriever(tui_settings: Settings) -> None
         expected = app.workspace.search_adhoc("ferry ticket price")
         assert set(expected) == {"bm25", "vector", "hybrid"}
         for name, ranking in expected.items():
-            table = screen.query_one(f"#adhoc-{name}", AdhocList)
+            table = screen.list_for(name)
             shown = [cid for cid, _ in table.ranking]
             assert shown == [cid for cid, _ in ranking]
         # The chunk view shows the highlighted chunk as plain text.

@@ -139,7 +139,7 @@ async def test_read_only_error_from_the_core_is_a_notification(
         ws = app.workspace
         assert ws is not None
 
-        def refuse(*args: object) -> None:
+        def refuse(*args: object, **kwargs: object) -> None:
             raise ReadOnlyError(
                 "golden: the label journal's folder is read-only; the change was not made"
             )

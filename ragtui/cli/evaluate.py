@@ -13,7 +13,9 @@ from ragtui.cli.output import err, open_workspace, out, print_json, print_notice
 from ragtui.core.analysis.attribution import (
     HybridExplanation,
     PoolCeiling,
+    RerankExplanation,
     explain_hybrid,
+    explain_rerank,
     pool_ceilings,
 )
 from ragtui.core.analysis.curve import recall_curves
@@ -26,6 +28,7 @@ from ragtui.core.analysis.reports import (
     diff_report,
     eval_table_report,
     explain_report,
+    rerank_explanation_report,
     slices_report,
 )
 from ragtui.core.analysis.runs import (
@@ -84,11 +87,15 @@ def _comparison(
     return compare_systems(a, b, measures or default_measures(ws.settings.k), seed=options.seed)
 
 
-def _explanation_json(expl: HybridExplanation, pool: PoolCeiling) -> dict[str, Any]:
+def _explanation_json(
+    expl: HybridExplanation, pool: PoolCeiling, reranked: RerankExplanation | None = None
+) -> dict[str, Any]:
     out = dataclasses.asdict(expl)
     out["mean_pool_ceiling"] = pool.pool_ceiling
     out["mean_hybrid_recall"] = pool.hybrid_recall
     out["mean_over"] = pool.questions
+    if reranked is not None:
+        out["rerank"] = dataclasses.asdict(reranked)
     return out
 
 
@@ -113,7 +120,9 @@ def add_json_extras(ws: Workspace, report: dict[str, Any], options: EvalOptions)
         report["comparison"] = _comparison(ws, options, measures).as_dict()
     if options.explain:
         report["explain"] = _explanation_json(
-            explain_hybrid(ws, options.explain), pool_ceilings(ws)
+            explain_hybrid(ws, options.explain),
+            pool_ceilings(ws),
+            explain_rerank(ws, options.explain),
         )
 
 
@@ -131,6 +140,9 @@ def text_extras(ws: Workspace, options: EvalOptions) -> list[Report]:
         expl = explain_hybrid(ws, options.explain)  # an unknown question is an InputError here
         question = ws.question_by_id[options.explain].text
         reports.append(explain_report(question, expl, pool_ceilings(ws)))
+        reranked = explain_rerank(ws, options.explain)
+        if reranked is not None:
+            reports.append(rerank_explanation_report(reranked))
     return reports
 
 
@@ -174,12 +186,20 @@ def run_diff(
     texts = {
         q: str(info.get("text", "")) for q, info in {**run_a.questions, **run_b.questions}.items()
     }
+    # Causes were saved at each run's own k: they say nothing about another cut-off.
+    causes_a, causes_b = run_a.causes(name_a), run_b.causes(name_b)
+    causes = (
+        (causes_a, causes_b)
+        if causes_a is not None and causes_b is not None and run_a.k == run_b.k == cut
+        else None
+    )
     diff = diff_runs(
         run_a.system(name_a),
         run_b.system(name_b),
         cut,
         texts=texts,
         manifests=(run_a.manifest, run_b.manifest),
+        causes=causes,
     )
     if as_json:
         body = dataclasses.asdict(diff)
@@ -199,10 +219,14 @@ def run_explain(settings: Settings, qid: str, as_json: bool = False) -> int:
     ws = open_workspace(settings)
     expl = explain_hybrid(ws, qid)
     pool = pool_ceilings(ws)
+    reranked = explain_rerank(ws, qid)
     if as_json:
-        print_json(_explanation_json(expl, pool))
+        print_json(_explanation_json(expl, pool, reranked))
         return 0
     print_report(explain_report(ws.question_by_id[qid].text, expl, pool))
+    if reranked is not None:
+        out()
+        print_report(rerank_explanation_report(reranked))
     return 0
 
 

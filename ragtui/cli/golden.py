@@ -30,6 +30,25 @@ from ragtui.core.settings import Settings
 # ---- add-question -----------------------------------------------------------------------------------
 
 
+def run_retire(settings: Settings, qid: str, restore: bool = False) -> int:
+    """``ragtui retire QID [--restore]``: mark a question retired (or not) in questions.jsonl."""
+    ws = load_workspace(settings)
+    question = ws.question_by_id.get(qid)
+    if question is None:
+        raise InputError(Path(ws.settings.golden or "") / QUESTIONS_FILE, f"no question {qid!r}")
+    if question.retired != restore:
+        out(f"{qid} is {'not ' if restore else 'already '}retired: nothing changed")
+        return 0
+    ws.set_retired(qid, not restore)
+    print_notices(ws)
+    out(
+        f"{qid} is back in the metrics"
+        if restore
+        else f"{qid} retired: left out of every mean, kept in questions.jsonl"
+    )
+    return 0
+
+
 def run_add_question(
     settings: Settings,
     question: str,
@@ -93,6 +112,7 @@ def run_check(settings: Settings) -> int:
         chunk_size=settings.chunk_size,
         overlap=settings.overlap,
         questions_file=Path(settings.golden or "") / QUESTIONS_FILE,
+        windows=settings.windows,
     )
     print_report(diagnostics)
     out()
@@ -101,23 +121,34 @@ def run_check(settings: Settings) -> int:
 
 
 def run_labels_compact(settings: Settings) -> int:
-    """``ragtui labels compact``: rewrite the journal to one line per labelled pair, keeping a backup."""
+    """``ragtui labels compact``: rewrite the journal to each annotator's current label per pair, keeping a new backup."""
     from ragtui.core.data.paths import writable_golden
-    from ragtui.core.labelling.journal import LabelJournal
+    from ragtui.core.labelling.journal import LabelJournal, check_regular
 
     golden = settings.resolved().golden
     assert golden is not None
-    if not (Path(golden) / "labels.jsonl").is_file():
+    if not check_regular(Path(golden) / "labels.jsonl"):
         raise InputError(Path(golden) / "labels.jsonl", "file not found")
     golden, made = writable_golden(golden)
     if made:
         err(f"ragtui: the bundled golden set is never written: copied it to {golden}")
     journal = LabelJournal(Path(golden) / "labels.jsonl", settings.annotator)
-    warn_all(journal.warnings)
+    if not journal.bad_lines:  # else the compaction refuses with one line naming the first
+        warn_all(journal.take_warnings())
     lines_before = len(journal.history)
     backup = journal.compact()
+    if backup is None:
+        out(
+            f"{journal.path}: already compact ({_lines(lines_before)}); nothing changed, no backup made"
+        )
+        return 0
     out(
-        f"{journal.path}: {lines_before} line{'s' if lines_before != 1 else ''} -> {len(journal.history)} "
-        f"(one per labelled pair; stale labels kept); backup: {backup}"
+        f"{journal.path}: {_lines(lines_before)} -> {len(journal.history)} "
+        f"(each annotator's current label per pair and the adjudicated one; stale labels kept); "
+        f"backup: {backup}"
     )
     return 0
+
+
+def _lines(n: int) -> str:
+    return f"{n} line{'s' if n != 1 else ''}"

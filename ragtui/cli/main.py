@@ -237,6 +237,29 @@ def build_parser() -> argparse.ArgumentParser:
     p_explain.add_argument("qid", metavar="QID", help="the question id")
     p_explain.add_argument("--json", action="store_true", help="print the attribution as JSON")
     _shared_options(p_explain)
+    p_why = sub.add_parser(
+        "why",
+        help="why each miss happened: causes by retriever with remedy ceilings, or one question's causes with their evidence",
+    )
+    p_why.add_argument(
+        "qid", nargs="?", default=None, metavar="QID", help="one question (default: the whole set)"
+    )
+    p_why.add_argument(
+        "--by-slice", action="store_true", help="also the causes and the best remedy per slice"
+    )
+    p_why.add_argument(
+        "--json", action="store_true", help="print the causes as JSON (every key: docs/json.md)"
+    )
+    _shared_options(p_why)
+    p_retire = sub.add_parser(
+        "retire",
+        help='retire a question: left out of every mean, kept in questions.jsonl with "retired": true',
+    )
+    p_retire.add_argument("qid", metavar="QID", help="the question id")
+    p_retire.add_argument(
+        "--restore", action="store_true", help="bring a retired question back into the metrics"
+    )
+    _shared_options(p_retire)
     p_add = sub.add_parser(
         "add-question",
         help="append a question to questions.jsonl (validated, atomic) and show how each retriever ranks it",
@@ -305,11 +328,56 @@ def build_parser() -> argparse.ArgumentParser:
     labels_sub = p_labels.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
     p_compact = labels_sub.add_parser(
         "compact",
-        help="rewrite labels.jsonl to one line per labelled pair, atomically, keeping labels.jsonl.bak",
+        help="rewrite labels.jsonl to each annotator's current label per pair (and the adjudicated "
+        "one), atomically, keeping the old file as a new labels.jsonl.<time>.bak",
     )
     _shared_options(p_compact)
     _project_commands(sub)
+    _experiment_command(sub)
     return parser
+
+
+def _experiment_command(sub: Any) -> None:
+    """``experiment``: the project file's variants side by side, with significance."""
+    from ragtui.core.metrics.significance import CORRECTIONS
+
+    p_exp = sub.add_parser(
+        "experiment",
+        help="evaluate every [variants.NAME] of the project file against the baseline variant: "
+        "one table of variant x retriever x measure with p-values corrected for the comparisons",
+    )
+    p_exp.add_argument(
+        "--json", action="store_true", help="print the table as JSON (every key: docs/json.md)"
+    )
+    p_exp.add_argument(
+        "--metrics",
+        default=None,
+        metavar="LIST",
+        help="ir_measures names (default R@k,RR,nDCG@k)",
+    )
+    p_exp.add_argument(
+        "--correction",
+        choices=tuple(CORRECTIONS),
+        default="holm",
+        help="holm (default: no false 'significant' anywhere in the table, at 95 %%) or bh "
+        "(Benjamini-Hochberg: at most 5 %% of the significant ones false, expected)",
+    )
+    p_exp.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the randomisation tests and the bootstraps (default 0)",
+    )
+    p_exp.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where each variant is saved as a run named after it (default <golden>/runs)",
+    )
+    p_exp.add_argument("--no-save", action="store_true", help="do not save the variants as runs")
+    _shared_options(p_exp)
 
 
 def _project_commands(sub: Any) -> None:
@@ -517,6 +585,22 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 as_json=args.json,
             )
         return evaluate.run_explain(settings, args.qid, as_json=args.json)
+    if command == "experiment":
+        from ragtui.cli.experiment import run_experiment_command
+
+        return run_experiment_command(
+            settings,
+            as_json=args.json,
+            metrics=args.metrics,
+            correction=args.correction,
+            seed=args.seed,
+            runs_dir=args.runs_dir,
+            save=not args.no_save,
+        )
+    if command == "why":
+        from ragtui.cli.why import run_why
+
+        return run_why(settings, args.qid, by_slice=args.by_slice, as_json=args.json)
     if command == "index":
         from ragtui.cli.live import run_index
 
@@ -539,6 +623,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     if command == "check":
         return golden.run_check(settings)
+    if command == "retire":
+        return golden.run_retire(settings, args.qid, restore=args.restore)
     if command == "add-question":
         return golden.run_add_question(
             settings, args.question, args.evidence, args.slices, args.qid

@@ -182,13 +182,18 @@ def live_progress() -> LiveProgress:
 
 
 def open_workspace(settings: Settings) -> Workspace:
-    """Load everything, embeddings and live answers included, with progress bars; warnings printed.
+    """Load everything, embeddings, reranking and live answers included, with progress bars;
+    warnings printed.
 
     A live retriever that could not answer some questions is a warning naming them (they count as
     empty runs); one that answered none is an error (exit 2): its numbers would be zeros that say
     nothing about it.
     """
-    ws = Workspace.open(settings, rich_progress(), live_progress())
+    ws = Workspace.load(settings)
+    ws.prepare_vectors(rich_progress())
+    ws.prepare_rerank(rich_progress("reranking", "questions"))
+    if ws.live:
+        ws.apply_live(ws.compute_live(progress=live_progress(), refresh=settings.refresh))
     warn_all(ws.warnings)
     failed = []
     for name, status in ws.live_status.items():

@@ -166,14 +166,27 @@ def project_file_text(beir: str | None = None) -> str:
             lines += [comment, f"{option.key} = {_toml(set_here[option.name])}", ""]
             continue
         default = option.default
-        if option.repeatable:
+        if option.example is not None:
+            example = _toml(option.example)
+        elif option.repeatable:
             example = f'["{option.metavar or "VALUE"}"]'
+        elif option.example is not None:
+            example = _toml(option.example)
         elif default is None or default == ():
             example = json.dumps(option.metavar or "VALUE")
         else:
             example = _toml(default)
         lines += [comment, f"# {option.key} = {example}", ""]
     lines += [
+        "# Pipeline variants for `ragtui experiment` (docs/experiments.md): each [variants.NAME] sets",
+        "# option keys; every variant is compared with the baseline, question by question.",
+        "# [variants]",
+        '#   baseline = "c512"',
+        "# [variants.c512]",
+        "#   chunk-size = 512",
+        "# [variants.c256]",
+        "#   chunk-size = 256",
+        "",
         "# The grade scale: what each digit key means when you label (at most 0-9, from 0 without gaps).",
         "[grades]",
         *(f"{grade} = {_toml(label)}" for grade, label in DEFAULT_GRADE_SCALE),

@@ -36,6 +36,7 @@ __all__ = [
     "read_regular",
     "write_all",
     "write_atomic",
+    "write_new",
 ]
 
 
@@ -97,6 +98,45 @@ def write_atomic(path: str | Path, data: bytes, mode: int | None = None) -> None
     """Replace ``path`` with ``data`` atomically (see ``atomic_writer``)."""
     with atomic_writer(path, mode) as out:
         out.write(data)
+
+
+def write_new(path: str | Path, data: bytes, mode: int = 0o644) -> None:
+    """Create ``path`` holding ``data``, whole or not at all; FileExistsError if it exists (it is never replaced).
+
+    The data is written and fsynced under a temporary name, then hard-linked to ``path``: a link,
+    unlike a rename, fails when the name is taken, so a backup can never overwrite another.
+    """
+    target = Path(path)
+    fd, tmp = _create_temporary(target)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, target)
+        except OSError as exc:
+            if exc.errno not in _NO_LINKS:
+                raise
+            _write_exclusive(target, data, mode)  # a file system without hard links
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_folder(target.parent)
+
+
+#: The errors of ``os.link`` on a file system that has no hard links.
+_NO_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
+
+
+def _write_exclusive(path: Path, data: bytes, mode: int) -> None:
+    """Create ``path`` (FileExistsError if it exists) and write ``data`` to it, fsynced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.retrieval.bm25 import BM25_BACKENDS
 from ragtui.core.retrieval.external import parse_run_spec
 from ragtui.core.retrieval.live import LiveSpec, parse_retriever_spec
+from ragtui.core.retrieval.windows import WINDOW_MODES
 from ragtui.core.settings import Settings
 from ragtui.core.text import not_utf8
 
@@ -47,6 +48,9 @@ class Option:
     """Given several times on the command line (each adds one item); a list in a project file."""
     choices: tuple[str, ...] = ()
     """The allowed values, when the option is a choice."""
+    example: Any = None
+    """A value a new project file shows for the option (commented out), when the default and the
+    metavar do not make a valid one."""
     flag_name: str | None = None
     """The flag without dashes when it differs from the key (``run`` for ``runs``, one run a flag)."""
     unparse: Callable[[Any], str] | None = None
@@ -170,6 +174,15 @@ def choice(options: Iterable[str]) -> Callable[[Any], str]:
     return parse
 
 
+def windows_mode(raw: Any) -> str:
+    """``max``, ``mean`` or ``off``; a project file may also say ``true`` (``max``) or ``false`` (``off``)."""
+    if raw is True or raw == "on":
+        return "max"
+    if raw is False:
+        return "off"
+    return choice(WINDOW_MODES)(raw)
+
+
 def run_spec(raw: Any) -> tuple[str, Path]:
     """``NAME=path.trec``: an external run."""
     try:
@@ -273,6 +286,38 @@ OPTIONS: tuple[Option, ...] = (
         "NAME",
         choices=BM25_BACKENDS,
     ),
+    Option(
+        "windows",
+        windows_mode,
+        "a chunk longer than the embedding model reads is embedded as overlapping windows and "
+        "scored by its best window (max, default), their mean (mean), or only its head (off)",
+        "MODE",
+        group="windows and reranking",
+        choices=WINDOW_MODES,
+    ),
+    Option(
+        "window_stride",
+        whole_number(1),
+        "tokens from one window's start to the next (default: half the model's length)",
+        "N",
+        group="windows and reranking",
+        example=127,
+    ),
+    Option(
+        "rerank",
+        text,
+        "re-score the top --depth with this sentence-transformers CrossEncoder (a folder, or a name "
+        "in the local Hugging Face cache; never downloaded), adding the retriever <over>+rerank",
+        "NAME_OR_PATH",
+        group="windows and reranking",
+    ),
+    Option(
+        "rerank_over",
+        text,
+        "the retriever whose top --depth is reranked (default hybrid)",
+        "RETRIEVER",
+        group="windows and reranking",
+    ),
     Option("annotator", text, "who is labelling (default: the login name)", "NAME"),
     Option(
         "max_file_mb",
@@ -296,6 +341,7 @@ OPTIONS: tuple[Option, ...] = (
         "used as they are instead of chunking --corpus (--chunk-size and --overlap do not apply)",
         "FILE.jsonl",
         group="data",
+        example="chunks.jsonl",
     ),
     Option(
         "level",
@@ -304,6 +350,7 @@ OPTIONS: tuple[Option, ...] = (
         "documents and the corpus is chunked; a document ranks at its best chunk's rank)",
         "LEVEL",
         choices=LEVELS,
+        example="document",
     ),
     Option(
         "live_retrievers",
@@ -315,6 +362,7 @@ OPTIONS: tuple[Option, ...] = (
         group="live retrievers",
         repeatable=True,
         flag_name="retriever",
+        example=["web=http://localhost:9200/search?q={query}&k={depth}"],
     ),
     Option(
         "refresh",
@@ -322,6 +370,7 @@ OPTIONS: tuple[Option, ...] = (
         "ask live retrievers again instead of using their cached answers",
         None,
         group="live retrievers",
+        example=True,
     ),
     Option(
         "milvus",
@@ -330,6 +379,7 @@ OPTIONS: tuple[Option, ...] = (
         "adds milvus-bm25, milvus-vector and milvus-hybrid",
         "URI",
         group="live retrievers",
+        example="ragtui.db",
     ),
     Option(
         "collection",
@@ -337,6 +387,7 @@ OPTIONS: tuple[Option, ...] = (
         "the Milvus collection (with --milvus)",
         "NAME",
         group="live retrievers",
+        example="ragtui",
     ),
     Option(
         "milvus_fields",
@@ -346,6 +397,7 @@ OPTIONS: tuple[Option, ...] = (
         group="live retrievers",
         repeatable=True,
         flag_name="milvus-field",
+        example=["text=content"],
     ),
 )
 

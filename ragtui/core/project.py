@@ -24,6 +24,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.files import read_regular
 from ragtui.core.options import OPTIONS, Option, OptionError, settings_from_values
 from ragtui.core.settings import Settings
+from ragtui.core.variants import parse_variants
 
 #: The project file's name.
 PROJECT_FILE = "ragtui.toml"
@@ -92,6 +93,7 @@ def _retrievers_section(table: Mapping[str, Any], context: SectionContext) -> di
 SECTIONS: dict[str, SectionParser] = {
     "grades": _grades_section,
     "retrievers": _retrievers_section,
+    "variants": parse_variants,
 }
 
 #: Options by project-file key.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
 from ragtui.core.data.corpus import MAX_FILE_BYTES
@@ -12,6 +13,28 @@ from ragtui.core.data.paths import bundled_corpus, bundled_golden, golden_for_re
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.retrieval.live import LiveSpec
+from ragtui.core.retrieval.windows import DEFAULT_WINDOWS
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named pipeline variant of the project file (``[variants.NAME]``): the settings it overrides."""
+
+    name: str
+    overrides: tuple[tuple[str, Any], ...] = ()
+    """(``Settings`` field, value) pairs, in the file's order."""
+
+    def __str__(self) -> str:
+        shown = ", ".join(
+            f"{field.replace('_', '-')} {_shown(value)}" for field, value in self.overrides
+        )
+        return f"{self.name} ({shown or 'no change'})"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(_shown(v) for v in value)
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,24 @@ class Settings:
     #: ``document`` or ``chunk``: the level qrels are evaluated at; None chooses (document when
     #: document-level qrels meet a chunked corpus).
     level: str | None = None
+    #: Long chunks as overlapping token windows: ``max`` (a chunk scores its best window), ``mean``
+    #: or ``off`` (``ragtui.core.retrieval.windows``).
+    windows: str = DEFAULT_WINDOWS
+    #: Tokens between the starts of two windows (None: half a window).
+    window_stride: int | None = None
+    #: A cross-encoder (a folder, or a name in the local Hugging Face cache) re-scoring the top
+    #: ``depth`` of ``rerank_over``; adds the retriever ``<rerank_over>+rerank``.
+    rerank: str | None = None
+    rerank_over: str = "hybrid"
+    #: The project file's ``[variants.NAME]`` tables, for ``ragtui experiment``.
+    variants: tuple[Variant, ...] = ()
+    #: The variant the others are compared against (None: the first).
+    baseline_variant: str | None = None
+
+    @property
+    def rerank_name(self) -> str | None:
+        """The reranked retriever's name (``hybrid+rerank``), or None without a reranker."""
+        return f"{self.rerank_over}+rerank" if self.rerank else None
 
     def resolved(self) -> Settings:
         """Defaults filled in: the bundled data (or the user's copy of the golden set once it exists),

@@ -2,8 +2,10 @@
 
 Loading is split so that a UI can show something at once: ``Workspace.load`` reads the corpus,
 chunks it, reads the golden set and labels and builds BM25 (fast); ``prepare_vectors`` embeds the
-chunks and questions (from the cache when possible, else with the model: slow) and adds the
-vector and hybrid retrievers.
+chunks (as windows when they are longer than the model reads) and questions (from the cache when
+possible, else with the model: slow) and adds the vector and hybrid retrievers; ``prepare_rerank``
+adds ``<retriever>+rerank`` when a cross-encoder is set. Each slow step has a ``compute_*`` half
+that only reads (for a worker thread) and an ``apply_*`` half that changes the workspace.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ragtui.core.data.chunks_file import load_chunks_file
 from ragtui.core.data.corpus import Corpus, load_folder
 from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
 from ragtui.core.data.paths import is_bundled, writable_golden
-from ragtui.core.data.tokenizer import token_counter
+from ragtui.core.data.tokenizer import model_limit, token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.authoring import (
     QUESTIONS_FILE,
@@ -46,13 +48,24 @@ from ragtui.core.retrieval.live import (
     examples,
     run_live,
 )
+from ragtui.core.retrieval.rerank import (
+    RERANK_SUFFIX,
+    RERANKABLE,
+    CrossEncoderModel,
+    Reranker,
+    RerankProgress,
+    RerankResult,
+)
 from ragtui.core.retrieval.vector import VectorRetriever
+from ragtui.core.retrieval.windows import ChunkWindows, WindowPlan, chunk_windows, window_plan
 from ragtui.core.settings import Settings
 
 #: Where an effective grade came from.
 SOURCE_EVIDENCE = "evidence"
 SOURCE_QRELS = "qrels"
 SOURCE_HAND = "hand"
+#: A hand grade that settles a dispute: it wins over every annotator's grade of the pair.
+SOURCE_ADJUDICATED = "adjudicated"
 
 #: The levels a workspace evaluates at: chunks, or documents (a document ranks at its best chunk's rank).
 LEVEL_CHUNK = "chunk"
@@ -69,12 +82,17 @@ class StaleLabel:
 
 @dataclass(frozen=True, slots=True)
 class GradeChange:
-    """What one label change did: the label written and each retriever's (old, new) values."""
+    """What one label change did: the label written, each retriever's (old, new) values, and new journal warnings.
+
+    ``warnings`` are the journal's warnings not reported before (another writer's bad line, met
+    while our own line was saved and applied): a front end shows them.
+    """
 
     question: str
     chunk: str
     label: Label
     changes: dict[str, tuple[QuestionMetrics, QuestionMetrics]]
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +104,19 @@ class VectorResult:
     question_vectors: dict[str, np.ndarray]
     rankings: dict[str, dict[str, Ranking]]
     warnings: list[str]
+    windows: ChunkWindows | None = None
+
+
+@dataclass
+class Shared:
+    """What several workspaces loaded one after another may share (``ragtui experiment``): the read
+    and chunked corpus per data and chunking setting, and the loaded models."""
+
+    chunkings: dict[
+        tuple[object, ...], tuple[Corpus, list[Question], dict[str, dict[str, int]], list[Chunk]]
+    ] = field(default_factory=dict)
+    embedders: dict[str, Embedder] = field(default_factory=dict)
+    cross_encoders: dict[str, CrossEncoderModel] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -132,13 +163,42 @@ class Workspace:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
     #: The documents of the corpus (the chunks' documents): qrels naming others stay relevant, unretrievable.
     corpus_docs: set[str] = field(default_factory=set)
+    #: How chunks longer than the model reads are cut into windows (None: windows off, or the
+    #: model's limit unknown); ``windows`` holds every chunk's windows once embedded.
+    window_plan: WindowPlan | None = None
+    windows: ChunkWindows | None = None
+    #: The reranking stage (``--rerank``), and what its last run found (rankings, time per question).
+    reranker: Reranker | None = None
+    rerank: RerankResult | None = None
+    #: Chunkings and models shared with other workspaces (None: this one's own).
+    shared: Shared | None = None
 
     # ---- loading -------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, settings: Settings) -> Workspace:
-        """Read, chunk and index everything that needs no embedding model; BM25 is ready after this."""
+    def load(cls, settings: Settings, shared: Shared | None = None) -> Workspace:
+        """Read, chunk and index everything that needs no embedding model; BM25 is ready after this.
+
+        With ``shared``, a corpus already read and chunked the same way is reused, and so are
+        loaded models.
+        """
         settings = settings.resolved()
+        for name in settings.retrievers:
+            if name.endswith(RERANK_SUFFIX) and name != settings.rerank_name:
+                raise InputError(
+                    None,
+                    f"--retrievers: {name} comes from --rerank MODEL"
+                    + (
+                        f" with --rerank-over {name.removesuffix(RERANK_SUFFIX)}"
+                        if settings.rerank
+                        else ""
+                    ),
+                )
+        if settings.rerank and settings.rerank_over not in RERANKABLE:
+            raise InputError(
+                None,
+                f"--rerank-over: {settings.rerank_over!r} cannot be reranked; choose from {', '.join(RERANKABLE)}",
+            )
         if settings.k < 1 or settings.depth < 1:
             raise InputError(None, "--k and --depth must be at least 1")
         run_names = [name for name, _ in settings.runs]
@@ -161,28 +221,66 @@ class Workspace:
             raise InputError(
                 None, "--chunks replaces --corpus (the chunks are the corpus); give one of them"
             )
-        if settings.beir is not None:
-            corpus, questions, qrels = load_beir(settings.beir, with_corpus=own is None)
-            base_source = SOURCE_QRELS
+        counter = token_counter(settings.model)
+        base_source = SOURCE_QRELS if settings.beir is not None else SOURCE_EVIDENCE
+        key = (
+            settings.beir,
+            settings.corpus,
+            settings.chunks,
+            settings.golden,
+            settings.max_file_mb,
+            settings.chunk_size,
+            settings.overlap,
+            settings.model,
+        )
+        if shared is not None and key in shared.chunkings:
+            corpus, read_questions, qrels, read_chunks = shared.chunkings[key]
+            # Copies: a workspace appends added questions to its own list.
+            questions, chunks = list(read_questions), list(read_chunks)
         else:
-            assert settings.golden is not None
-            if own is None:
-                assert settings.corpus is not None
-                corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
-            questions = load_questions(Path(settings.golden) / "questions.jsonl")
-            qrels = {}
-            base_source = SOURCE_EVIDENCE
-        if own is not None:
-            corpus, chunks = own.corpus, own.chunks
-        else:
-            counter = token_counter(settings.model)
-            chunks = chunk_documents(
-                corpus.documents, counter, settings.chunk_size, settings.overlap
-            )
-        if not chunks:
-            raise InputError(corpus.source, "the corpus gave no chunks (every document is empty)")
+            if settings.beir is not None:
+                corpus, questions, qrels = load_beir(settings.beir, with_corpus=own is None)
+            else:
+                assert settings.golden is not None
+                if own is None:
+                    assert settings.corpus is not None
+                    corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
+                questions = load_questions(Path(settings.golden) / "questions.jsonl")
+                qrels = {}
+            if own is not None:
+                corpus, chunks = own.corpus, own.chunks
+            else:
+                chunks = chunk_documents(
+                    corpus.documents, counter, settings.chunk_size, settings.overlap
+                )
+            if not chunks:
+                raise InputError(
+                    corpus.source, "the corpus gave no chunks (every document is empty)"
+                )
+            if shared is not None:
+                shared.chunkings[key] = (corpus, list(questions), qrels, list(chunks))
         assert settings.golden is not None
         labels = LabelJournal(Path(settings.golden) / "labels.jsonl", settings.annotator)
+        needed = needed_retrievers(settings)
+        plan = None
+        if needed & {"vector", "hybrid"}:
+            # Checked now (a bad stride is bad input), used when the chunks are embedded.
+            plan = window_plan(
+                settings.windows, settings.window_stride, model_limit(settings.model, counter)
+            )
+        reranker = None
+        if settings.rerank:
+            model = shared.cross_encoders.get(settings.rerank) if shared is not None else None
+            reranker = Reranker(
+                settings.rerank,
+                settings.rerank_over,
+                {c.id: c.text for c in chunks},
+                {c.id: i for i, c in enumerate(chunks)},
+                settings.cache_dir,
+                model,
+            )
+            if shared is not None:
+                shared.cross_encoders.setdefault(settings.rerank, reranker.model)
         ws = cls(
             settings=settings,
             corpus=corpus,
@@ -192,6 +290,9 @@ class Workspace:
             base_grades={},
             base_source=base_source,
             bm25=None,
+            window_plan=plan,
+            reranker=reranker,
+            shared=shared,
         )
         ws.chunk_by_id = {c.id: c for c in chunks}
         ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
@@ -201,8 +302,11 @@ class Workspace:
         ws.level = _level(settings, base_source, chunks)
         ws.base_grades = ws._base_grades(qrels)
         ws.warnings = (
-            depth_note + list(corpus.warnings) + list(labels.warnings) + ws._absent_warnings()
+            depth_note + list(corpus.warnings) + labels.take_warnings() + ws._absent_warnings()
         )
+        labels.take_touched()  # everything is evaluated below
+        if reranker is not None:
+            ws.warnings.extend(reranker.cache.warnings)
         ws.live = build_live_retrievers(
             settings.retrievers,
             settings.live_retrievers,
@@ -214,7 +318,7 @@ class Workspace:
             taken=run_names,
         )
         ws.live_status = {name: LiveStatus(name, "waiting") for name in ws.live}
-        if "bm25" in settings.retrievers or "hybrid" in settings.retrievers:
+        if "bm25" in needed or "hybrid" in needed:
             ws.bm25 = BM25Retriever(chunks, backend=settings.bm25_backend)
             ws.rankings["bm25"] = {q.id: ws.bm25.search(q.text, settings.depth) for q in questions}
             empty = [q.id for q in questions if not ws.rankings["bm25"][q.id]]
@@ -284,12 +388,13 @@ class Workspace:
 
     @property
     def vectors_needed(self) -> bool:
-        """Whether the settings ask for the vector or hybrid retriever."""
-        return any(n in self.settings.retrievers for n in ("vector", "hybrid"))
+        """Whether the settings ask for the vector or hybrid retriever (shown, or reranked)."""
+        return bool(needed_retrievers(self.settings) & {"vector", "hybrid"})
 
-    def embedding_cache(self) -> EmbeddingCache:
-        """The embedding cache of the chosen model."""
-        return EmbeddingCache(self.settings.model, self.settings.cache_dir)
+    def embedding_cache(self, embedder: Embedder | None = None) -> EmbeddingCache:
+        """The embedding cache of the chosen model (or of the embedder given in its place)."""
+        name = embedder.cache_name if embedder is not None else self.settings.model
+        return EmbeddingCache(name, self.settings.cache_dir)
 
     def compute_vectors(
         self, progress: Progress | None = None, embedder: Embedder | None = None
@@ -303,22 +408,34 @@ class Workspace:
             return None
         questions = list(self.questions)
         bm25_rankings = dict(self.rankings.get("bm25", {}))
-        cache = self.embedding_cache()
+        model = embedder
+        if model is None and self.shared is not None:
+            model = self.shared.embedders.setdefault(
+                self.settings.model, Embedder(self.settings.model)
+            )
+        model = model or Embedder(self.settings.model)
+        cache = self.embedding_cache(model)
         warnings = list(cache.warnings)
-        model = embedder or Embedder(self.settings.model)
-        matrix = cache.embed(
-            [c.text for c in self.chunks] + [q.text for q in questions], model, progress
-        )
-        n = len(self.chunks)
-        chunk_matrix, question_matrix = matrix[:n], matrix[n:]
+        windows = chunk_windows(self.chunks, token_counter(self.settings.model), self.window_plan)
+        matrix = cache.embed(windows.texts + [q.text for q in questions], model, progress)
+        n = len(windows.texts)
+        window_matrix, question_matrix = matrix[:n], matrix[n:]
         question_vectors = {q.id: question_matrix[i] for i, q in enumerate(questions)}
-        by_text = {q.text: question_matrix[i] for i, q in enumerate(questions)}
+        by_text: dict[str, np.ndarray] = {
+            q.text: question_matrix[i] for i, q in enumerate(questions)
+        }
 
         def embed_query(text: str) -> np.ndarray:
             row: np.ndarray = by_text[text] if text in by_text else cache.embed([text], model)[0]
             return row
 
-        vector = VectorRetriever(self.chunks, chunk_matrix, embed_query)
+        vector = VectorRetriever(
+            self.chunks,
+            window_matrix,
+            embed_query,
+            windows.first_rows,
+            self.window_plan.mode if self.window_plan is not None else "max",
+        )
         depth = self.settings.depth
         rankings = {
             "vector": dict(
@@ -330,19 +447,20 @@ class Workspace:
             )
         }
         hybrid = None
-        if "hybrid" in self.settings.retrievers and self.bm25 is not None:
+        if "hybrid" in needed_retrievers(self.settings) and self.bm25 is not None:
             hybrid = HybridRetriever(self.bm25, vector, self.chunk_order)
             rankings["hybrid"] = {
                 q.id: hybrid.fuse(bm25_rankings.get(q.id, []), rankings["vector"][q.id], depth)
                 for q in questions
             }
-        return VectorResult(vector, hybrid, question_vectors, rankings, warnings)
+        return VectorResult(vector, hybrid, question_vectors, rankings, warnings, windows)
 
     def apply_vectors(self, result: VectorResult) -> None:
         """Add vector and hybrid rankings computed by ``compute_vectors`` and evaluate them."""
         assert self.evaluation is not None
         self.vector = result.vector
         self.hybrid = result.hybrid
+        self.windows = result.windows
         self.question_vectors = dict(result.question_vectors)
         self.warnings.extend(result.warnings)
         for name, by_question in result.rankings.items():
@@ -362,6 +480,12 @@ class Workspace:
             return self.vector.search(text, depth)
         if name == "hybrid" and self.hybrid is not None:
             return self.hybrid.search(text, depth)
+        if name == "bm25" and self.bm25 is not None:
+            return self.bm25.search(text, depth)
+        if self.reranker is not None and name == self.reranker.name:
+            ranked = self.reranker.rerank(text, self._rank_new(self.reranker.over, text)).ranking
+            self.reranker.cache.save()
+            return ranked
         return []
 
     def prepare_vectors(
@@ -372,16 +496,67 @@ class Workspace:
         if result is not None:
             self.apply_vectors(result)
 
+    def compute_rerank(self, progress: RerankProgress | None = None) -> RerankResult | None:
+        """Rerank every golden question's first-stage list with the cross-encoder (slow unless cached).
+
+        Reads the workspace (the first stage must be ready: ``apply_vectors`` done for vector or
+        hybrid) and changes only the score cache, so it may run in a worker thread;
+        ``apply_rerank`` then adds the result.
+        """
+        reranker = self.reranker
+        if reranker is None:
+            return None
+        first_stage = self.rankings.get(reranker.over)
+        if first_stage is None:
+            raise RuntimeError(f"{reranker.over} has no rankings yet: prepare the vectors first")
+        questions = list(self.questions)
+        rankings: dict[str, Ranking] = {}
+        seconds: dict[str, float] = {}
+        scored_now: set[str] = set()
+        try:
+            for i, q in enumerate(questions, start=1):
+                done = reranker.rerank(q.text, first_stage.get(q.id, []))
+                rankings[q.id] = done.ranking
+                seconds[q.id] = done.seconds
+                if not done.cached:
+                    scored_now.add(q.id)
+                if progress:
+                    progress(i, len(questions))
+        finally:
+            reranker.cache.save()
+        return RerankResult(reranker.name, rankings, seconds, scored_now)
+
+    def apply_rerank(self, result: RerankResult) -> None:
+        """Add the reranked rankings computed by ``compute_rerank`` and evaluate them."""
+        assert self.evaluation is not None
+        by_question = dict(result.rankings)
+        for q in self.questions:
+            if q.id not in by_question:
+                by_question[q.id] = self._rank_new(result.name, q.text)
+        self.rerank = result
+        self.warnings.extend(result.warnings)
+        self.rankings[result.name] = by_question
+        self.evaluation.set_rankings(result.name, by_question)
+
+    def prepare_rerank(self, progress: RerankProgress | None = None) -> None:
+        """``compute_rerank`` then ``apply_rerank`` (nothing without a reranker)."""
+        result = self.compute_rerank(progress)
+        if result is not None:
+            self.apply_rerank(result)
+
     @classmethod
     def open(
         cls,
         settings: Settings,
         progress: Progress | None = None,
         live_progress: LiveProgress | None = None,
+        shared: Shared | None = None,
     ) -> Workspace:
-        """Load everything, embeddings and live retrievers' answers included (the headless commands)."""
-        ws = cls.load(settings)
+        """Load everything, embeddings, reranking and live retrievers' answers included (the
+        headless commands)."""
+        ws = cls.load(settings, shared)
         ws.prepare_vectors(progress)
+        ws.prepare_rerank()
         if ws.live:
             ws.apply_live(ws.compute_live(progress=live_progress, refresh=settings.refresh))
         return ws
@@ -471,6 +646,15 @@ class Workspace:
                 f"chunks nor returned with a text (e.g. {examples(unknown, 3)}); "
                 "they count as not relevant and are shown by id"
             )
+
+    def add_foreign(self, hits: Iterable[Hit], origin: str) -> set[str]:
+        """Keep the chunks a live retriever brought with their text (an ad-hoc search done off the
+        UI thread with ``run_live``); returns the questions whose grades changed."""
+        touched = self._add_foreign(hits, origin)
+        if touched and self.evaluation is not None:
+            for qid in touched:
+                self.evaluation.update_question(qid)
+        return touched
 
     def _add_foreign(self, hits: Iterable[Hit], origin: str) -> set[str]:
         """Keep the chunks of ``hits`` that the corpus lacks and that came with their text; returns the questions whose grades changed."""
@@ -583,10 +767,14 @@ class Workspace:
 
     @property
     def retrievers(self) -> list[str]:
-        """The chosen retrievers that have rankings: the built-in ones in the standard order, the external runs, then the live ones."""
+        """The chosen retrievers that have rankings: the built-in ones in the standard order, the
+        reranked one (``hybrid+rerank``), the external runs, then the live ones."""
         builtin = [
             n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings
         ]
+        reranked = self.settings.rerank_name
+        if reranked is not None and reranked in self.rankings:
+            builtin.append(reranked)
         runs = [n for n, _ in self.settings.runs if n in self.rankings]
         return builtin + runs + [n for n in self.live if n in self.rankings]
 
@@ -601,12 +789,30 @@ class Workspace:
             return "chunk text changed since it was labelled"
         return None
 
+    def _applies(self, label: Label) -> bool:
+        return self.label_status(label) is None
+
+    def hand_label(self, qid: str, cid: str) -> Label | None:
+        """The hand label that counts for a pair, among those that apply: the adjudicated one, else the
+        only annotator's, else the latest annotator's (see ``disputed``); None when none applies."""
+        pair = self.labels.pair(qid, cid)
+        return pair.effective(self._applies) if pair is not None else None
+
+    def hand_labels(self, qid: str) -> dict[str, Label]:
+        """``hand_label`` of every labelled chunk of a question that has one (chunk id -> label)."""
+        out: dict[str, Label] = {}
+        for cid, pair in self.labels.pairs.get(qid, {}).items():
+            label = pair.effective(self._applies)
+            if label is not None:
+                out[cid] = label
+        return out
+
     def hand_grades(self, qid: str) -> dict[str, int]:
-        """The hand grades of a question that apply (stale labels left out)."""
+        """The hand grades of a question that apply (stale labels left out; one grade per pair, see ``hand_label``)."""
         return {
             cid: label.grade
-            for cid, label in self.labels.by_question.get(qid, {}).items()
-            if label.grade is not None and self.label_status(label) is None
+            for cid, label in self.hand_labels(qid).items()
+            if label.grade is not None
         }
 
     def effective_grades(self, qid: str) -> dict[str, int]:
@@ -616,22 +822,65 @@ class Workspace:
         return grades
 
     def grade_source(self, qid: str, cid: str) -> tuple[int | None, str | None]:
-        """A chunk's effective grade for a question and where it came from (hand, evidence, qrels), or (None, None)."""
-        hand = self.hand_grades(qid)
-        if cid in hand:
-            return hand[cid], SOURCE_HAND
+        """A chunk's effective grade for a question and where it came from (hand, adjudicated, evidence, qrels), or (None, None)."""
+        label = self.hand_label(qid, cid)
+        if label is not None and label.grade is not None:
+            return label.grade, SOURCE_ADJUDICATED if label.adjudicated else SOURCE_HAND
         base = self.base_grades.get(qid, {})
         if cid in base:
             return base[cid], self.base_source
         return None, None
 
+    def annotator_grades(self, qid: str, cid: str) -> dict[str, int]:
+        """Each annotator's current grade of a pair that applies, by name (the adjudicated grade aside)."""
+        pair = self.labels.pair(qid, cid)
+        return pair.grades(self._applies) if pair is not None else {}
+
+    def adjudicated_grade(self, qid: str, cid: str) -> int | None:
+        """The adjudicated grade of a pair when there is one that applies, else None."""
+        pair = self.labels.pair(qid, cid)
+        label = pair.adjudicated if pair is not None else None
+        return label.grade if label is not None and self._applies(label) else None
+
+    def disputed(self, qid: str, cid: str) -> bool:
+        """Whether annotators gave a pair different grades (those that apply) and no adjudicated grade settles it."""
+        pair = self.labels.pair(qid, cid)
+        return pair is not None and pair.disputed(self._applies)
+
+    def disputed_pairs(self, qid: str | None = None) -> list[tuple[str, str]]:
+        """The disputed (question, chunk) pairs, of one question or of all, in golden-set then chunk order."""
+        qids = [qid] if qid is not None else [q.id for q in self.questions]
+        unknown = len(self.chunk_order)
+        out: list[tuple[str, str]] = []
+        for q in qids:
+            chunks = [
+                c
+                for c, pair in self.labels.pairs.get(q, {}).items()
+                if pair.disputed(self._applies)
+            ]
+            chunks.sort(key=lambda c: (self.chunk_order.get(c, unknown), c))
+            out.extend((q, c) for c in chunks)
+        return out
+
+    def disputed_questions(self) -> list[str]:
+        """The questions with at least one disputed pair, in golden-set order."""
+        return [
+            q.id
+            for q in self.questions
+            if any(
+                pair.disputed(self._applies) for pair in self.labels.pairs.get(q.id, {}).values()
+            )
+        ]
+
     def stale_labels(self) -> list[StaleLabel]:
-        """Current hand labels that do not apply, with reasons."""
+        """Current hand labels (every annotator's and the adjudicated ones) that do not apply, with reasons, in journal order."""
         out = []
-        for label in self.labels.current.values():
-            reason = self.label_status(label)
-            if reason:
-                out.append(StaleLabel(label, reason))
+        for _, _, pair in self.labels.iter_pairs():
+            for label in pair.labels():
+                reason = self.label_status(label)
+                if reason:
+                    out.append(StaleLabel(label, reason))
+        out.sort(key=lambda stale: stale.label.line)
         return out
 
     def writable_golden(self) -> Path:
@@ -656,23 +905,38 @@ class Workspace:
                 )
         return target
 
-    def set_grade(self, qid: str, cid: str, grade: int | None) -> GradeChange:
-        """Save a hand grade (None removes it) to the journal, fsynced, then update the numbers."""
+    def set_grade(
+        self, qid: str, cid: str, grade: int | None, adjudicate: bool = False
+    ) -> GradeChange:
+        """Save this annotator's hand grade (None withdraws it), or with ``adjudicate`` the adjudicated
+        grade that settles the pair (None withdraws it), to the journal, fsynced, then update the numbers.
+
+        The numbers of every question whose labels changed are updated: another writer's lines
+        read with ours count too.
+        """
         chunk = self.chunk_by_id[cid]
         if qid not in self.question_by_id:
             raise KeyError(qid)
         self.writable_golden()
-        label = self.labels.set_grade(qid, cid, grade, chunk.sha1)
-        return GradeChange(qid, cid, label, self._regrade(qid))
+        label = self.labels.set_grade(qid, cid, grade, chunk.sha1, adjudicate=adjudicate)
+        changes = self._regrade(qid)
+        for other in self.labels.take_touched() - {qid}:
+            self._regrade(other)
+        return GradeChange(qid, cid, label, changes, tuple(self.labels.take_warnings()))
 
     def undo(self) -> GradeChange | None:
-        """Undo the last label change (itself a journal line); None when there is nothing to undo."""
+        """Undo the last label change (itself a journal line, of the same kind: an annotator's or adjudicated); None when there is nothing to undo."""
         if self.labels.can_undo:
             self.writable_golden()
         label = self.labels.undo()
         if label is None:
             return None
-        return GradeChange(label.question, label.chunk, label, self._regrade(label.question))
+        changes = self._regrade(label.question)
+        for other in self.labels.take_touched() - {label.question}:
+            self._regrade(other)
+        return GradeChange(
+            label.question, label.chunk, label, changes, tuple(self.labels.take_warnings())
+        )
 
     def _regrade(self, qid: str) -> dict[str, tuple[QuestionMetrics, QuestionMetrics]]:
         assert self.evaluation is not None
@@ -680,15 +944,18 @@ class Workspace:
             return {}
         return self.evaluation.update_question(qid)
 
+    def take_label_warnings(self) -> list[str]:
+        """The label journal's warnings not reported before (another writer's bad line): each once."""
+        return self.labels.take_warnings()
+
     def refresh_labels(self) -> set[str]:
-        """Apply labels another process wrote; returns the questions whose numbers changed."""
-        # Compared by grade and chunk hash: a compaction renumbers lines without changing any number.
-        before = {key: (lab.grade, lab.chunk_sha1) for key, lab in self.labels.current.items()}
-        self.labels.refresh()
-        after = {key: (lab.grade, lab.chunk_sha1) for key, lab in self.labels.current.items()}
-        touched = {q for (q, c), value in after.items() if before.get((q, c)) != value} | {
-            q for (q, c) in before if (q, c) not in after
-        }
+        """Apply labels another process wrote; returns the questions whose numbers or disputes changed.
+
+        A line that cannot be read is skipped; ``take_label_warnings`` gives its warning once.
+        """
+        if self.labels.changed_on_disk():  # two stat calls: the app asks every second
+            self.labels.refresh()
+        touched = self.labels.take_touched()
         for qid in touched:
             self._regrade(qid)
         return {q for q in touched if q in self.question_by_id}
@@ -705,7 +972,7 @@ class Workspace:
         the question list changed: an Evaluation holds a fixed k and list of questions)."""
         shown = {n: self.evaluated_rankings(self.rankings[n]) for n in self.retrievers}
         self.evaluation = Evaluation(
-            [q.id for q in self.questions],
+            [q.id for q in self.questions if not q.retired],
             self.evaluation_grades,
             shown,
             self.settings.k,
@@ -796,6 +1063,29 @@ class Workspace:
         )
         return self.insert_question(question, self._rank_text(question.text, self.settings.depth))
 
+    @property
+    def retired(self) -> list[str]:
+        """The ids of the retired questions (kept in the file, left out of every mean)."""
+        return [q.id for q in self.questions if q.retired]
+
+    def set_retired(self, qid: str, retired: bool) -> Question:
+        """Retire a question (or bring it back): its line in questions.jsonl says so (rewritten
+        atomically under the lock), and every mean is computed again without (or with) it."""
+        from ragtui.core.labelling.authoring import set_retired
+
+        if qid not in self.question_by_id:
+            raise InputError(None, f"no question {qid!r}")
+        if self.settings.beir is not None and self.settings.golden == self.settings.beir:
+            raise InputError(
+                self.settings.beir, "BEIR queries cannot be retired (no questions.jsonl)"
+            )
+        updated = set_retired(self.writable_golden(), qid, retired)
+        position = next(i for i, q in enumerate(self.questions) if q.id == qid)
+        self.questions[position] = updated
+        self.question_by_id[qid] = updated
+        self.evaluate_all()
+        return updated
+
     def insert_question(self, question: Question, rankings: dict[str, Ranking]) -> AddedQuestion:
         """Add a question already appended to questions.jsonl, with its rankings (computed off the UI
         thread by ``search_adhoc``), and evaluate it."""
@@ -829,3 +1119,13 @@ def _level(settings: Settings, base_source: str, chunks: list[Chunk]) -> str:
     if base_source == SOURCE_QRELS and any(c.id != c.doc for c in chunks):
         return LEVEL_DOCUMENT
     return LEVEL_CHUNK
+
+
+def needed_retrievers(settings: Settings) -> set[str]:
+    """The built-in retrievers to compute: the ones shown, the one reranked, and what hybrid fuses."""
+    needed = {n for n in settings.retrievers if n in RETRIEVER_NAMES}
+    if settings.rerank:
+        needed.add(settings.rerank_over)
+    if "hybrid" in needed:
+        needed |= {"bm25", "vector"}
+    return needed

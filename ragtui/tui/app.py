@@ -47,10 +47,16 @@ from ragtui.tui.messages import (
     BaselineLoaded,
     Changed,
     EmbeddingProgress,
+    ExperimentDone,
+    ForeignChunks,
     GradeRequested,
+    LiveProgress,
+    LiveReady,
     LoadFailed,
     Notice,
     QuestionAppended,
+    RerankReady,
+    RetireRequested,
     UndoRequested,
     VectorsFailed,
     VectorsReady,
@@ -102,6 +108,11 @@ class _ReportingEmbedder:
         self.on_start = on_start
 
     @property
+    def cache_name(self) -> str:
+        """The wrapped model's cache: wrapping changes no vector."""
+        return str(self.inner.cache_name)
+
+    @property
     def max_seq_length(self) -> int:
         """The wrapped model's longest input."""
         return int(self.inner.max_seq_length)
@@ -151,7 +162,10 @@ class RagtuiApp(App[int]):
         #: The state and the rules for changing it.
         self.controller = Controller(settings)
         #: Used to embed (None: the settings' sentence-transformers model, loaded on first need).
+        #: The embedder tests inject (used for every model), else None.
         self.embedder = embedder
+        #: Loaded models by name, so that a reload does not load one again (a variant may name another).
+        self.models: dict[str, Any] = {}
         self._given_workspace = workspace
         #: Every change the app made; screens subscribe and redraw what it touched.
         self.changed: Signal[Changed] = Signal(self, "changed")
@@ -220,8 +234,10 @@ class RagtuiApp(App[int]):
         self.status_changed.publish(self.status)
 
     def publish(self, change: Changed) -> None:
-        """Tell every screen what changed."""
+        """Tell every screen what changed (a warning the change met goes to the status line)."""
         self.changed.publish(change)
+        for warning in change.warnings:
+            self.say(f"warning: {warning}", error=True)
 
     def _say_notices(self) -> None:
         """What the workspace noticed while changing (the bundled golden set copied), said last."""
@@ -342,9 +358,9 @@ class RagtuiApp(App[int]):
             announce()
             self.post_message(EmbeddingProgress(generation, 0, count))
 
-        embedder = self.embedder
+        name = ws.settings.model or ""
         try:
-            model = embedder if embedder is not None else Embedder(ws.settings.model)
+            model = self.embedder or self.models.get(name) or Embedder(ws.settings.model)
             result = ws.compute_vectors(progress, _ReportingEmbedder(model, on_start))  # type: ignore[arg-type]
             loading[0] = False
         except _Cancelled:
@@ -368,7 +384,105 @@ class RagtuiApp(App[int]):
         ws = message.workspace
         self.publish(self.controller.loaded(ws, message.vectors))
         self._say_load_warnings(ws, message.vectors)
+        if ws.live:
+            self._ask_live(ws, self.generation, ws.settings.refresh)
+        if message.vectors is not None or not ws.vectors_needed:
+            self._start_rerank(ws)
         self._check_ready()
+
+    def _start_rerank(self, ws: Workspace) -> None:
+        """Run the reranking stage in a worker, once its first stage is ranked."""
+        if ws.reranker is not None and ws.reranker.over in ws.rankings:
+            self._rerank(ws, self.generation)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="rerank")
+    def _rerank(self, ws: Workspace, generation: int) -> None:
+        """Re-score every question's first-stage list with the cross-encoder (cached scores are
+        read): ``compute_rerank`` reads the rankings, which do not change once applied."""
+        name = ws.settings.rerank_name or "rerank"
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_INTERVAL or done >= total:
+                last[0] = now
+                self.post_message(Notice(f"reranking with {name}: {done}/{total} questions"))
+
+        try:
+            result = ws.compute_rerank(progress)
+        except InputError as exc:
+            self.post_message(WorkFailed(name, exc.message))
+            return
+        except Exception as exc:  # a model that cannot run must be a message, never a traceback
+            self.post_message(WorkFailed(name, visible_line(f"{type(exc).__name__}: {exc}")))
+            return
+        if result is not None:
+            self.post_message(RerankReady(generation, result))
+
+    def on_rerank_ready(self, message: RerankReady) -> None:
+        """Show the reranked list."""
+        if message.generation != self.generation or self.workspace is None:
+            return
+        self.publish(self.controller.rerank_ready(message.result))
+        self.say(f"{message.result.name} is ready: {message.result.latency.describe()}")
+        self._check_ready()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="live")
+    def _ask_live(self, ws: Workspace, generation: int, refresh: bool) -> None:
+        """Every golden question's answer from each live retriever (cache first), off the UI thread:
+        ``compute_live`` only reads the workspace."""
+        worker = get_current_worker()
+        last = [0.0]
+
+        def progress(name: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_INTERVAL or done >= total:
+                last[0] = now
+                self.post_message(LiveProgress(generation, name, done, total))
+
+        try:
+            result = ws.compute_live(
+                refresh=refresh, progress=progress, cancelled=lambda: worker.is_cancelled
+            )
+        except Exception as exc:  # a broken plugin must be a message, never a traceback
+            self.post_message(
+                WorkFailed("Live retrievers", visible_line(f"{type(exc).__name__}: {exc}"))
+            )
+            return
+        if not worker.is_cancelled:
+            self.post_message(LiveReady(generation, result))
+
+    def on_live_progress(self, message: LiveProgress) -> None:
+        """Say how far a live retriever has come."""
+        if message.generation == self.generation:
+            self.say(f"asking {message.name}: {message.done}/{message.total} questions")
+
+    def on_live_ready(self, message: LiveReady) -> None:
+        """Show the live retrievers' lists (a failed one says why in its own list)."""
+        if message.generation != self.generation or self.workspace is None:
+            return
+        self.publish(self.controller.live_ready(message.result))
+        failed = [
+            f"{name}: {status.message}"
+            for name, status in self.workspace.live_status.items()
+            if status.state in ("failed", "partial") and status.message
+        ]
+        if failed:
+            self.say("; ".join(failed), error=True)
+        else:
+            self.say(f"{', '.join(message.result.runs)} answered.")
+        self._check_ready()
+
+    def refresh_live(self) -> None:
+        """Ask the live retrievers again, ignoring their cached answers (the palette's refresh)."""
+        ws = self.workspace
+        if ws is None or not ws.live:
+            self.say("No live retriever is shown (--retriever NAME=SPEC, --milvus).")
+            return
+        for name in ws.live:
+            self.controller.retriever_status[name] = "pending"
+        self.publish(Changed("retrievers"))
+        self._ask_live(ws, self.generation, True)
 
     def _say_load_warnings(self, ws: Workspace, vectors: VectorResult | None) -> None:
         """The one most important thing the load found, in the status line."""
@@ -413,9 +527,10 @@ class RagtuiApp(App[int]):
         if message.generation != self.generation or self.workspace is None:
             return
         if message.embedder is not None:
-            self.embedder = message.embedder
+            self.models[self.workspace.settings.model or ""] = message.embedder
         self.publish(self.controller.vectors_ready(message.result))
         self.publish(Changed("progress"))
+        self._start_rerank(self.workspace)
         if message.result.warnings:
             self.say(f"warning: {message.result.warnings[0]}", error=True)
         self._check_ready()
@@ -457,17 +572,25 @@ class RagtuiApp(App[int]):
         """Save a grade for exactly the pair the request names."""
         message.stop()
         try:
-            change = self.controller.grade(message.question, message.chunk, message.grade)
+            change = self.controller.grade(
+                message.question, message.chunk, message.grade, message.adjudicate
+            )
         except Refused as exc:
             self.say(exc.message, error=True)
             return
         self.publish(change)
-        self._say_change(change)
+        if not change.warnings:
+            self._say_change(change)
         self._say_notices()
 
     def _say_change(self, change: Changed) -> None:
         """``saved: q01 ferry.md#1 → grade 2 (hand) · nDCG@3 bm25 0.500→1.000``."""
         ws = self.workspace
+        if ws is not None and change.kind == "retired" and change.questions:
+            qid = next(iter(change.questions))
+            state = "retired" if ws.question_by_id[qid].retired else "back in the metrics"
+            self.say(f"undone: {qid} is {state}.")
+            return
         if ws is None or change.chunk is None or not change.questions:
             return
         qid = next(iter(change.questions))
@@ -475,6 +598,23 @@ class RagtuiApp(App[int]):
         now = f"grade {grade} ({source})" if grade is not None else "not graded"
         verb = "undone:" if change.undo else "saved:"
         self.say(f"{verb} {qid} {change.chunk} → {now} · {ndcg_moves(change.moves, ws.settings.k)}")
+
+    @on(RetireRequested)
+    def _retire_requested(self, message: RetireRequested) -> None:
+        """Retire a question (or bring it back), as the request names."""
+        message.stop()
+        try:
+            change = self.controller.retire(message.question, message.retired)
+        except Refused as exc:
+            self.say(exc.message, error=True)
+            return
+        self.publish(change)
+        self.say(
+            f"Retired {message.question}: left out of every mean (u undoes, x brings it back)."
+            if message.retired
+            else f"{message.question} is back in the metrics."
+        )
+        self._say_notices()
 
     @on(UndoRequested)
     def _undo_requested(self, message: UndoRequested) -> None:
@@ -518,6 +658,16 @@ class RagtuiApp(App[int]):
     def action_reload_labels(self) -> None:
         """Apply labels another process appended to the journal."""
         self.poll_labels()
+
+    @on(ForeignChunks)
+    def _foreign_chunks(self, message: ForeignChunks) -> None:
+        """Keep the chunks a live retriever brought, so the chunk view can show them."""
+        message.stop()
+        if self.workspace is None:
+            return
+        change = self.controller.keep_foreign(message.hits, message.origin)
+        if change is not None:
+            self.publish(change)
 
     @on(Notice)
     def _notice(self, message: Notice) -> None:
@@ -604,8 +754,65 @@ class RagtuiApp(App[int]):
         self.say(f"Added {question.id}: {values}")
 
     def on_work_failed(self, message: WorkFailed) -> None:
-        """A worker's change was refused: say why."""
+        """A worker's change was refused: say why (a failed reranking stage marks its list)."""
+        ws = self.workspace
+        if ws is not None and message.what == ws.settings.rerank_name:
+            self.publish(self.controller.rerank_failed(message.what, message.message))
+            self._check_ready()
         self.say(f"{message.what}: {message.message}", error=True)
+
+    # ---- experiments ------------------------------------------------------------------------------
+
+    def run_experiment(self) -> None:
+        """Evaluate every variant of the project file in a worker and show the table."""
+        if not self.controller.settings.variants:
+            self.say(
+                "The project file declares no [variants.NAME]: nothing to compare.", error=True
+            )
+            return
+        self.say(f"running {len(self.controller.settings.variants)} variants…")
+        self._experiment(self.controller.settings)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="experiment")
+    def _experiment(self, settings: Settings) -> None:
+        """``ragtui experiment`` off the UI thread (it loads its own workspaces; saves no runs)."""
+        from ragtui.core.analysis.experiment import run_experiment
+
+        def status(line: str) -> None:
+            self.post_message(Notice(f"experiment: {line}"))
+
+        try:
+            result = run_experiment(settings, save=False, status=status)
+        except InputError as exc:
+            self.post_message(WorkFailed("Experiment", exc.message))
+            return
+        except Exception as exc:  # a variant that cannot load must be a message
+            self.post_message(
+                WorkFailed("Experiment", visible_line(f"{type(exc).__name__}: {exc}"))
+            )
+            return
+        self.post_message(ExperimentDone(result))
+
+    def on_experiment_done(self, message: ExperimentDone) -> None:
+        """Show the experiment table."""
+        from ragtui.tui.screens.report import ReportScreen
+
+        self.say(
+            "experiment done; ctrl+p, experiment: show variant NAME switches the screen to one"
+        )
+        self.push_screen(ReportScreen(message.result.report(), id="experiment"))
+
+    def show_variant(self, name: str) -> None:
+        """Switch the whole screen to a variant of the project file (a reload)."""
+        from ragtui.core.variants import variant_settings
+
+        try:
+            settings = variant_settings(self.controller.settings, name)
+        except (InputError, ValueError, KeyError) as exc:
+            self.say(f"variant {name}: {exc}", error=True)
+            return
+        self.say(f"Loading variant {name}…")
+        self.start_load(settings)
 
     # ---- settings (keys and the command palette) ------------------------------------------------------
 

@@ -129,6 +129,16 @@ class RagtuiCommands(Provider):
                 partial(screen.set_queue_order, "rank"),
                 "highest-ranked first",
             ),
+            (
+                "labels: judging view",
+                screen.action_judge,
+                "key j: one key a pair over the questions shown",
+            ),
+            (
+                "labels: adjudicate disputed pairs",
+                screen.action_adjudicate,
+                "the judging view over the pairs annotators disagree on; the adjudicated grade wins",
+            ),
             ("labels: undo last change", app.action_undo, "written as a new journal line"),
             (
                 "labels: reload labels.jsonl",
@@ -152,6 +162,31 @@ class RagtuiCommands(Provider):
             ),
             ("help: keys and metrics", app.action_help, "every key and what each metric means"),
         ]
+        variants = app.controller.settings.variants
+        if variants:
+            out.append(
+                (
+                    "experiment: run the variants",
+                    app.run_experiment,
+                    f"{len(variants)} variants of the project file, side by side with significance",
+                )
+            )
+            out += [
+                (
+                    f"experiment: show variant {v.name}",
+                    partial(app.show_variant, v.name),
+                    f"switch the whole screen to {v}",
+                )
+                for v in variants
+            ]
+        if ws.live:
+            out.append(
+                (
+                    "retrievers: ask the live retrievers again",
+                    app.refresh_live,
+                    f"{', '.join(ws.live)}: ignore the cached answers (as --refresh)",
+                )
+            )
         names = ws.retrievers
         for i, a in enumerate(names):
             for b in names[i + 1 :]:

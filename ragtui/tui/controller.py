@@ -9,17 +9,18 @@ line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import ReadOnlyError
-from ragtui.core.retrieval.base import Ranking
+from ragtui.core.retrieval.base import Hit, Ranking
+from ragtui.core.retrieval.rerank import RerankResult
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import GradeChange, VectorResult, Workspace
+from ragtui.core.workspace import GradeChange, LiveResult, VectorResult, Workspace
 from ragtui.tui.messages import Changed
 
 #: The retrievers that need embeddings.
@@ -55,6 +56,9 @@ class Controller:
     """The saved run the question list compares against, or None."""
     embedding_progress: tuple[int, int] | None = None
     """(done, total) while embedding runs."""
+    undo_stack: list[tuple[str, str, bool]] = field(default_factory=list)
+    """What ``u`` undoes, newest last: ("label", "", False) for a label change (the journal keeps
+    what it was), ("retire", question id, retired before) for a retirement."""
 
     @property
     def ws(self) -> Workspace:
@@ -65,11 +69,18 @@ class Controller:
 
     @property
     def retrievers(self) -> list[str]:
-        """The retrievers shown: the chosen built-in ones in the standard order, then external runs."""
+        """The retrievers shown: the chosen built-in ones in the standard order, the external runs,
+        then the live ones (plugins, HTTP APIs, Milvus)."""
         from ragtui.core.retrieval.base import RETRIEVER_NAMES
+        from ragtui.core.retrieval.connectors import live_names
 
-        builtin = [n for n in RETRIEVER_NAMES if n in self.settings.retrievers]
-        return builtin + [n for n, _ in self.settings.runs if n not in builtin]
+        s = self.settings
+        builtin = [n for n in RETRIEVER_NAMES if n in s.retrievers]
+        if s.rerank_name is not None:
+            builtin.append(s.rerank_name)  # the reranking stage's list, after the built-in ones
+        runs = [n for n, _ in s.runs if n not in builtin]
+        live = live_names(s.retrievers, s.live_retrievers, s.milvus)
+        return builtin + runs + [n for n in live if n not in builtin and n not in runs]
 
     # ---- loading -----------------------------------------------------------------------------------
 
@@ -107,13 +118,48 @@ class Controller:
         return Changed("retrievers")
 
     def vectors_failed(self, message: str) -> Changed:
-        """Embedding failed: vector and hybrid are unavailable, BM25 keeps working."""
+        """Embedding failed: vector and hybrid are unavailable (and what reranks them), BM25 keeps working."""
         self.embedding_progress = None
-        for name in VECTOR_RETRIEVERS:
+        rerank = self.settings.rerank_name
+        for name in (*VECTOR_RETRIEVERS, *((rerank,) if rerank else ())):
             if name in self.retriever_status:
                 self.retriever_status[name] = "failed"
                 self.retriever_errors[name] = message
         return Changed("retrievers")
+
+    def rerank_ready(self, result: RerankResult) -> Changed:
+        """The reranking stage's lists arrived: evaluate them."""
+        self.ws.apply_rerank(result)
+        self.retriever_status[result.name] = "ready"
+        self.retriever_errors.pop(result.name, None)
+        return Changed("retrievers")
+
+    def rerank_failed(self, name: str, message: str) -> Changed:
+        """The cross-encoder could not run: its list is unavailable, the others keep working."""
+        self.retriever_status[name] = "failed"
+        self.retriever_errors[name] = message
+        return Changed("retrievers")
+
+    def live_ready(self, result: LiveResult) -> Changed:
+        """Live retrievers answered (or failed): their lists and numbers; a failed one says why."""
+        ws = self.ws
+        ws.apply_live(result)
+        for name in result.runs:
+            status = ws.live_status.get(name)
+            if status is None:
+                continue
+            if status.state == "failed":
+                self.retriever_status[name] = "failed"
+                self.retriever_errors[name] = status.message
+            else:
+                self.retriever_status[name] = "ready"
+                self.retriever_errors.pop(name, None)
+        return Changed("retrievers")
+
+    def keep_foreign(self, hits: tuple[Hit, ...], origin: str) -> Changed | None:
+        """Keep chunks a live retriever brought (an ad-hoc search); None when nothing changed."""
+        touched = self.ws.add_foreign(hits, origin)
+        return Changed("labels-reloaded", frozenset(touched)) if touched else None
 
     @property
     def is_ready(self) -> bool:
@@ -144,8 +190,9 @@ class Controller:
             reason = labels.read_only_reason or f"{labels.path} is read-only"
             raise Refused(f"{reason}: {what}")
 
-    def grade(self, qid: str, cid: str, grade: int | None) -> Changed:
-        """Save a hand grade (None removes it) for the pair, fsynced, and update every number."""
+    def grade(self, qid: str, cid: str, grade: int | None, adjudicate: bool = False) -> Changed:
+        """Save a hand grade (None removes it) for the pair, fsynced, and update every number; with
+        ``adjudicate`` the adjudicated grade that settles a disputed pair."""
         ws = self.ws
         if qid not in ws.question_by_id:
             raise Refused(f"{qid} is not a question of this golden set: nothing saved.")
@@ -157,18 +204,26 @@ class Controller:
             raise Refused(f"{grade} is not on the grade scale ({words}): nothing saved.")
         self._check_writable("the grade was not saved.")
         try:
-            change = ws.set_grade(qid, cid, grade)
+            change = ws.set_grade(qid, cid, grade, adjudicate=adjudicate)
         except ReadOnlyError as exc:
             raise Refused(str(exc)) from None
-        except InputError as exc:  # another writer's bad line: reported, our line is saved
-            raise Refused(f"Saved, but the journal has a bad line: {exc.message}") from None
+        except InputError as exc:
+            raise Refused(exc.message) from None
         except OSError as exc:
             raise Refused(f"Could not save the label: {exc.strerror or exc}") from None
-        return Changed("grades", frozenset({qid}), cid, moves=_moves(change))
+        self.undo_stack.append(("label", "", False))
+        return Changed(
+            "grades", frozenset({qid}), cid, moves=_moves(change), warnings=change.warnings
+        )
 
     def undo(self) -> Changed:
-        """Undo the last label change (a new journal line)."""
+        """Undo the last change: a label change (a new journal line) or a retirement."""
         ws = self.ws
+        if self.undo_stack and self.undo_stack[-1][0] == "retire":
+            _, qid, before = self.undo_stack[-1]
+            restored = self.retire(qid, before, record=False)
+            self.undo_stack.pop()
+            return replace(restored, undo=True)
         if not ws.labels.can_undo:
             raise Refused("Nothing to undo.")
         self._check_writable("cannot undo.")
@@ -180,8 +235,15 @@ class Controller:
             raise Refused(f"Could not save the undo: {exc.strerror or exc}") from None
         if change is None:
             raise Refused("Nothing to undo.")
+        if self.undo_stack:
+            self.undo_stack.pop()
         return Changed(
-            "grades", frozenset({change.question}), change.chunk, undo=True, moves=_moves(change)
+            "grades",
+            frozenset({change.question}),
+            change.chunk,
+            undo=True,
+            moves=_moves(change),
+            warnings=change.warnings,
         )
 
     def refresh_labels(self) -> Changed | None:
@@ -190,9 +252,10 @@ class Controller:
         if ws is None or ws.evaluation is None:
             return None
         changed = ws.refresh_labels()
-        if not changed:
+        warnings = tuple(ws.take_label_warnings())
+        if not changed and not warnings:
             return None
-        return Changed("labels-reloaded", frozenset(changed))
+        return Changed("labels-reloaded", frozenset(changed), warnings=warnings)
 
     # ---- questions -------------------------------------------------------------------------------
 
@@ -200,6 +263,26 @@ class Controller:
         """A worker appended a question to the golden set: evaluate it with its rankings."""
         self.ws.insert_question(question, rankings)
         return Changed("questions", frozenset({question.id}))
+
+    def retire(self, qid: str, retired: bool, record: bool = True) -> Changed:
+        """Retire a question (left out of every mean, kept in the file with a flag) or bring it
+        back; undoable."""
+        ws = self.ws
+        question = ws.question_by_id.get(qid)
+        if question is None:
+            raise Refused(f"{qid} is not a question of this golden set.")
+        if question.retired == retired:
+            raise Refused(f"{qid} is {'already' if retired else 'not'} retired.")
+        self._check_writable("the golden set is read-only.")
+        try:
+            ws.set_retired(qid, retired)
+        except InputError as exc:
+            raise Refused(exc.message) from None
+        except OSError as exc:
+            raise Refused(f"Could not write the golden set: {exc.strerror or exc}") from None
+        if record:
+            self.undo_stack.append(("retire", qid, not retired))
+        return Changed("retired", frozenset({qid}))
 
     # ---- settings ------------------------------------------------------------------------------
 

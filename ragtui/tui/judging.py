@@ -74,16 +74,32 @@ class JudgingSession:
     A digit grades the pair on screen and moves to the next unjudged pair; left and right move one
     pair without grading; undo goes back to the pair graded last."""
 
-    def __init__(self, walk: JudgingWalk, start: tuple[str, str | None] | None = None) -> None:
+    def __init__(
+        self,
+        walk: JudgingWalk,
+        start: tuple[str, str | None] | None = None,
+        adjudicate: bool = False,
+    ) -> None:
         """The session over ``walk``; it opens on ``start`` (question, chunk) if pooled, on the
-        question's first unjudged pair when the chunk is None, else on the first unjudged pair."""
+        question's first unjudged pair when the chunk is None, else on the first unjudged pair.
+
+        With ``adjudicate`` the session is the adjudication pass: the disputed pairs of the walk's
+        questions (pooled or not), and a pair counts as judged once it has an adjudicated grade."""
         self.walk = walk
+        self.adjudicate = adjudicate
+        ws = walk.ws
         #: Every pair, in the order the view visits them.
-        self.pairs: list[PoolEntry] = [
-            e
-            for qid in walk.qids
-            for e in sorted(walk.pairs(qid), key=lambda e: walk.queue.is_judged(qid, e.chunk))
-        ]
+        self.pairs: list[PoolEntry]
+        if adjudicate:
+            self.pairs = [
+                _entry(walk, qid, cid) for qid in walk.qids for _, cid in ws.disputed_pairs(qid)
+            ]
+        else:
+            self.pairs = [
+                e
+                for qid in walk.qids
+                for e in sorted(walk.pairs(qid), key=lambda e: walk.queue.is_judged(qid, e.chunk))
+            ]
         self._index = {e.key: i for i, e in enumerate(self.pairs)}
         #: The position of the pair on screen.
         self.position = 0
@@ -108,7 +124,9 @@ class JudgingSession:
         return self.pairs[self.position] if self.pairs else None
 
     def is_judged(self, entry: PoolEntry) -> bool:
-        """Whether a pair has a hand grade that applies."""
+        """Whether a pair has a hand grade that applies (in the adjudication pass: an adjudicated one)."""
+        if self.adjudicate:
+            return self.walk.ws.adjudicated_grade(entry.question, entry.chunk) is not None
         return self.walk.queue.is_judged(entry.question, entry.chunk)
 
     def _next_unjudged(self, after: int, wrap: bool) -> int | None:
@@ -155,3 +173,12 @@ class JudgingSession:
     def judged_count(self) -> int:
         """Pairs with a hand grade that applies."""
         return sum(1 for e in self.pairs if self.is_judged(e))
+
+
+def _entry(walk: JudgingWalk, qid: str, cid: str) -> PoolEntry:
+    """The pool entry of a pair, or one made for a pair outside the pool (graded in the result
+    lists beyond k)."""
+    for entry in walk.pairs(qid):
+        if entry.chunk == cid:
+            return entry
+    return PoolEntry(qid, cid, 0, ())

@@ -12,10 +12,12 @@ from typing import Literal
 
 from textual.message import Message
 
+from ragtui.core.analysis.experiment import ExperimentResult
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
-from ragtui.core.retrieval.base import Ranking
-from ragtui.core.workspace import VectorResult, Workspace
+from ragtui.core.retrieval.base import Hit, Ranking
+from ragtui.core.retrieval.rerank import RerankResult
+from ragtui.core.workspace import LiveResult, VectorResult, Workspace
 
 # ---- requests: screens and widgets ask, the app decides ---------------------------------------------
 
@@ -30,6 +32,8 @@ class GradeRequested(Message):
     """The chunk under the cursor when the key was pressed."""
     grade: int | None
     """The grade, or None to remove the hand grade (the evidence rule applies again)."""
+    adjudicate: bool = False
+    """An adjudicated grade: it settles a pair the annotators disagree on (the adjudication pass)."""
 
 
 @dataclass
@@ -52,6 +56,14 @@ class RetireRequested(Message):
 
     question: str
     retired: bool
+
+
+@dataclass
+class ForeignChunks(Message):
+    """A live retriever returned chunks with their text that the corpus lacks: keep them."""
+
+    hits: tuple[Hit, ...]
+    origin: str
 
 
 @dataclass
@@ -109,6 +121,43 @@ class VectorsReady(Message):
 
 
 @dataclass
+class LiveReady(Message):
+    """Live retrievers answered the golden set (or failed), computed off the UI thread."""
+
+    generation: int
+    result: LiveResult
+
+
+@dataclass
+class LiveProgress(Message):
+    """How far a live retriever has come; a newer update replaces a queued one."""
+
+    generation: int
+    name: str
+    done: int
+    total: int
+
+    def can_replace(self, message: Message) -> bool:
+        """A newer report of the same retriever supersedes a queued one."""
+        return isinstance(message, LiveProgress) and message.name == self.name
+
+
+@dataclass
+class RerankReady(Message):
+    """The cross-encoder re-scored every question's first-stage list (off the UI thread)."""
+
+    generation: int
+    result: RerankResult
+
+
+@dataclass
+class ExperimentDone(Message):
+    """Every variant of the project file evaluated and compared (off the UI thread)."""
+
+    result: ExperimentResult
+
+
+@dataclass
 class VectorsFailed(Message):
     """Embedding failed: vector and hybrid are unavailable, BM25 works."""
 
@@ -153,6 +202,7 @@ ChangeKind = Literal[
     "labels-reloaded",
     "status",
     "progress",
+    "retired",
 ]
 
 
@@ -169,3 +219,5 @@ class Changed:
     """Whether the change was an undo."""
     moves: dict[str, tuple[float, float]] = field(default_factory=dict)
     """nDCG@k before and after, per retriever, for a grade change."""
+    warnings: tuple[str, ...] = ()
+    """What the change met that the user should know (another writer's bad journal line)."""

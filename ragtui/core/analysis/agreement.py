@@ -27,7 +27,8 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
     """
     threshold = ws.settings.threshold
     if annotator is None:
-        hand = dict(ws.labels.current.items())
+        # The grade that counts for each pair (adjudicated, else the latest annotator's).
+        hand = {(q.id, c): lab for q in ws.questions for c, lab in ws.hand_labels(q.id).items()}
     else:
         hand = dict(last_grades(ws.labels.history, annotator).items())
     order = {q.id: i for i, q in enumerate(ws.questions)}

@@ -27,8 +27,11 @@ __all__ = [
     "FusedResult",
     "HybridExplanation",
     "PoolCeiling",
+    "RerankExplanation",
+    "RerankedResult",
     "SoleResult",
     "explain_hybrid",
+    "explain_rerank",
     "pool_ceilings",
 ]
 
@@ -200,4 +203,53 @@ def pool_ceilings(ws: Workspace) -> PoolCeiling:
         sum(c for c, _ in per_question.values()) / n,
         sum(r for _, r in per_question.values()) / n,
         per_question,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RerankedResult:
+    """One result of the reranked list: the cross-encoder's score and where the first stage ranked it."""
+
+    rank: int
+    chunk: str
+    score: float
+    first_stage_rank: int
+    grade: int | None
+    relevant: bool
+
+
+@dataclass(frozen=True)
+class RerankExplanation:
+    """How the cross-encoder reordered one question's first-stage list, and what it cost."""
+
+    question: str
+    retriever: str
+    over: str
+    model: str
+    results: list[RerankedResult]
+    seconds: float
+    """The time the cross-encoder took on this question's pairs (measured when they were scored)."""
+
+
+def explain_rerank(ws: Workspace, qid: str) -> RerankExplanation | None:
+    """The reranked list of ``qid`` beside the first stage's ranks; None without a reranker."""
+    if ws.rerank is None or ws.reranker is None:
+        return None
+    if qid not in ws.question_by_id:
+        raise InputError(None, f"unknown question {qid!r}")
+    assert ws.evaluation is not None
+    gains = ws.evaluation.gains(qid)
+    relevant = relevant_set(gains, ws.settings.threshold)
+    first = {cid: r for r, (cid, _) in enumerate(ws.ranking(ws.reranker.over, qid), start=1)}
+    results = [
+        RerankedResult(rank, cid, score, first.get(cid, 0), gains.get(cid), cid in relevant)
+        for rank, (cid, score) in enumerate(ws.ranking(ws.rerank.name, qid), start=1)
+    ]
+    return RerankExplanation(
+        qid,
+        ws.rerank.name,
+        ws.reranker.over,
+        ws.reranker.model.name,
+        results,
+        ws.rerank.seconds.get(qid, 0.0),
     )

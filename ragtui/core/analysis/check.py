@@ -42,7 +42,7 @@ def shown_path(path: str) -> str:
 
 
 def check_workspace(ws: Workspace) -> list[Problem]:
-    """Evidence found in no chunk (straddling a boundary or absent), and stale labels."""
+    """Evidence found in no chunk (straddling a boundary or absent), label lines that cannot be read (skipped), and stale labels."""
     problems: list[Problem] = []
     questions_file = str(Path(ws.settings.golden or "") / "questions.jsonl")
     index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
@@ -71,6 +71,10 @@ def check_workspace(ws: Workspace) -> list[Problem]:
                 problems.append(
                     Problem(questions_file, q.line, q.id, f"evidence {short!r} is in no document")
                 )
+    for bad in ws.labels.bad_lines:
+        problems.append(
+            Problem(bad.path, bad.line, "", f"label line skipped, not applied: {bad.problem}")
+        )
     for stale in ws.stale_labels():
         lab = stale.label
         problems.append(
@@ -78,7 +82,8 @@ def check_workspace(ws: Workspace) -> list[Problem]:
                 str(ws.labels.path),
                 lab.line,
                 lab.question,
-                f"stale label for {lab.chunk} (grade {lab.grade}): {stale.reason}",
+                f"stale {'adjudicated ' if lab.adjudicated else ''}label for {lab.chunk} "
+                f"(grade {lab.grade}{f' by {lab.annotator}' if lab.annotator else ''}): {stale.reason}",
             )
         )
     return problems

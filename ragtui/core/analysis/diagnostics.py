@@ -7,7 +7,10 @@
   including its special tokens ([CLS] and [SEP] for BERT models), so the tail after
   ``max_seq_length - specials`` content tokens is invisible to the vector retriever (information),
   and evidence that sits in such a tail (information, but worth a look);
-* a histogram of chunk token counts.
+* a histogram of chunk token counts;
+* with windows (``--windows``, on by default), what they change: how many long chunks are read as
+  several windows, and which evidence strings of a cut-off tail no single window holds whole
+  (longer than what one window and its overlap cover); every token of a windowed chunk is read.
 
 The model's limit is read from its folder's ``sentence_bert_config.json`` without importing torch.
 Nothing here prints; ``ragtui.core.analysis.reports.diagnostics_report`` makes the report of it.
@@ -15,11 +18,9 @@ Nothing here prints; ``ragtui.core.analysis.reports.diagnostics_report`` makes t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document
@@ -30,29 +31,19 @@ from ragtui.core.data.golden import (
     normalize_ws,
     straddling_pairs,
 )
-from ragtui.core.data.tokenizer import TokenCounter, resolve_model, token_counter
-from ragtui.core.errors import InputError
-from ragtui.core.files import read_regular
+from ragtui.core.data.tokenizer import ModelLimit, model_limit, token_counter
+from ragtui.core.retrieval.windows import WindowPlan, token_windows, window_plan
+
+__all__ = [
+    "ModelLimit",
+    "model_limit",
+]  # re-exported: the model's limit moved to the tokenizer module
 
 if TYPE_CHECKING:
     from ragtui.core.workspace import Workspace
 
 #: The histogram has at most this many bins (their width is a power of two).
 MAX_BINS = 10
-
-
-@dataclass(frozen=True, slots=True)
-class ModelLimit:
-    """How many tokens the embedding model reads: ``max_seq_length`` including ``special_tokens``."""
-
-    max_seq_length: int
-    special_tokens: int
-    source: str
-
-    @property
-    def content_tokens(self) -> int:
-        """Tokens of text the model sees: max_seq_length minus its special tokens."""
-        return max(0, self.max_seq_length - self.special_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +107,20 @@ class HistogramBin:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowCoverage:
+    """What windows do to the long chunks: how many are read as several windows, and the evidence of
+    a cut-off tail that no single window holds whole."""
+
+    plan: WindowPlan
+    windowed: int
+    """Chunks read as more than one window."""
+    windows: int
+    """The windows of those chunks."""
+    split: list[HiddenEvidence]
+    """Evidence strings (of ``hidden_evidence``) not wholly inside any one window."""
+
+
+@dataclass(frozen=True, slots=True)
 class ChunkDiagnostics:
     """Every chunking diagnostic of one workspace."""
 
@@ -126,69 +131,8 @@ class ChunkDiagnostics:
     hidden_evidence: list[HiddenEvidence]
     multi_match: list[MultiMatch]
     straddling: list[Straddle]
-
-
-# ---- the model's limit ---------------------------------------------------------------------------
-
-
-def _model_file(model: str, name: str) -> Path | None:
-    """A file of a model folder, or of a model in the local Hugging Face cache; None if absent."""
-    folder = Path(resolve_model(model))
-    if folder.is_dir():
-        found = folder / name
-        return found if found.is_file() else None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - comes with sentence-transformers
-        return None
-    cached = try_to_load_from_cache(model, name)
-    return Path(cached) if isinstance(cached, str) else None
-
-
-def _read_json(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        return {}
-    try:
-        obj = json.loads(read_regular(path).decode("utf-8"))
-    except (OSError, ValueError, InputError):
-        return {}
-    return obj if isinstance(obj, dict) else {}
-
-
-def special_token_count(counter: TokenCounter) -> int:
-    """Special tokens the tokenizer adds to one text ([CLS] and [SEP] for BERT: 2)."""
-    from tokenizers import Tokenizer
-
-    processor = Tokenizer.from_str(counter.json).post_processor
-    return int(processor.num_special_tokens_to_add(False)) if processor is not None else 0
-
-
-def model_limit(model: str, counter: TokenCounter | None = None) -> ModelLimit | None:
-    """The model's input limit: ``max_seq_length`` of ``sentence_bert_config.json`` (as sentence-transformers uses it).
-
-    Without that file, the smaller of ``config.json``'s ``max_position_embeddings`` and
-    ``tokenizer_config.json``'s ``model_max_length`` (sentence-transformers' own fallback); None
-    when neither says.
-    """
-    counter = counter or token_counter(model)
-    specials = special_token_count(counter)
-    st_file = _model_file(model, "sentence_bert_config.json")
-    value = _read_json(st_file).get("max_seq_length")
-    if isinstance(value, int) and value > 0:
-        return ModelLimit(value, specials, str(st_file))
-    candidates = []
-    for name, key in (
-        ("config.json", "max_position_embeddings"),
-        ("tokenizer_config.json", "model_max_length"),
-    ):
-        found = _model_file(model, name)
-        number = _read_json(found).get(key)
-        if isinstance(number, int) and 0 < number < 1_000_000:  # tokenizers say 1e30 for "no limit"
-            candidates.append((number, str(found)))
-    if not candidates:
-        return None
-    number, source = min(candidates)
-    return ModelLimit(number, specials, source)
+    windows: WindowCoverage | None = None
+    """None when windows are off (or the model's limit is unknown)."""
 
 
 # ---- the diagnostics -----------------------------------------------------------------------------
@@ -228,7 +172,15 @@ def histogram_bars(bins: Sequence[HistogramBin], bar_width: int = 40) -> list[st
 
 def diagnose(ws: Workspace) -> ChunkDiagnostics:
     """Every chunking diagnostic of a loaded workspace (no embedding needed)."""
-    return diagnose_chunks(ws.settings.model, ws.chunks, ws.questions, ws.corpus.documents)
+    return diagnose_chunks(
+        ws.settings.model,
+        ws.chunks,
+        ws.questions,
+        ws.corpus.documents,
+        ws.settings.windows,
+        ws.settings.window_stride,
+        ws.window_plan,
+    )
 
 
 def diagnose_chunks(
@@ -236,8 +188,12 @@ def diagnose_chunks(
     chunks: Sequence[Chunk],
     questions: Sequence[Question],
     documents: Sequence[Document],
+    windows: str = "off",
+    window_stride: int | None = None,
+    plan: WindowPlan | None = None,
 ) -> ChunkDiagnostics:
-    """Every chunking diagnostic of these chunks, questions and documents for embedding model ``model``.
+    """Every chunking diagnostic of these chunks, questions and documents for embedding model ``model``
+    (with ``windows``: what long-chunk windows of that stride, or ``plan``, change).
 
     Reads only its arguments (frozen chunks, questions and documents), so it may run in a worker
     thread on tuples captured from a workspace that changes meanwhile.
@@ -252,8 +208,10 @@ def diagnose_chunks(
     counts = {c.id: measured.get(c.id, c.token_count) for c in chunks}
     limit = model_limit(model, counter)
 
+    plan = plan or window_plan(windows, window_stride, limit)
     truncated: list[TruncatedChunk] = []
     cut_at: dict[str, int] = {}  # chunk id -> offset in the chunk text where the hidden tail starts
+    window_spans: dict[str, list[tuple[int, int]]] = {}
     if limit is not None:
         for c in chunks:
             if counts[c.id] > limit.content_tokens:
@@ -264,6 +222,8 @@ def diagnose_chunks(
                     else len(c.text)
                 )
                 cut_at[c.id] = tail
+                if plan is not None:
+                    window_spans[c.id] = token_windows(c.text, counter, plan.length, plan.stride)
                 truncated.append(
                     TruncatedChunk(c.id, c.doc, counts[c.id], limit.content_tokens, c.start + tail)
                 )
@@ -273,6 +233,7 @@ def diagnose_chunks(
     multi: list[MultiMatch] = []
     straddling: list[Straddle] = []
     hidden: list[HiddenEvidence] = []
+    split: list[HiddenEvidence] = []
     for q in questions:
         for evidence in q.evidence:
             matches = index.matching_chunks([evidence])
@@ -289,7 +250,14 @@ def diagnose_chunks(
                 spans = evidence_spans(text_of[cid], [evidence])
                 if spans and all(end > cut_at[cid] for _, end in spans):
                     wholly = all(start >= cut_at[cid] for start, _ in spans)
-                    hidden.append(HiddenEvidence(q.id, q.line, evidence, cid, wholly))
+                    found = HiddenEvidence(q.id, q.line, evidence, cid, wholly)
+                    hidden.append(found)
+                    if plan is not None and not any(
+                        a <= start and end <= b
+                        for start, end in spans
+                        for a, b in window_spans[cid]
+                    ):
+                        split.append(found)
     return ChunkDiagnostics(
         limit=limit,
         token_counts=counts,
@@ -298,4 +266,12 @@ def diagnose_chunks(
         hidden_evidence=hidden,
         multi_match=multi,
         straddling=straddling,
+        windows=WindowCoverage(
+            plan,
+            sum(1 for w in window_spans.values() if len(w) > 1),
+            sum(len(w) for w in window_spans.values() if len(w) > 1),
+            split,
+        )
+        if plan is not None and limit is not None
+        else None,
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 from ragtui.core.analysis.attribution import pool_ceilings
 from ragtui.core.analysis.slices import slices_json
+from ragtui.core.analysis.why import CAUSES, WhyIndex
 from ragtui.core.labelling.judging import judged_summaries
 from ragtui.core.workspace import Workspace
 
@@ -16,6 +17,7 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
     assert ev is not None
     retrievers: dict[str, Any] = {}
     judged = judged_summaries(ws)
+    why = WhyIndex(ws)
     for name in ws.retrievers:
         summary = ev.summary(name)
         per_question = {}
@@ -32,6 +34,7 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
                 # The ids the metrics judged: chunks, or documents at document level.
                 "ranked": [cid for cid, _ in ev.rankings[name].get(qid, ())],
                 "judged": judged[name].per_question[qid],
+                "causes": list(why.causes(qid, name)),
             }
         retrievers[name] = {
             **summary.as_dict(),
@@ -51,14 +54,45 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
     ):
         # The best recall@k any fusion of the two top-depth lists could reach, beside hybrid's recall.
         retrievers["hybrid"]["pool_ceiling"] = pool_ceilings(ws).pool_ceiling
+    if ws.rerank is not None and ws.rerank.name in retrievers:
+        retrievers[ws.rerank.name]["rerank"] = rerank_json(ws)
     return {
         "k": ws.settings.k,
         "depth": ws.settings.depth,
         "questions": len(ev.evaluated),
         "skipped": ev.skipped,
+        # Questions retired from the app: kept in questions.jsonl, left out of every mean.
+        "retired": ws.retired,
         "chunks": len(ws.chunks),
         # What the metrics rank and judge: "chunk", or "document" (each at its best chunk's rank).
         "level": ws.level,
         "retrievers": retrievers,
         "slices": slices_json(ws),
+        # Questions skipped because their evidence is in no chunk: the same causes for every retriever.
+        "skipped_causes": {
+            qid: sorted({c for r in ws.retrievers for c in why.causes(qid, r)}, key=CAUSES.index)
+            for qid in ev.skipped
+            if any(why.causes(qid, r) for r in ws.retrievers)
+        },
     }
+
+
+def rerank_json(ws: Workspace) -> dict[str, Any]:
+    """What the reranking stage did: the model, the list it re-scored, and its time per question."""
+    assert ws.rerank is not None and ws.reranker is not None
+    return {
+        "model": ws.reranker.model.name,
+        "over": ws.reranker.over,
+        "depth": ws.settings.depth,
+        "latency": ws.rerank.latency.as_dict(),
+    }
+
+
+def rerank_line(ws: Workspace) -> str | None:
+    """``hybrid+rerank: MODEL re-scored the top 10 of hybrid; median ... per question``, or None."""
+    if ws.rerank is None or ws.reranker is None:
+        return None
+    return (
+        f"{ws.rerank.name}: {ws.reranker.model.name} re-scored the top {ws.settings.depth} of "
+        f"{ws.reranker.over}; latency {ws.rerank.latency.describe()}"
+    )

@@ -5,7 +5,11 @@ A filter is words and terms, all of which a question must match:
 - ``slice:NAME`` the questions in that slice;
 - ``miss:RETRIEVER`` the questions whose relevant chunks that retriever does not all have in its top k
   (``miss:any``: some shown retriever misses);
-- ``unjudged`` the questions with a pooled chunk (any shown retriever's top k) without a hand grade.
+- ``unjudged`` the questions with a pooled chunk (any shown retriever's top k) without a hand grade;
+- ``disputed`` the questions with a pair that annotators graded differently and nobody adjudicated
+  (``Workspace.disputed_pairs`` gives the pairs, for an adjudication pass).
+- ``why:CAUSE`` the questions some shown retriever misses with that cause (any of its causes, see
+  ``ragtui.core.analysis.why.CAUSES``), ``why:CAUSE:RETRIEVER`` those that retriever misses with it.
 """
 
 from __future__ import annotations
@@ -13,11 +17,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragtui.core.analysis.why import CAUSES, WhyIndex
 from ragtui.core.labelling.judging import JudgingQueue
 from ragtui.core.workspace import Workspace
 
 #: The terms a filter understands besides plain words.
-TERMS = ("slice:NAME", "miss:RETRIEVER", "miss:any", "unjudged")
+TERMS = (
+    "slice:NAME",
+    "miss:RETRIEVER",
+    "miss:any",
+    "unjudged",
+    "disputed",
+    "why:CAUSE",
+    "why:CAUSE:RETRIEVER",
+)
 
 
 @dataclass(frozen=True)
@@ -28,25 +41,46 @@ class QuestionFilter:
     slices: tuple[str, ...] = ()
     misses: tuple[str, ...] = ()
     unjudged: bool = False
+    disputed: bool = False
+    #: ``why:`` terms: (cause, retriever or None for any shown retriever).
+    causes: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def empty(self) -> bool:
         """Whether the filter lets every question through."""
-        return not (self.words or self.slices or self.misses or self.unjudged)
+        return not (
+            self.words
+            or self.slices
+            or self.misses
+            or self.unjudged
+            or self.disputed
+            or self.causes
+        )
 
     @classmethod
     def parse(cls, text: str, retrievers: Sequence[str]) -> QuestionFilter:
-        """Parse a filter; ValueError names a term it cannot use (an unknown retriever)."""
+        """Parse a filter; ValueError names a term it cannot use (an unknown retriever or cause)."""
         words: list[str] = []
         slices: list[str] = []
         misses: list[str] = []
+        causes: list[tuple[str, str | None]] = []
         unjudged = False
+        disputed = False
+        known = {r.lower(): r for r in retrievers}
         for token in text.lower().split():
             head, sep, rest = token.partition(":")
             if sep and head == "slice" and rest:
                 slices.append(rest)
+            elif sep and head == "why" and rest:
+                cause, _, retriever = rest.partition(":")
+                if cause not in CAUSES:
+                    raise ValueError(f"why:{cause}: no such cause (causes: {', '.join(CAUSES)})")
+                if retriever and retriever not in known:
+                    raise ValueError(
+                        f"why:{rest}: no such retriever (shown: {', '.join(retrievers)})"
+                    )
+                causes.append((cause, known[retriever] if retriever else None))
             elif sep and head == "miss" and rest:
-                known = {r.lower(): r for r in retrievers}
                 if rest != "any" and rest not in known:
                     raise ValueError(
                         f"miss:{rest}: no such retriever (shown: {', '.join(retrievers)}, or any)"
@@ -54,9 +88,11 @@ class QuestionFilter:
                 misses.append("any" if rest == "any" else known[rest])
             elif token == "unjudged":
                 unjudged = True
+            elif token == "disputed":
+                disputed = True
             else:
                 words.append(token)
-        return cls(tuple(words), tuple(slices), tuple(misses), unjudged)
+        return cls(tuple(words), tuple(slices), tuple(misses), unjudged, disputed, tuple(causes))
 
 
 def misses(ws: Workspace, retriever: str, qid: str) -> bool:
@@ -68,18 +104,32 @@ def misses(ws: Workspace, retriever: str, qid: str) -> bool:
     return ev.per_question[retriever][qid].recall < 1.0
 
 
+def misses_with(why: WhyIndex, cause: str, retrievers: Sequence[str], qid: str) -> bool:
+    """Whether one of ``retrievers`` misses question ``qid`` with ``cause`` among its causes."""
+    return any(cause in why.causes(qid, r) for r in retrievers)
+
+
 def filter_questions(
-    ws: Workspace, flt: QuestionFilter, queue: JudgingQueue | None = None
+    ws: Workspace,
+    flt: QuestionFilter,
+    queue: JudgingQueue | None = None,
+    why: WhyIndex | None = None,
 ) -> list[str]:
     """The ids of the questions ``flt`` lets through, in golden-set order (``queue`` is needed for
-    ``unjudged``; it is built when not given)."""
+    ``unjudged``, ``why`` for ``why:`` terms; each is built when not given: keep one and ``update``
+    it after a grade change rather than rebuilding it for every keystroke)."""
     if flt.empty:
         return [q.id for q in ws.questions]
     shown = list(ws.retrievers)
     if flt.unjudged and queue is None:
         queue = JudgingQueue(ws)
+    disputed = set(ws.disputed_questions()) if flt.disputed else set()
+    if flt.causes and why is None:
+        why = WhyIndex(ws)
     out = []
     for q in ws.questions:
+        if flt.disputed and q.id not in disputed:
+            continue
         if flt.slices:
             have = {s.lower() for s in q.slices}
             if any(s not in have for s in flt.slices):
@@ -92,6 +142,10 @@ def filter_questions(
             wanted = [shown if m == "any" else [m] for m in flt.misses]
             if not all(any(misses(ws, r, q.id) for r in group) for group in wanted):
                 continue
+        if why is not None and not all(
+            misses_with(why, cause, shown if r is None else [r], q.id) for cause, r in flt.causes
+        ):
+            continue
         if flt.unjudged and queue is not None:
             count = queue.count(q.id)
             if count.judged >= count.pooled:

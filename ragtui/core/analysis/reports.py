@@ -13,9 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from ragtui.core.analysis.agreement import rule_agreement
-from ragtui.core.analysis.attribution import HybridExplanation, PoolCeiling, SoleResult
+from ragtui.core.analysis.attribution import (
+    HybridExplanation,
+    PoolCeiling,
+    RerankExplanation,
+    SoleResult,
+)
 from ragtui.core.analysis.check import Problem, shorten, shown_path
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, histogram_bars
+from ragtui.core.analysis.eval_report import rerank_line
 from ragtui.core.analysis.runs import RunDiff
 from ragtui.core.analysis.slices import slice_reports
 from ragtui.core.labelling.agreement import (
@@ -93,6 +99,8 @@ def _eval_summary(ws: Workspace) -> str:
     if skipped:
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
         summary += f" ({len(skipped)} skipped, no judgement: {shown})"
+    if ws.retired:
+        summary += f" ({len(ws.retired)} retired, left out: {', '.join(ws.retired[:8])})"
     return f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}"
 
 
@@ -138,6 +146,9 @@ def eval_table_report(
             cells.append(fmt(summaries[name].mean) + (" thin" if thin else ""))
         rows.append(Row(tuple(cells), "warning" if thin else ""))
     notes = []
+    reranked = rerank_line(ws)
+    if reranked:
+        notes.append(reranked)
     if judged:
         columns.append(f"judged@{k}")
         notes.append(
@@ -412,6 +423,17 @@ def agreement_report(ws: Workspace, pairs: Sequence[tuple[str, str]] = ()) -> Re
     names = annotators(ws.labels.history)
     listed = ", ".join(f"{n or '(unnamed)'} ({_count(c, 'pair')})" for n, c in names.items())
     annotator_notes = [Note(f"annotators: {listed or 'none'}")]
+    disputed = ws.disputed_pairs()
+    if disputed:
+        shown = ", ".join(f"{q} {c}" for q, c in disputed[:5])
+        more = f", ... ({len(disputed) - 5} more)" if len(disputed) > 5 else ""
+        annotator_notes.append(
+            Note(
+                f"disputed: {_count(len(disputed), 'pair')} graded differently and not adjudicated "
+                f"(the latest grade counts until one is adjudicated): {shown}{more}",
+                "warning",
+            )
+        )
     if len(names) < 2:
         annotator_notes.append(
             Note("two annotators are needed to compare; each label carries its --annotator", "dim")
@@ -426,12 +448,30 @@ def agreement_report(ws: Workspace, pairs: Sequence[tuple[str, str]] = ()) -> Re
 # ---- chunking diagnostics and check --------------------------------------------------------------
 
 
+def window_summary(diag: ChunkDiagnostics, mode: str) -> str:
+    """One line: the chunks and evidence strings in a cut-off tail before windows and after."""
+    tails = len(diag.truncated)
+    hidden = len(diag.hidden_evidence)
+    before = f"{_count(tails, 'chunk')} and {_count(hidden, 'evidence string')} in a cut-off tail"
+    if diag.limit is None:
+        return "windows: the model's limit is unknown, so chunks are embedded as they are"
+    if diag.windows is None:
+        return f"windows: off (--windows {mode}): {before}, left unread (--windows max reads them)"
+    w = diag.windows
+    return (
+        f"windows: {w.plan.describe()}; {_count(w.windowed, 'chunk')} read as "
+        f"{w.windows} windows; before: {before}; after: 0 chunks with an unread tail, "
+        f"{_count(len(w.split), 'evidence string')} that no single window holds whole"
+    )
+
+
 def diagnostics_report(
     diag: ChunkDiagnostics,
     *,
     chunk_size: int | None,
     overlap: int,
     questions_file: str | Path,
+    windows: str = "max",
 ) -> Report:
     """What the chunk size does to the golden set and to the vector retriever, and the token histogram.
 
@@ -496,29 +536,44 @@ def diagnostics_report(
     )
     if limit is not None:
         longer = f"chunks longer than the {limit.content_tokens} tokens the model reads"
+        read = (
+            f"read as overlapping windows ({diag.windows.plan.describe()}); without them the "
+            "tail is invisible to the vector retriever"
+            if diag.windows is not None
+            else "the tail is invisible to the vector retriever"
+        )
         if diag.truncated:
             sections.append(
                 table(
                     ["chunk", "tokens", "unseen"],
                     ([t.chunk, str(t.token_count), str(t.hidden_tokens)] for t in diag.truncated),
-                    heading=f"{longer} ({len(diag.truncated)}): the tail is invisible to the "
-                    "vector retriever",
+                    heading=f"{longer} ({len(diag.truncated)}): {read}",
                     right=(1, 2),
                 )
             )
         else:
             sections.append(_none(longer))
+        split = (
+            {(h.question, h.evidence, h.chunk) for h in diag.windows.split}
+            if diag.windows is not None
+            else set()
+        )
         sections.append(
             located(
                 "evidence in a cut-off tail",
-                ": the vector retriever does not see it all",
-                ["where", "question", "chunk", "hidden", "evidence"],
+                ": a window reads it whole"
+                if diag.windows is not None and not split
+                else ": the vector retriever does not see it all",
+                ["where", "question", "chunk", "hidden", "window", "evidence"],
                 [
                     [
                         f"{where}:{h.line}",
                         h.question,
                         h.chunk,
                         "wholly" if h.wholly_hidden else "partly",
+                        "-"
+                        if diag.windows is None
+                        else ("split" if (h.question, h.evidence, h.chunk) in split else "whole"),
                         repr(shorten(h.evidence)),
                     ]
                     for h in diag.hidden_evidence
@@ -544,7 +599,7 @@ def diagnostics_report(
         f"{_count(len(diag.hidden_evidence), 'evidence string')} in a cut-off tail, "
         f"{_count(len(diag.multi_match), 'evidence string')} in several chunks"
     )
-    sections.append(text_section(Note(summary, "strong")))
+    sections.append(text_section(Note(summary, "strong"), Note(window_summary(diag, windows))))
     return Report("chunking diagnostics", tuple(sections))
 
 
@@ -576,6 +631,54 @@ def _setting(value: Any) -> str:
     """A manifest value as a diff shows it (a SHA-256 cut to 12 characters)."""
     text = str(value)
     return text[:12] + "..." if isinstance(value, str) and len(value) == 64 else text
+
+
+def _cause_notes(diff: RunDiff) -> list[Note]:
+    """What became of each cause of a miss (``ragtui why``) between the two runs."""
+    if diff.causes is None:
+        return [
+            Note(
+                "causes of misses: not compared (a run was saved without them, or at another k)",
+                "dim",
+            )
+        ]
+    moved = [
+        Note(
+            f"  {c.cause}: {had} in A: {len(c.became_hits)} became hits, {len(c.other_causes)} "
+            f"missed for other causes, {len(c.still)} still; {len(c.new)} new in B"
+        )
+        for c in diff.causes
+        if (had := len(c.became_hits) + len(c.other_causes) + len(c.still)) or c.new
+    ]
+    head = "causes of misses (ragtui why):" if moved else "causes of misses: none"
+    return [Note(head), *moved]
+
+
+def rerank_explanation_report(expl: RerankExplanation) -> Report:
+    """The reranked list of one question beside the first stage's ranks, and the model's time on it."""
+    rows = [
+        Row(
+            (
+                str(r.rank),
+                r.chunk,
+                f"{r.score:.5f}",
+                str(r.first_stage_rank) if r.first_stage_rank else "-",
+                ("" if r.grade is None else str(r.grade)) + (" relevant" if r.relevant else ""),
+            ),
+            "good" if r.relevant else "",
+        )
+        for r in expl.results
+    ]
+    return Report(
+        f"{expl.retriever} · {expl.question}",
+        (
+            text_section(
+                f"{expl.retriever}: {expl.model} re-scored the top {len(expl.results)} of "
+                f"{expl.over} in {expl.seconds * 1000:.1f} ms"
+            ),
+            table(["rank", "chunk", "score", expl.over, "grade"], rows, right=(0, 2, 3)),
+        ),
+    )
 
 
 def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
@@ -619,6 +722,7 @@ def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
             "strong",
         )
     )
+    notes.extend(_cause_notes(diff))
     if diff.only_a or diff.only_b:
         notes.append(
             Note(

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from ragtui import __version__
+from ragtui.core.analysis.why import CAUSES, WhyIndex
 from ragtui.core.data.corpus import utf8_name
 from ragtui.core.data.paths import is_bundled, safe_filename
 from ragtui.core.errors import InputError
@@ -32,9 +33,11 @@ from ragtui.core.workspace import Workspace
 
 __all__ = [
     "FORMAT",
+    "CauseChange",
     "QuestionChange",
     "RunDiff",
     "SavedRun",
+    "cause_changes",
     "diff_runs",
     "list_runs",
     "load_run",
@@ -102,6 +105,11 @@ def manifest(ws: Workspace) -> dict[str, Any]:
         "bm25": ws.bm25.variant if ws.bm25 is not None else None,
         "bm25_backend": s.bm25_backend,
         "rrf_k": ws.hybrid.k if ws.hybrid is not None else RRF_K,
+        "windows": s.windows,
+        "window_length": ws.window_plan.length if ws.window_plan is not None else None,
+        "window_stride": ws.window_plan.stride if ws.window_plan is not None else None,
+        "rerank": s.rerank,
+        "rerank_over": s.rerank_over if s.rerank else None,
         "k": s.k,
         "depth": s.depth,
         "threshold": s.threshold,
@@ -161,6 +169,15 @@ class SavedRun:
             self.threshold,
         )
 
+    def causes(self, retriever: str) -> dict[str, list[str]] | None:
+        """Each evaluated question's causes for one retriever, as saved (``ragtui why``); None when
+        the run was saved without them."""
+        # Skipped questions are saved with their ranked list only.
+        evaluated = {q: v for q, v in self.values.get(retriever, {}).items() if "recall" in v}
+        if not evaluated or not all("causes" in v for v in evaluated.values()):
+            return None
+        return {q: [str(c) for c in v["causes"]] for q, v in evaluated.items()}
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object written to disk."""
         return {
@@ -197,6 +214,7 @@ def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
     rankings: dict[str, dict[str, list[str]]] = {}
     summaries: dict[str, dict[str, float]] = {}
     values: dict[str, dict[str, dict[str, Any]]] = {}
+    why = WhyIndex(ws)
     for r in ws.retrievers:
         summary = ev.summary(r)
         summaries[r] = {**summary.as_dict(), "questions": summary.questions}
@@ -213,6 +231,7 @@ def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
                 "precision_ceiling": m.precision_ceiling,
                 "rr": m.rr,
                 "ndcg": m.ndcg,
+                "causes": list(why.causes(q, r)),
             }
     return SavedRun(
         name, manifest(ws), list(ev.question_ids), questions, grades, rankings, summaries, values
@@ -481,6 +500,39 @@ class QuestionChange:
         return "same"
 
 
+@dataclass(frozen=True, slots=True)
+class CauseChange:
+    """One cause of a miss between two runs: of the questions it marked in A, those B no longer
+    misses, those B misses for other causes only and those it still marks; and those only B marks."""
+
+    cause: str
+    became_hits: tuple[str, ...]
+    other_causes: tuple[str, ...]
+    still: tuple[str, ...]
+    new: tuple[str, ...]
+
+
+def cause_changes(
+    a: Mapping[str, Sequence[str]], b: Mapping[str, Sequence[str]], questions: Sequence[str]
+) -> list[CauseChange]:
+    """For every cause, in the order of precedence, what became of its misses (questions in the
+    order given)."""
+    out = []
+    for cause in CAUSES:
+        had = [q for q in questions if cause in a.get(q, ())]
+        has = [q for q in questions if cause in b.get(q, ())]
+        out.append(
+            CauseChange(
+                cause,
+                tuple(q for q in had if not b.get(q)),
+                tuple(q for q in had if b.get(q) and cause not in b.get(q, ())),
+                tuple(q for q in had if cause in b.get(q, ())),
+                tuple(q for q in has if cause not in a.get(q, ())),
+            )
+        )
+    return out
+
+
 @dataclass(frozen=True)
 class RunDiff:
     """Run B against run A for one retriever: every common question's change, worst first, and the means."""
@@ -494,6 +546,8 @@ class RunDiff:
     means_a: dict[str, float]
     means_b: dict[str, float]
     settings_changed: list[tuple[str, Any, Any]]
+    #: What became of each cause of a miss; None when a run was saved without causes or at another k.
+    causes: list[CauseChange] | None = None
 
     @property
     def better(self) -> list[QuestionChange]:
@@ -535,8 +589,10 @@ def diff_runs(
     *,
     texts: Mapping[str, str] | None = None,
     manifests: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+    causes: tuple[Mapping[str, Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
 ) -> RunDiff:
-    """Every question both systems evaluate, sorted worst first (nDCG@k change, then RR change, then golden order)."""
+    """Every question both systems evaluate, sorted worst first (nDCG@k change, then RR change, then
+    golden order); with ``causes`` (each run's causes per question), what became of each cause."""
     from ragtui.core.metrics.formulas import first_relevant_rank
     from ragtui.core.metrics.measures import relevant_set
 
@@ -564,7 +620,8 @@ def diff_runs(
     means_a = {m.name: float(a.values(m, common).mean()) if common else 0.0 for m in measures}
     means_b = {m.name: float(b.values(m, common).mean()) if common else 0.0 for m in measures}
     changed = settings_changes(*manifests) if manifests is not None else []
-    return RunDiff(a.label, b.label, k, changes, only_a, only_b, means_a, means_b, changed)
+    moved = cause_changes(causes[0], causes[1], common) if causes is not None else None
+    return RunDiff(a.label, b.label, k, changes, only_a, only_b, means_a, means_b, changed, moved)
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ class Question:
     evidence: tuple[str, ...] = ()
     slices: tuple[str, ...] = ()
     line: int = 0
+    retired: bool = False
+    """Retired from the app: kept in the file with ``"retired": true``, left out of every mean."""
 
 
 def normalize_ws(text: str) -> str:
@@ -94,6 +96,11 @@ def normalize_ws(text: str) -> str:
 def query_terms(text: str) -> list[str]:
     """Lower-case word tokens, the same tokens BM25 scores."""
     return _WORD.findall(text.lower())
+
+
+def content_words(text: str) -> list[str]:
+    """The distinct BM25 tokens of ``text`` that are not stop words, in order of first use."""
+    return [t for t in dict.fromkeys(query_terms(text)) if t not in _STOPWORDS]
 
 
 def _str_list(
@@ -129,7 +136,10 @@ def parse_question(
     else:
         evidence = _str_list(obj["evidence"], path, line, "evidence", allow_empty=False)
     slices = _str_list(obj.get("slices", []), path, line, "slices", allow_empty=True)
-    return Question(id=qid, text=text, evidence=evidence, slices=slices, line=line)
+    retired = obj.get("retired", False)
+    if not isinstance(retired, bool):
+        raise InputError(path, "'retired' must be true or false", line)
+    return Question(id=qid, text=text, evidence=evidence, slices=slices, line=line, retired=retired)
 
 
 def load_questions(path: str | Path, require_evidence: bool = True) -> list[Question]:

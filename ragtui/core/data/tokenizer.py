@@ -1,10 +1,16 @@
-"""Token counts from an embedding model's ``tokenizer.json``, read with ``tokenizers`` (no torch)."""
+"""Token counts from an embedding model's ``tokenizer.json``, read with ``tokenizers`` (no torch), and
+the model's input limit, read from its configuration files."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from bisect import bisect_left
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ragtui.core.errors import InputError
 from ragtui.core.files import read_regular
@@ -57,6 +63,49 @@ def _find_tokenizer_file(model: str) -> Path:
     raise InputError(
         model, "model not found: no such folder, and not in the local Hugging Face cache (offline)"
     )
+
+
+#: Bytes read from each end of a model file for its fingerprint, and the most files looked at.
+FINGERPRINT_BYTES = 1 << 20
+FINGERPRINT_FILES = 200
+
+
+def model_fingerprint(model: str | None) -> str:
+    """What tells one model's files from another's: every file's name and size and the first and last
+    MiB of its bytes (a model fine-tuned and saved again in the same folder gets another
+    fingerprint; reinstalling the same files does not).  Empty when the model is not found: loading
+    it says why."""
+    resolved = resolve_model(model)
+    if Path(resolved).is_dir():
+        folder = Path(resolved)
+    else:
+        try:
+            folder = _find_tokenizer_file(resolved).parent  # a snapshot in the Hugging Face cache
+        except InputError:
+            return ""
+    digest = hashlib.sha1()
+    files: list[Path] = []
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
+        if len(files) >= FINGERPRINT_FILES:
+            break
+    for path in files[:FINGERPRINT_FILES]:
+        if not path.is_file():
+            continue  # a FIFO would block the read (loading the model refuses it by name)
+        try:
+            with path.open("rb") as handle:  # hub snapshots link to blobs: follow the file links
+                size = os.fstat(handle.fileno()).st_size
+                head = handle.read(FINGERPRINT_BYTES)
+                if size > 2 * FINGERPRINT_BYTES:
+                    handle.seek(size - FINGERPRINT_BYTES)
+                tail = handle.read(FINGERPRINT_BYTES)
+        except OSError:
+            continue
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
+        digest.update(head)
+        digest.update(tail)
+    return digest.hexdigest()
 
 
 class TokenCounter:
@@ -124,3 +173,80 @@ class TokenIndex:
         lo = bisect_left(self.starts, start)
         hi = bisect_left(self.starts, end)
         return list(zip(self.starts[lo:hi], self.ends[lo:hi], strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimit:
+    """How many tokens the embedding model reads: ``max_seq_length`` including ``special_tokens``."""
+
+    max_seq_length: int
+    special_tokens: int
+    source: str
+
+    @property
+    def content_tokens(self) -> int:
+        """Tokens of text the model sees: max_seq_length minus its special tokens."""
+        return max(0, self.max_seq_length - self.special_tokens)
+
+
+# ---- the model's limit ---------------------------------------------------------------------------
+
+
+def _model_file(model: str, name: str) -> Path | None:
+    """A file of a model folder, or of a model in the local Hugging Face cache; None if absent."""
+    folder = Path(resolve_model(model))
+    if folder.is_dir():
+        found = folder / name
+        return found if found.is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - comes with sentence-transformers
+        return None
+    cached = try_to_load_from_cache(model, name)
+    return Path(cached) if isinstance(cached, str) else None
+
+
+def _read_json(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        obj = json.loads(read_regular(path).decode("utf-8"))
+    except (OSError, ValueError, InputError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def special_token_count(counter: TokenCounter) -> int:
+    """Special tokens the tokenizer adds to one text ([CLS] and [SEP] for BERT: 2)."""
+    from tokenizers import Tokenizer
+
+    processor = Tokenizer.from_str(counter.json).post_processor
+    return int(processor.num_special_tokens_to_add(False)) if processor is not None else 0
+
+
+def model_limit(model: str, counter: TokenCounter | None = None) -> ModelLimit | None:
+    """The model's input limit: ``max_seq_length`` of ``sentence_bert_config.json`` (as sentence-transformers uses it).
+
+    Without that file, the smaller of ``config.json``'s ``max_position_embeddings`` and
+    ``tokenizer_config.json``'s ``model_max_length`` (sentence-transformers' own fallback); None
+    when neither says.
+    """
+    counter = counter or token_counter(model)
+    specials = special_token_count(counter)
+    st_file = _model_file(model, "sentence_bert_config.json")
+    value = _read_json(st_file).get("max_seq_length")
+    if isinstance(value, int) and value > 0:
+        return ModelLimit(value, specials, str(st_file))
+    candidates = []
+    for name, key in (
+        ("config.json", "max_position_embeddings"),
+        ("tokenizer_config.json", "model_max_length"),
+    ):
+        found = _model_file(model, name)
+        number = _read_json(found).get(key)
+        if isinstance(number, int) and 0 < number < 1_000_000:  # tokenizers say 1e30 for "no limit"
+            candidates.append((number, str(found)))
+    if not candidates:
+        return None
+    number, source = min(candidates)
+    return ModelLimit(number, specials, source)

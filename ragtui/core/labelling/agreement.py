@@ -123,20 +123,28 @@ class RuleAgreement:
 
 
 def annotators(history: Iterable[Label]) -> dict[str, int]:
-    """Every annotator in the journal and how many pairs they currently grade ("" for lines without a name)."""
+    """Every annotator in the journal and how many pairs they currently grade ("" for lines without a name).
+
+    Adjudicated lines are not an annotator's own judgement and are left out.
+    """
+    history = list(history)
     names: dict[str, int] = {}
     for label in history:
-        names.setdefault(label.annotator, 0)
+        if not label.adjudicated:
+            names.setdefault(label.annotator, 0)
     for name in names:
         names[name] = len(last_grades(history, name))
     return names
 
 
 def last_grades(history: Iterable[Label], annotator: str) -> dict[tuple[str, str], Label]:
-    """One annotator's last grade per (question, chunk), from the full journal; a null line removes theirs."""
+    """One annotator's last grade per (question, chunk), from the full journal; a null line removes theirs.
+
+    Adjudicated lines are left out: they settle a dispute, they are no annotator's own grade.
+    """
     out: dict[tuple[str, str], Label] = {}
     for label in history:
-        if label.annotator != annotator:
+        if label.annotator != annotator or label.adjudicated:
             continue
         key = (label.question, label.chunk)
         if label.grade is None:

@@ -14,7 +14,7 @@ import contextlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragtui.core.data.chunking import Chunk
@@ -141,13 +141,37 @@ def question_line(question: Question) -> bytes:
     evidence: object = (
         question.evidence[0] if len(question.evidence) == 1 else list(question.evidence)
     )
-    obj = {
+    obj: dict[str, object] = {
         "id": question.id,
         "question": question.text,
         "evidence": evidence,
         "slices": list(question.slices),
     }
+    if question.retired:
+        obj["retired"] = True
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+def set_retired(golden_dir: str | Path, qid: str, retired: bool) -> Question:
+    """Mark question ``qid`` retired (or not) in ``golden_dir/questions.jsonl``: under the lock, only
+    its line is rewritten (``"retired": true``), atomically; the other lines stay byte-identical.
+    Returns the question as it is now; InputError when the file has no such question."""
+    path = Path(golden_dir) / QUESTIONS_FILE
+    with locked(path):
+        old = path.read_bytes()
+        lines = old.split(b"\n")
+        for line_number, obj in read_jsonl(path):
+            if str(obj.get("id")) != qid:
+                continue
+            question = parse_question(obj, path, line_number)
+            updated = replace(question, retired=retired)
+            lines[line_number - 1] = question_line(updated)
+            try:
+                write_atomic(path, b"\n".join(lines))
+            except OSError as exc:
+                raise InputError(path, f"cannot write the golden set ({exc.strerror})") from None
+            return updated
+    raise InputError(path, f"no question {qid!r} in the golden set")
 
 
 def append_question(

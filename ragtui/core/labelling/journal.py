@@ -1,11 +1,22 @@
-"""The hand-label journal ``labels.jsonl``: append-only, each line flushed and fsynced under a lock."""
+"""The hand-label journal ``labels.jsonl``: append-only, each line flushed and fsynced under a lock.
+
+Several people may grade the same pair. The journal keeps, per (question, chunk), each annotator's
+latest label and the latest adjudicated label (a line with ``"adjudicated": true``); the grade that
+counts is the adjudicated one, else the only annotator's, else the latest annotator's, and the pair
+is *disputed* when the annotators' latest grades differ and nobody adjudicated (see ``PairLabels``).
+A line that cannot be read (another writer's bad line) is skipped and reported once, never applied.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import getpass
+import json
 import os
-from dataclasses import dataclass
+import re
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -14,7 +25,14 @@ import orjson
 
 from ragtui.core.data.paths import is_bundled, user_golden
 from ragtui.core.errors import InputError
-from ragtui.core.files import NOT_WRITABLE, fsync_folder, locked, write_all, write_atomic
+from ragtui.core.files import (
+    NOT_WRITABLE,
+    fsync_folder,
+    locked,
+    write_all,
+    write_atomic,
+    write_new,
+)
 
 #: Hand grades are whole numbers in this range (the digit keys of the app).
 MIN_GRADE = 0
@@ -36,9 +54,15 @@ class Label:
     at: str
     annotator: str = ""
     line: int = 0
+    #: An adjudicated grade: it wins over every annotator's grade of the pair.
+    adjudicated: bool = False
 
     def to_json(self) -> bytes:
-        """The journal line, without the trailing newline."""
+        """The journal line, without the trailing newline.
+
+        A name that was not UTF-8 (a file name or login name, kept by Python as lone surrogates)
+        is written with JSON's ``\\udcXX`` escapes, which read back to the very same string.
+        """
         obj: dict[str, object] = {
             "question": self.question,
             "chunk": self.chunk,
@@ -48,7 +72,85 @@ class Label:
         }
         if self.annotator:
             obj["annotator"] = self.annotator
-        return orjson.dumps(obj)
+        if self.adjudicated:
+            obj["adjudicated"] = True
+        try:
+            return orjson.dumps(obj)
+        except TypeError:  # orjson refuses lone surrogates; the standard library escapes them
+            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+            # Only a lone surrogate cannot be encoded, and "backslashreplace" writes it as \udcXX:
+            # inside a JSON string that is exactly its escape.
+            return text.encode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A journal line that could not be read: skipped, never applied, left in the file."""
+
+    path: str
+    line: int
+    problem: str
+
+    @property
+    def message(self) -> str:
+        """The one-line warning ``file:line: problem (line skipped)``."""
+        return InputError(self.path, f"{self.problem} (line skipped)", self.line).message
+
+
+@dataclass(slots=True)
+class PairLabels:
+    """The current labels of one (question, chunk): each annotator's latest grade and the adjudicated one.
+
+    A removal (``"grade": null``) by an annotator withdraws that annotator's grade only; an
+    adjudicated removal withdraws the adjudication. ``applies`` (optional everywhere) leaves out
+    labels that do not apply, such as labels on another chunk text.
+    """
+
+    annotators: dict[str, Label] = field(default_factory=dict)
+    adjudicated: Label | None = None
+
+    def labels(self) -> list[Label]:
+        """Every current label of the pair, in journal order."""
+        out = list(self.annotators.values())
+        if self.adjudicated is not None:
+            out.append(self.adjudicated)
+        return sorted(out, key=lambda lab: lab.line)
+
+    def _graders(self, applies: Callable[[Label], bool] | None) -> list[Label]:
+        return [lab for lab in self.annotators.values() if applies is None or applies(lab)]
+
+    def effective(self, applies: Callable[[Label], bool] | None = None) -> Label | None:
+        """The label that counts: the adjudicated one, else the only annotator's, else the latest annotator's."""
+        adjudicated = self.adjudicated
+        if adjudicated is not None and (applies is None or applies(adjudicated)):
+            return adjudicated
+        graders = self._graders(applies)
+        return max(graders, key=lambda lab: lab.line) if graders else None
+
+    def grades(self, applies: Callable[[Label], bool] | None = None) -> dict[str, int]:
+        """Each annotator's current grade of the pair (adjudication aside), by name."""
+        return {lab.annotator: lab.grade for lab in self._graders(applies) if lab.grade is not None}
+
+    def disputed(self, applies: Callable[[Label], bool] | None = None) -> bool:
+        """Whether the annotators' current grades differ and no adjudicated grade settles it."""
+        adjudicated = self.adjudicated
+        if adjudicated is not None and (applies is None or applies(adjudicated)):
+            return False
+        return len(set(self.grades(applies).values())) > 1
+
+    def state(self) -> tuple[object, ...]:
+        """What numbers and dispute marks rest on (line numbers aside, which a compaction changes)."""
+        adjudicated = self.adjudicated
+        latest = self.effective()
+        return (
+            None if adjudicated is None else (adjudicated.grade, adjudicated.chunk_sha1),
+            tuple(
+                sorted(
+                    (lab.annotator, lab.grade, lab.chunk_sha1) for lab in self.annotators.values()
+                )
+            ),
+            latest.annotator if latest is not None else "",
+        )
 
 
 def default_annotator() -> str:
@@ -65,7 +167,7 @@ def now_iso() -> str:
 
 
 def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
-    """Validate one journal object."""
+    """Validate one journal object; InputError names the line and the problem."""
     for key in ("question", "chunk"):
         if not isinstance(obj.get(key), str) or not obj[key]:
             raise InputError(path, f"'{key}' must be a non-empty string", line)
@@ -81,26 +183,107 @@ def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
     annotator = obj.get("annotator", "")
     if not isinstance(sha1, str) or not isinstance(at, str) or not isinstance(annotator, str):
         raise InputError(path, "'chunk_sha1', 'at' and 'annotator' must be strings", line)
-    return Label(obj["question"], obj["chunk"], grade, sha1, at, annotator, line)
+    adjudicated = obj.get("adjudicated", False)
+    if not isinstance(adjudicated, bool):
+        raise InputError(path, f"'adjudicated' must be true or false, got {adjudicated!r}", line)
+    return Label(obj["question"], obj["chunk"], grade, sha1, at, annotator, line, adjudicated)
+
+
+#: A JSON escape of a lone surrogate (``\udc80``..``\udfff``), which orjson refuses to read.
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _loads(raw: bytes) -> Any:
+    """One JSON value; lines holding a surrogate escape (a non-UTF-8 name, see ``Label.to_json``) are read by the standard library."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if not _LONE_SURROGATE.search(raw):
+            raise
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+        raise
+
+
+def check_regular(path: Path, what: str = "the label journal") -> bool:
+    """Whether ``path`` exists; InputError when it is not a regular file (a FIFO would block every read)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise InputError(path, f"cannot read {what} ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(path, f"{what} is {_kind(mode)}, not a regular file")
+    return True
+
+
+def _kind(mode: int) -> str:
+    """What kind of file a mode says, for a message."""
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _open_regular(path: Path) -> BinaryIO | None:
+    """``path`` opened for reading (None when missing), refused with an InputError unless it is a regular file.
+
+    Opened without blocking: opening a FIFO for reading would otherwise wait for a writer forever.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(path, f"cannot read the label journal ({exc.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise InputError(path, f"the label journal is {_kind(mode)}, not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb", buffering=0)
 
 
 class LabelJournal:
-    """The journal on disk and its current state: the last line for each (question, chunk) wins."""
+    """The journal on disk and its current state: per pair each annotator's latest label, the adjudicated one, and the one that counts."""
 
     def __init__(self, path: str | Path, annotator: str | None = None) -> None:
         self.path = Path(path)
         self.annotator = annotator if annotator is not None else default_annotator()
-        #: Current hand grades, (question, chunk) -> the last label line for that pair.
+        #: The label that counts for each labelled pair, (question, chunk) -> label (``PairLabels.effective``).
         self.current: dict[tuple[str, str], Label] = {}
         #: The same labels by question: question -> chunk -> label.
         self.by_question: dict[str, dict[str, Label]] = {}
+        #: Every current label of every pair: question -> chunk -> its annotators' and adjudicated labels.
+        self.pairs: dict[str, dict[str, PairLabels]] = {}
         #: Every line read or written, in journal order.
         self.history: list[Label] = []
-        #: Problems that did not stop loading (a torn last line).
+        #: Problems that did not stop loading (a torn last line, a line that could not be read).
         self.warnings: list[str] = []
-        self._undo: list[tuple[str, str, int | None, str]] = []
+        #: The lines that could not be read (skipped, never applied), in journal order.
+        self.bad_lines: list[BadLine] = []
+        # Warnings already handed out by take_warnings: each is reported once, even when the
+        # journal is read again from the start.
+        self._reported: set[str] = set()
+        self._undo: list[tuple[str, str, int | None, str, bool]] = []
+        # Questions whose labels changed since take_touched was last called.
+        self._touched: set[str] = set()
+        # While reading from the start: what was read before (per question) and what was touched.
+        self._before_restart: tuple[dict[str, object], set[str]] | None = None
         self._read_offset = 0
         self._lines_seen = 0
+        # The last bytes read: when they change, the file was rewritten in place (a hand edit) and
+        # is read again from the start instead of from an offset that no longer starts a line.
+        self._seen_tail = b""
         # The journal file last read, kept open: while we hold it its inode number cannot be reused,
         # so "the path still names the file we read" is a reliable test (a bare (dev, inode) pair is
         # not: after two compactions a new file can get the old file's inode number).
@@ -151,8 +334,7 @@ class LabelJournal:
     def load(self) -> None:
         """Read the whole journal from the start."""
         self._close_file()
-        self._reset()
-        self._read_new()
+        self._read_new(restart=True)
 
     def close(self) -> None:
         """Let go of the journal file kept open for reading (reading again reopens it)."""
@@ -177,29 +359,64 @@ class LabelJournal:
         held = os.fstat(self._file.fileno())
         return (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino)
 
-    def _read_new(self) -> list[Label]:
-        """Read lines appended since the last read; a torn last line is left for later with a warning.
-
-        If the file was replaced (compacted by another process) or cut shorter since the last read,
-        it is read again from the start.
-        """
+    def changed_on_disk(self) -> bool:
+        """Whether the journal may hold lines not read yet (it grew, shrank or was replaced): two ``stat`` calls."""
         if self._replaced():
-            try:
-                file = open(self.path, "rb", buffering=0)  # noqa: SIM115 (kept open: see _file)
-            except FileNotFoundError:
+            return self._file is not None or self.path.exists()
+        assert self._file is not None
+        return os.fstat(self._file.fileno()).st_size != self._read_offset
+
+    def _read_new(self, restart: bool = False) -> list[Label]:
+        """Read lines appended since the last read (``restart``: the whole file); a torn last line is left for later with a warning.
+
+        If the file was replaced (compacted by another process), cut shorter or rewritten in place
+        since the last read, it is read again from the start; then only the questions whose labels
+        differ from before count as touched (see ``take_touched``). A line that cannot be read is
+        skipped with a warning (``bad_lines``); the lines after it are read as usual.
+        """
+        self._before_restart = None
+        try:
+            if restart:
+                self._restart()
+            return self._read_lines()
+        finally:
+            if self._before_restart is not None:
+                old_state, old_touched = self._before_restart
+                self._before_restart = None
+                new_state = _state(self.pairs)
+                self._touched = old_touched | {
+                    q
+                    for q in old_state.keys() | new_state.keys()
+                    if old_state.get(q) != new_state.get(q)
+                }
+
+    def _restart(self) -> None:
+        """Forget what was read before reading from the start, remembering what it was (for ``take_touched``)."""
+        if self._before_restart is None:
+            self._before_restart = (_state(self.pairs), set(self._touched))
+        self._reset()
+
+    def _read_lines(self) -> list[Label]:
+        if self._replaced():
+            file = _open_regular(self.path)
+            if file is None:
                 if self._file is not None:
                     self._close_file()
-                    self._reset()
+                    self._restart()
                 return []
             if self._file is not None:
                 self._close_file()
-                self._reset()
+                self._restart()
             self._file = file
         assert self._file is not None
         fd = self._file.fileno()
         size = os.fstat(fd).st_size
-        if size < self._read_offset:
-            self._reset()
+        if size < self._read_offset or (
+            self._seen_tail
+            and _pread_all(fd, len(self._seen_tail), self._read_offset - len(self._seen_tail))
+            != self._seen_tail
+        ):
+            self._restart()
         data = _pread_all(fd, size - self._read_offset, self._read_offset)
         if self._pending_newline and data:
             if data.startswith(b"\n"):
@@ -211,8 +428,6 @@ class LabelJournal:
         complete_end = data.rfind(b"\n") + 1
         tail = data[complete_end:]
         first_line = self._lines_seen + 1
-        # Parse everything first, apply after: a bad line raises with nothing applied, so a later
-        # read (once the line is fixed) does not apply the lines before it twice.
         added = [
             label
             for i, raw in enumerate(data[:complete_end].split(b"\n")[:-1])
@@ -235,53 +450,96 @@ class LabelJournal:
             self._lines_seen += 1
             self._pending_newline = True
         elif tail.strip():
-            warning = (
+            self._warn(
                 f"{self.path}:{torn_line}: torn last line (partial write) ignored; "
                 "it is repaired on the next write"
             )
-            if warning not in self.warnings:
-                self.warnings.append(warning)
+        keep = min(self._read_offset, 64)
+        self._seen_tail = _pread_all(fd, keep, self._read_offset - keep)
         return added
 
     def _reset(self) -> None:
         """Forget what was read, keeping the undo stack (the file is read again from the start)."""
         self.current.clear()
         self.by_question.clear()
+        self.pairs.clear()
         self.history.clear()
         self.warnings.clear()
+        self.bad_lines.clear()
         self._read_offset = 0
         self._lines_seen = 0
+        self._seen_tail = b""
         self._pending_newline = False
 
+    def _warn(self, warning: str) -> None:
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+    def take_warnings(self) -> list[str]:
+        """The warnings not handed out before (each bad or torn line is reported once); a front end shows them."""
+        new = [w for w in self.warnings if w not in self._reported]
+        self._reported.update(new)
+        return new
+
     def _parse_line(self, raw: bytes, number: int) -> Label | None:
-        """One journal line as a label (None for a blank line), or InputError naming the line."""
+        """One journal line as a label; None for a blank line, and for a bad one (recorded in ``bad_lines``)."""
         if not raw.strip():
             return None
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(
-                self.path, f"malformed JSON ({exc.args[0].split(':')[0]})", number
-            ) from None
-        if not isinstance(obj, dict):
-            raise InputError(self.path, "expected a JSON object", number)
-        return parse_label(obj, self.path, number)
+            try:
+                obj = _loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise InputError(
+                    self.path, f"malformed JSON ({exc.args[0].split(':')[0]})", number
+                ) from None
+            if not isinstance(obj, dict):
+                raise InputError(self.path, "expected a JSON object", number)
+            return parse_label(obj, self.path, number)
+        except InputError as exc:
+            bad = BadLine(str(self.path), number, exc.problem)
+            self.bad_lines.append(bad)
+            self._warn(bad.message)
+            return None
+
+    def take_touched(self) -> set[str]:
+        """The questions whose labels (the grade that counts, or an annotator's) changed since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
 
     def _apply(self, label: Label) -> None:
         self.history.append(label)
-        key = (label.question, label.chunk)
-        if label.grade is None:
-            self.current.pop(key, None)
-            self.by_question.get(label.question, {}).pop(label.chunk, None)
+        question, chunk = label.question, label.chunk
+        by_chunk = self.pairs.setdefault(question, {})
+        pair = by_chunk.get(chunk)
+        if pair is None:
+            pair = by_chunk[chunk] = PairLabels()
+        before = pair.state()
+        if label.adjudicated:
+            pair.adjudicated = label if label.grade is not None else None
+        elif label.grade is None:
+            pair.annotators.pop(label.annotator, None)
         else:
-            self.current[key] = label
-            self.by_question.setdefault(label.question, {})[label.chunk] = label
+            pair.annotators[label.annotator] = label
+        if pair.state() != before:
+            self._touched.add(question)
+        effective = pair.effective()
+        key = (question, chunk)
+        if effective is None:
+            del by_chunk[chunk]
+            if not by_chunk:
+                del self.pairs[question]
+            self.current.pop(key, None)
+            self.by_question.get(question, {}).pop(chunk, None)
+        else:
+            self.current[key] = effective
+            self.by_question.setdefault(question, {})[chunk] = effective
 
     def refresh(self) -> list[Label]:
         """Pick up lines another process appended (or the whole file if it was replaced); returns them.
 
         Cheap when nothing changed (two ``stat`` calls), so an app may call it on a timer or on focus;
-        for the questions whose numbers changed, use ``Workspace.refresh_labels``.
+        for the questions whose numbers changed, use ``Workspace.refresh_labels``. A bad line is
+        skipped and put in ``warnings`` (``take_warnings`` hands each out once); nothing raises for it.
         """
         if self._replaced():
             if self._file is None:
@@ -299,31 +557,58 @@ class LabelJournal:
             return []
         return self._read_new()
 
+    def pair(self, question: str, chunk: str) -> PairLabels | None:
+        """Every current label of a pair (each annotator's and the adjudicated one), or None when it has none."""
+        return self.pairs.get(question, {}).get(chunk)
+
+    def iter_pairs(self) -> Iterator[tuple[str, str, PairLabels]]:
+        """Every labelled pair as (question, chunk, its labels)."""
+        for question, by_chunk in self.pairs.items():
+            for chunk, pair in by_chunk.items():
+                yield question, chunk, pair
+
     def grade_of(self, question: str, chunk: str) -> int | None:
-        """The current hand grade of a pair, or None."""
+        """The current hand grade of a pair (the one that counts), or None."""
         label = self.current.get((question, chunk))
         return label.grade if label else None
 
-    def set_grade(self, question: str, chunk: str, grade: int | None, chunk_sha1: str) -> Label:
-        """Write a grade (None removes it) to disk, fsynced, then apply it; the change can be undone."""
-        previous = self.current.get((question, chunk))
-        label = self._append(question, chunk, grade, chunk_sha1)
+    def disputed(self, question: str, chunk: str) -> bool:
+        """Whether the annotators' current grades of a pair differ and no adjudicated grade settles it."""
+        pair = self.pair(question, chunk)
+        return pair is not None and pair.disputed()
+
+    def set_grade(
+        self,
+        question: str,
+        chunk: str,
+        grade: int | None,
+        chunk_sha1: str,
+        adjudicate: bool = False,
+    ) -> Label:
+        """Write this annotator's grade (None withdraws it), or with ``adjudicate`` the adjudicated grade (None withdraws the adjudication), fsynced, then apply it; the change can be undone."""
+        pair = self.pair(question, chunk)
+        if pair is None:
+            previous = None
+        else:
+            previous = pair.adjudicated if adjudicate else pair.annotators.get(self.annotator)
+        label = self._append(question, chunk, grade, chunk_sha1, adjudicate)
         self._undo.append(
             (
                 question,
                 chunk,
                 previous.grade if previous else None,
                 previous.chunk_sha1 if previous else chunk_sha1,
+                adjudicate,
             )
         )
         return label
 
     def undo(self) -> Label | None:
-        """Restore the pair changed last to its previous grade (written as a new line); None if nothing to undo."""
+        """Restore what the last change replaced (this annotator's grade, or the adjudicated one), written as a new line; None if nothing to undo."""
         if not self._undo:
             return None
-        question, chunk, grade, sha1 = self._undo[-1]
-        label = self._append(question, chunk, grade, sha1)
+        question, chunk, grade, sha1, adjudicated = self._undo[-1]
+        label = self._append(question, chunk, grade, sha1, adjudicated)
         self._undo.pop()
         return label
 
@@ -332,16 +617,30 @@ class LabelJournal:
         """Whether there is a change to undo."""
         return bool(self._undo)
 
-    def _append(self, question: str, chunk: str, grade: int | None, chunk_sha1: str) -> Label:
+    def _append(
+        self, question: str, chunk: str, grade: int | None, chunk_sha1: str, adjudicated: bool
+    ) -> Label:
         _refuse_bundled(self.path)
+        try:
+            check_regular(self.path)
+        except InputError as exc:
+            raise ReadOnlyError(f"{exc.message}; the change was not made") from None
         reason = self.read_only_reason
         if reason is not None:
             raise ReadOnlyError(f"{reason}; the change was not made")
-        label = Label(question, chunk, grade, chunk_sha1, now_iso(), self.annotator)
+        label = Label(
+            question,
+            chunk,
+            grade,
+            chunk_sha1,
+            now_iso(),
+            self.annotator,
+            adjudicated=adjudicated,
+        )
         line = label.to_json()
-        # Never write a line that the loader would refuse: it would make the whole journal unreadable.
+        # Never write a line that the loader would refuse: it would be skipped on every read.
         try:
-            parse_label(orjson.loads(line), self.path, 0)
+            parse_label(_loads(line), self.path, 0)
         except InputError as exc:
             raise ValueError(exc.problem) from None
         created = not self.path.exists()
@@ -355,46 +654,91 @@ class LabelJournal:
             os.fsync(fd)
         if created:
             fsync_folder(self.path.parent)  # the new file's name must survive a crash too
-        # Pick up whatever others appended before our line, then our own.
+        # Pick up whatever others appended before our line, then our own (a bad line of theirs is
+        # skipped with a warning: our line is on disk and must be applied).
         self.refresh()
         return label
 
-    def compact(self, backup_suffix: str = ".bak") -> Path:
+    def compact(self) -> Path | None:
         """Rewrite the journal to its current state atomically (temp file, fsync, rename), keeping a backup.
 
-        Runs under the journal's lock, so no append is lost: a writer that opened the old file waits,
-        then sees it was replaced and writes to the new one. Stale labels are kept (only lines that a
-        later line for the same pair overrides, and removals, are dropped). Returns the backup's path.
+        Kept: each annotator's current label of every pair and the adjudicated one, stale labels
+        included; dropped: lines a later line of the same annotator (or adjudication) overrides,
+        and removals. The old journal is first written to a new ``labels.jsonl.<time>.bak`` that
+        never replaces an earlier backup. A journal that is compact already is left alone (None is
+        returned, no backup made); one with a line that cannot be read is refused (compaction
+        would drop that line), naming it. Runs under the journal's lock, so no append is lost: a
+        writer that opened the old file waits, then sees it was replaced and writes to the new one.
+        Returns the backup's path.
         """
-        if not self.path.is_file():
+        if not check_regular(self.path):
             raise InputError(self.path, "file not found")
         _refuse_bundled(self.path)
         reason = self.read_only_reason
         if reason is not None:
             raise ReadOnlyError(f"{reason}; the journal was not compacted")
-        backup = self.path.with_name(self.path.name + backup_suffix)
         with contextlib.ExitStack() as stack:
             fd = self._lock(stack, "the journal was not compacted")
             self.load()
+            if self.bad_lines:
+                bad = self.bad_lines[0]
+                raise InputError(
+                    self.path,
+                    f"{bad.problem}: fix or delete this line first (compaction would drop it); "
+                    "the journal was not compacted",
+                    bad.line,
+                )
+            old = _read_fd(fd)
+            kept = sorted(
+                (lab for _, _, pair in self.iter_pairs() for lab in pair.labels()),
+                key=lambda lab: lab.line,
+            )
+            new = b"".join(lab.to_json() + b"\n" for lab in kept)
+            if new == old:
+                return None
             mode = os.fstat(fd).st_mode & 0o7777
-            write_atomic(backup, _read_fd(fd), mode)
-            lines = [
-                lab.to_json() + b"\n" for lab in sorted(self.current.values(), key=lambda x: x.line)
-            ]
-            write_atomic(self.path, b"".join(lines), mode)
+            backup = _write_backup(self.path, old, mode)
+            write_atomic(self.path, new, mode)
         self.load()
         return backup
 
     def _lock(self, stack: contextlib.ExitStack[bool | None], refused: str) -> int:
         """Take the journal's lock for the rest of ``stack``; a file or folder that may not be written is a ReadOnlyError."""
         try:
-            return stack.enter_context(locked(self.path))
+            fd = stack.enter_context(locked(self.path))
         except OSError as exc:
             if exc.errno in NOT_WRITABLE:
                 raise ReadOnlyError(
                     f"{self.path}: cannot write the label journal ({exc.strerror}); {refused}"
                 ) from None
             raise
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # made a FIFO since it was checked: never write or read it
+            raise ReadOnlyError(
+                f"{self.path}: the label journal is {_kind(mode)}, not a regular file; {refused}"
+            )
+        return fd
+
+
+def _write_backup(path: Path, data: bytes, mode: int) -> Path:
+    """``data`` in a new file ``<journal>.<UTC time>.bak`` beside the journal, never replacing an existing file."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    for n in range(1, 1000):
+        backup = path.with_name(f"{path.name}.{stamp}{'' if n == 1 else f'-{n}'}.bak")
+        try:
+            write_new(backup, data, mode)
+        except FileExistsError:
+            continue
+        return backup
+    raise InputError(path, "cannot name a new backup (999 exist for this instant)")
+
+
+def _state(pairs: dict[str, dict[str, PairLabels]]) -> dict[str, object]:
+    """Each labelled question's labels as ``PairLabels.state`` sees them, chunk by chunk."""
+    return {
+        question: sorted((chunk, pair.state()) for chunk, pair in by_chunk.items())
+        for question, by_chunk in pairs.items()
+    }
 
 
 def _refuse_bundled(path: Path) -> None:
@@ -415,7 +759,7 @@ def _same_grade(before: Label | None, after: Label) -> bool | None:
 
 def _is_json_object(raw: bytes) -> bool:
     try:
-        return isinstance(orjson.loads(raw), dict)
+        return isinstance(_loads(raw), dict)
     except orjson.JSONDecodeError:
         return False
 

@@ -223,8 +223,11 @@ class JudgingQueue:
 
     def is_judged(self, qid: str, cid: str) -> bool:
         """Whether the pair has a hand grade that applies (stale labels and the evidence rule do not count)."""
-        label = self.ws.labels.by_question.get(qid, {}).get(cid)
-        return label is not None and label.grade is not None and self.ws.label_status(label) is None
+        pair = self.ws.labels.pair(qid, cid)
+        if pair is None:
+            return False
+        label = pair.effective(lambda lab: self.ws.label_status(lab) is None)
+        return label is not None and label.grade is not None
 
     def entries(self, qid: str) -> list[PoolEntry]:
         """A question's pool as a judge sees it: unjudged first, each part in queue order."""

@@ -17,6 +17,13 @@ the difference is ``B - A``, so a positive mean difference and a "win" mean B sc
   interpolation, numpy's default) for a 95 % interval.
 
 Both are vectorised in numpy and work in blocks, so memory stays small for large question sets.
+
+* Corrections for many comparisons at once (``ragtui experiment`` tests every variant, retriever
+  and measure against the baseline): Holm's step-down adjustment (Holm 1979), which keeps the
+  chance of any false "significant" in the whole table at most alpha whatever the dependence
+  between the tests, and Benjamini-Hochberg's step-up adjustment (1995), which keeps the expected
+  share of false ones among the significant at most alpha (valid for independent or positively
+  dependent tests). Both return adjusted p-values, compared with alpha as they are.
 """
 
 from __future__ import annotations
@@ -29,10 +36,14 @@ import numpy as np
 from ragtui.core.metrics.measures import Measure, System
 
 __all__ = [
+    "CORRECTIONS",
     "Comparison",
     "MetricComparison",
+    "adjust_p_values",
+    "benjamini_hochberg",
     "bootstrap_interval",
     "compare_systems",
+    "holm",
     "paired_randomization_test",
     "win_tie_loss",
 ]
@@ -89,7 +100,7 @@ def paired_randomization_test(
             codes = np.arange(start, min(start + rows, patterns), dtype=np.int64)
             signs = 1.0 - 2.0 * ((codes[:, None] >> bits) & 1)
             count += int(np.count_nonzero(np.abs(signs @ diff) / n >= threshold))
-        return count / patterns
+        return float(count / patterns)
     rng = np.random.default_rng(seed)
     count = 0
     rows = max(1, _BLOCK_CELLS // n)
@@ -237,3 +248,54 @@ def compare_systems(
         seed,
         per_question,
     )
+
+
+def _p_array(p_values: Sequence[float]) -> np.ndarray:
+    values = np.asarray(p_values, dtype=np.float64)
+    if values.ndim != 1 or np.any(~np.isfinite(values)) or np.any((values < 0) | (values > 1)):
+        raise ValueError("p-values must be a flat list of numbers between 0 and 1")
+    return values
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values: with p sorted ascending, ``adj(i) = max over j <= i of
+    min(1, (m - j + 1) p(j))`` (1-based), returned in the input's order."""
+    values = _p_array(p_values)
+    m = len(values)
+    if m == 0:
+        return []
+    order = np.argsort(values, kind="stable")
+    scaled = (m - np.arange(m)) * values[order]
+    adjusted = np.minimum(1.0, np.maximum.accumulate(scaled))
+    out = np.empty(m, dtype=np.float64)
+    out[order] = adjusted
+    return [float(v) for v in out]
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg's step-up adjusted p-values: with p sorted ascending, ``adj(i) = min over
+    j >= i of min(1, m p(j) / j)`` (1-based), returned in the input's order."""
+    values = _p_array(p_values)
+    m = len(values)
+    if m == 0:
+        return []
+    order = np.argsort(values, kind="stable")
+    scaled = values[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    out = np.empty(m, dtype=np.float64)
+    out[order] = adjusted
+    return [float(v) for v in out]
+
+
+#: ``--correction`` name -> (adjustment, what it controls).
+CORRECTIONS = {
+    "holm": (holm, "Holm: family-wise error rate"),
+    "bh": (benjamini_hochberg, "Benjamini-Hochberg: false discovery rate"),
+}
+
+
+def adjust_p_values(p_values: Sequence[float], method: str = "holm") -> list[float]:
+    """Adjusted p-values by ``method`` (``holm`` or ``bh``)."""
+    if method not in CORRECTIONS:
+        raise ValueError(f"unknown correction {method!r}; choose from {', '.join(CORRECTIONS)}")
+    return CORRECTIONS[method][0](p_values)

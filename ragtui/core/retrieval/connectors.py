@@ -8,6 +8,7 @@ from pathlib import Path
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.retrieval.live import MILVUS_RETRIEVERS, LiveRetriever, LiveSpec
+from ragtui.core.retrieval.rerank import RERANK_SUFFIX
 
 __all__ = ["build_live_retrievers", "live_names"]
 
@@ -27,7 +28,12 @@ def live_names(
         if name in MILVUS_RETRIEVERS and name not in names:
             names.append(name)
     for name in chosen:
-        if name not in RETRIEVER_NAMES and name not in MILVUS_RETRIEVERS and name not in names:
+        if (
+            name not in RETRIEVER_NAMES
+            and name not in MILVUS_RETRIEVERS
+            and not name.endswith(RERANK_SUFFIX)  # the reranking stage's list, not a plugin
+            and name not in names
+        ):
             names.append(name)
     for spec in specs:
         if spec.name not in names:

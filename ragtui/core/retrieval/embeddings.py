@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 
 from ragtui.core.data.paths import cache_dir
-from ragtui.core.data.tokenizer import resolve_model
+from ragtui.core.data.tokenizer import model_fingerprint, resolve_model
 from ragtui.core.errors import InputError
 from ragtui.core.files import locked, read_regular, write_atomic
 
@@ -71,10 +71,22 @@ def _read_matrix(raw: bytes, shape: tuple[int, int]) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4", offset=offset).reshape(shape)
 
 
-def _slug(model: str) -> str:
-    """A folder name for a model name or path, readable and collision-safe."""
+def model_slug(model: str, fingerprint: str = "") -> str:
+    """A folder name for a model name or path, readable and collision-safe; the model files'
+    fingerprint makes a model saved again under the same name a cache of its own."""
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name or model)[:60]
-    return f"{readable}-{hashlib.sha1(model.encode()).hexdigest()[:10]}"
+    key = f"{model}\0{fingerprint}" if fingerprint else model
+    return f"{readable}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+
+
+def quiet_offline_hub() -> None:
+    """Before loading a model: never download, and no progress bars or chatter from the libraries."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # The library's own progress bars would scribble over the CLI's and the app's.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TQDM_DISABLE", "1")
 
 
 class Embedder:
@@ -82,17 +94,14 @@ class Embedder:
 
     def __init__(self, model: str | None = None) -> None:
         self.name = model or "all-MiniLM-L6-v2"
+        #: The name its embeddings are cached under (the model files' fingerprint is added).
+        self.cache_name = self.name
         self.path = resolve_model(model)
         self._model: SentenceTransformer | None = None
 
     def _load(self) -> SentenceTransformer:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            # The library's own progress bars would scribble over the CLI's and the app's.
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            os.environ.setdefault("TQDM_DISABLE", "1")
+            quiet_offline_hub()
             try:
                 from sentence_transformers import SentenceTransformer
 
@@ -110,25 +119,31 @@ class Embedder:
         return int(length)
 
     def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        """Unit-length float32 embeddings of ``texts``, one row each."""
+        """Unit-length float32 embeddings of ``texts``, one row each.
+
+        The texts are encoded longest first in batches of similar length (as the library does within
+        one call, so little padding is computed) and ``progress`` hears after every batch."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
         model = self._load()
-        rows = []
-        for start in range(0, len(texts), ENCODE_BATCH):
-            batch = list(texts[start : start + ENCODE_BATCH])
-            rows.append(
-                model.encode(
-                    batch,
-                    batch_size=ENCODE_BATCH,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                ).astype(np.float32, copy=False)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out: np.ndarray | None = None
+        for start in range(0, len(order), ENCODE_BATCH):
+            index = order[start : start + ENCODE_BATCH]
+            rows = model.encode(
+                [texts[i] for i in index],
+                batch_size=ENCODE_BATCH,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
+            if out is None:
+                out = np.empty((len(texts), rows.shape[1]), dtype=np.float32)
+            out[index] = rows
             if progress:
                 progress(min(start + ENCODE_BATCH, len(texts)), len(texts))
-        if not rows:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.vstack(rows)
+        assert out is not None
+        return out
 
 
 class EmbeddingCache:
@@ -143,7 +158,8 @@ class EmbeddingCache:
 
     def __init__(self, model: str | None = None, root: Path | None = None) -> None:
         self.model = model or "all-MiniLM-L6-v2"
-        self.folder = (root or cache_dir()) / "embeddings" / _slug(self.model)
+        slug = model_slug(self.model, model_fingerprint(self.model))
+        self.folder = (root or cache_dir()) / "embeddings" / slug
         self.vectors: np.ndarray | None = None
         self.rows: dict[str, int] = {}
         #: Why a cache on disk was not used (tampered, truncated), for the user to see.

@@ -7,7 +7,7 @@ rank the text in a worker; adding goes to the app as ``AddQuestionRequested``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on, work
@@ -21,10 +21,12 @@ from textual.widgets import Footer, Input, TextArea
 from textual.widgets.text_area import Selection
 
 from ragtui.core.data.golden import find_span, normalize_ws
-from ragtui.core.retrieval.base import Ranking
+from ragtui.core.retrieval.base import Hit, Ranking
+from ragtui.core.retrieval.live import run_live
 from ragtui.core.text import visible, visible_line
 from ragtui.core.workspace import Workspace
-from ragtui.tui.messages import AddQuestionRequested, Notice
+from ragtui.tui.ids import widget_id
+from ragtui.tui.messages import AddQuestionRequested, ForeignChunks, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.status_line import Status, StatusLine
 from ragtui.tui.widgets.text import fmt_score
@@ -38,7 +40,7 @@ class AdhocList(RowList):
 
     def __init__(self, ws: Workspace, retriever: str) -> None:
         """The list of ``retriever``."""
-        super().__init__(id=f"adhoc-{retriever}")
+        super().__init__(id=widget_id("adhoc-list", retriever))
         self.ws = ws
         self.retriever = retriever
         self.ranking: Ranking = []
@@ -105,6 +107,8 @@ class AdhocScreen(Screen[None]):
         retriever: str
         ranking: Ranking
         error: str = ""
+        hits: list[Hit] = field(default_factory=list)
+        """A live retriever's hits (chunks it brought with their text are added on the UI thread)."""
 
     def __init__(self, ws: Workspace, retrievers: list[str]) -> None:
         """Ad-hoc search over ``ws`` with the ``retrievers`` that are ready."""
@@ -148,6 +152,10 @@ class AdhocScreen(Screen[None]):
         cast("RagtuiApp", self.app).status_changed.subscribe(self, status.show, immediate=True)
         status.show(Status("Type a question and press enter; tab to the lists."))
 
+    def list_for(self, retriever: str) -> AdhocList:
+        """The list that shows RETRIEVER's ranking."""
+        return self.query_one("#" + widget_id("adhoc-list", retriever), AdhocList)
+
     def say(self, text: str, error: bool = False) -> None:
         """A line in the status line (through the app, which owns it)."""
         self.post_message(Notice(text, error))
@@ -165,8 +173,8 @@ class AdhocScreen(Screen[None]):
         self.generation += 1
         self.query_text = text
         for name in self.retrievers:
-            self.query_one(f"#adhoc-{name}", AdhocList).show([])
-            pane = self.query_one(f"#adhoc-{name}", AdhocList).parent
+            self.list_for(name).show([])
+            pane = self.list_for(name).parent
             if isinstance(pane, Vertical):
                 pane.border_subtitle = "searching…"
         self.say(f"searching {', '.join(self.retrievers)}…")
@@ -184,6 +192,17 @@ class AdhocScreen(Screen[None]):
                     found[name] = ws.bm25.search(text, depth)
                 elif name == "vector" and ws.vector is not None:
                     found[name] = ws.vector.search(text, depth)
+                elif name in ws.live:
+                    run = run_live(ws.live[name], [("", text)], depth, root=ws.settings.cache_dir)
+                    if "" in run.failed or run.error:
+                        self.post_message(
+                            self.Ranked(generation, name, [], run.failed.get("", run.error))
+                        )
+                        continue
+                    hits = run.hits.get("", [])
+                    found[name] = [(h.id, h.score) for h in hits]
+                    self.post_message(self.Ranked(generation, name, found[name], hits=hits))
+                    continue
                 elif name == "hybrid" and ws.hybrid is not None:
                     bm25 = found.get("bm25") or (ws.bm25.search(text, depth) if ws.bm25 else [])
                     vector = found.get("vector") or (
@@ -204,7 +223,10 @@ class AdhocScreen(Screen[None]):
         """Show one list unless a newer query was typed."""
         if message.generation != self.generation:
             return
-        table = self.query_one(f"#adhoc-{message.retriever}", AdhocList)
+        if message.hits:
+            # Chunks a live retriever brought with their text: the app keeps them (it owns the workspace).
+            self.post_message(ForeignChunks(tuple(message.hits), message.retriever))
+        table = self.list_for(message.retriever)
         table.show(message.ranking)
         pane = table.parent
         if isinstance(pane, Vertical):
@@ -233,7 +255,7 @@ class AdhocScreen(Screen[None]):
         """Show the active list's highlighted chunk (plain text, control characters visible)."""
         if not self._active:
             return
-        cid = self.query_one(f"#adhoc-{self._active}", AdhocList).highlighted_chunk
+        cid = self.list_for(self._active).highlighted_chunk
         area = self.query_one("#adhoc-chunk", TextArea)
         chunk = self.ws.chunk_by_id.get(cid) if cid else None
         area.load_text(visible(chunk.text) if chunk else "")

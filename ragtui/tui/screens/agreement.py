@@ -37,15 +37,25 @@ class DiagnosticsInputs:
     chunks: tuple[Chunk, ...]
     questions: tuple[Question, ...]
     documents: tuple[Document, ...]
+    windows: str = "off"
+    window_stride: int | None = None
 
     def report(self) -> Report:
         """Diagnose (token counting loads a tokenizer: slow) and make the report."""
-        diagnostics = diagnose_chunks(self.model, self.chunks, self.questions, self.documents)
+        diagnostics = diagnose_chunks(
+            self.model,
+            self.chunks,
+            self.questions,
+            self.documents,
+            self.windows,
+            self.window_stride,
+        )
         return diagnostics_report(
             diagnostics,
             chunk_size=self.chunk_size,
             overlap=self.overlap,
             questions_file=self.questions_file,
+            windows=self.windows,
         )
 
 

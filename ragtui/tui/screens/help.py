@@ -36,10 +36,25 @@ KEYS: list[tuple[str, str]] = [
         "backspace",
         "remove the hand grade of the highlighted chunk (the evidence rule applies again)",
     ),
-    ("u", "undo the last label change (itself saved as a journal line)"),
-    ("/", "filter the question list: words in the id or text, or slice:NAME"),
+    ("u", "undo the last change: a grade (itself saved as a journal line) or a retirement"),
+    (
+        "/",
+        (
+            "filter the question list: words in the id or text, slice:NAME, miss:RETRIEVER, "
+            "miss:any, unjudged"
+        ),
+    ),
     ("escape", "clear the filter"),
     ("s", "question list: sort worst-first (by hybrid nDCG@k), again for golden-set order"),
+    ("Home / End", "the first or last row of the focused list"),
+    (
+        "j",
+        (
+            "the judging view over the questions shown: a digit grades the pair and moves on; "
+            "backspace clears, u undoes, ←/→ move, space scrolls, c context, b blind, esc back"
+        ),
+    ),
+    ("x", "retire the question (left out of every mean, kept in the file), or bring it back"),
     ("+ / -  (or ] / [)", "change k, the cut-off of recall, precision and nDCG"),
     ("n", "next unjudged pooled chunk (every retriever's top k), highlighted for a digit"),
     ("a", "ad-hoc query: any question, every retriever's list, add it to the golden set"),

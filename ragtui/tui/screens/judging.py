@@ -151,13 +151,16 @@ class JudgingScreen(Screen[None]):
         retrievers: list[str],
         start: tuple[str, str | None] | None = None,
         blind: bool = False,
+        adjudicate: bool = False,
     ) -> None:
         """Judge the pools of ``qids`` (in this order) over ``retrievers``' top k, starting at
-        ``start`` when it is pooled."""
+        ``start`` when it is pooled; with ``adjudicate``, settle their disputed pairs instead."""
         super().__init__(id="judging")
         self.ws = ws
         self.retrievers = retrievers
-        self.session = JudgingSession(JudgingWalk(ws, qids), start)
+        #: The adjudication pass: digits record adjudicated grades, which win.
+        self.adjudicate = adjudicate
+        self.session = JudgingSession(JudgingWalk(ws, qids), start, adjudicate=adjudicate)
         #: Hide which retrievers ranked the chunk.
         self.blind = blind
         #: Show the neighbouring chunks.
@@ -190,7 +193,13 @@ class JudgingScreen(Screen[None]):
             Text(visible_line("  ·  ".join(f"{g} {label}" for g, label in scale)))
         )
         if self.session.current is None:
-            self.post_message(Notice("The questions shown pool no chunk: nothing to judge."))
+            self.post_message(
+                Notice(
+                    "No pair is disputed among the questions shown."
+                    if self.adjudicate
+                    else "The questions shown pool no chunk: nothing to judge."
+                )
+            )
         self.show_pair()
 
     # ---- drawing ------------------------------------------------------------------------------
@@ -219,8 +228,13 @@ class JudgingScreen(Screen[None]):
         line.append("  " + visible_line(text))
         if question.slices:
             line.append("  [" + visible_line(", ".join(question.slices)) + "]", "dim")
-        question_bar.update(line)
-        meta.update(self._meta(entry.question, entry.chunk))
+        old = question_bar.content
+        if not (
+            isinstance(old, Text) and old == line
+        ):  # the next pair is often the same question's
+            question_bar.update(line)
+        # The origin line has a fixed height: no new layout.
+        meta.update(self._meta(entry.question, entry.chunk), layout=False)
         view.show(ws, entry.question, entry.chunk, context=self.context)
         self._update_title()
 
@@ -265,6 +279,8 @@ class JudgingScreen(Screen[None]):
                 parts.append(f"{format_seconds((total - judged) / rate * 60)} left")
         if self.blind:
             parts.append("blind")
+        if self.adjudicate:
+            parts.insert(0, "adjudicating")
         self.sub_title = " · ".join(parts)
         self.query_one("#judge-question", Static).border_title = visible_line(" · ".join(parts))
 
@@ -276,7 +292,9 @@ class JudgingScreen(Screen[None]):
         if change.kind == "grades" and change.moves:
             self._last_note = ndcg_moves(change.moves, self.ws.settings.k)
         if entry is not None and (change.questions is None or entry.question in change.questions):
-            self.query_one("#judge-meta", Static).update(self._meta(entry.question, entry.chunk))
+            self.query_one("#judge-meta", Static).update(
+                self._meta(entry.question, entry.chunk), layout=False
+            )
         self._update_title()
 
     # ---- keys ---------------------------------------------------------------------------------------
@@ -294,7 +312,9 @@ class JudgingScreen(Screen[None]):
                 Notice(f"{grade} is not on the grade scale ({words}): nothing saved.", error=True)
             )
             return
-        self.app.post_message(GradeRequested(entry.question, entry.chunk, grade))
+        self.app.post_message(
+            GradeRequested(entry.question, entry.chunk, grade, adjudicate=self.adjudicate)
+        )
         if self._first_grade_at is None:
             self._first_grade_at = time.monotonic()
         self._graded_here += 1
@@ -306,7 +326,9 @@ class JudgingScreen(Screen[None]):
         """Remove the pair's hand grade (the evidence rule applies again); stay on it."""
         entry = self.session.current
         if entry is not None:
-            self.app.post_message(GradeRequested(entry.question, entry.chunk, None))
+            self.app.post_message(
+                GradeRequested(entry.question, entry.chunk, None, adjudicate=self.adjudicate)
+            )
 
     def action_undo(self) -> None:
         """Undo the last label change and go back to that pair."""

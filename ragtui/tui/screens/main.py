@@ -21,12 +21,14 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, ProgressBar, Static
 
 from ragtui.core.analysis.question_filter import QuestionFilter, filter_questions, worst_first
+from ragtui.core.analysis.why import WhyIndex
 from ragtui.core.labelling.judging import PoolOrder
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.controller import Controller
+from ragtui.tui.ids import widget_id
 from ragtui.tui.judging import JudgingWalk
-from ragtui.tui.messages import Changed, Notice, UndoRequested
+from ragtui.tui.messages import Changed, Notice, RetireRequested, UndoRequested
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.metrics_panel import MetricsPanel
 from ragtui.tui.widgets.question_list import QuestionList, QuestionView
@@ -73,7 +75,9 @@ class TabLabel(Static):
 
     def __init__(self, retriever: str) -> None:
         """The tab of ``retriever``."""
-        super().__init__(retriever, id=f"tab-{retriever}", classes="tab-label", markup=False)
+        super().__init__(
+            retriever, id=widget_id("tab", retriever), classes="tab-label", markup=False
+        )
         #: The retriever this tab stands for.
         self.retriever = retriever
 
@@ -165,6 +169,15 @@ class MainScreen(Screen[None]):
             priority=True,
         ),
         Binding(
+            "x",
+            "retire",
+            "Retire",
+            show=False,
+            tooltip="Retire this question (left out of every mean, kept in the file; u undoes), or bring it back.",
+            id="questions.retire",
+            priority=True,
+        ),
+        Binding(
             "a",
             "adhoc",
             "Ad-hoc",
@@ -236,6 +249,10 @@ class MainScreen(Screen[None]):
         #: True once the widgets exist.
         self.composed = False
         self._filter_timer: Timer | None = None
+        #: Why each question was missed (computed per question when first shown; None: not yet).
+        self._why: WhyIndex | None = None
+        #: Changes made while another screen was on top, applied when this one is shown again.
+        self._pending: list[Changed] = []
         #: Pool order of the judging walk (``n``), and the last pair it went to.
         self.queue_order: PoolOrder = "rank"
         self._walk: JudgingWalk | None = None
@@ -338,11 +355,11 @@ class MainScreen(Screen[None]):
 
     def result_list(self, name: str) -> ResultList:
         """The result list of one retriever."""
-        return self.query_one(f"#results-{name}", ResultList)
+        return self.query_one("#" + widget_id("results", name), ResultList)
 
     def pane(self, name: str) -> ResultPane:
         """The pane of one retriever."""
-        return self.query_one(f"#pane-{name}", ResultPane)
+        return self.query_one("#" + widget_id("pane", name), ResultPane)
 
     @property
     def metrics(self) -> MetricsPanel:
@@ -364,21 +381,79 @@ class MainScreen(Screen[None]):
         ws = self.ws
         return ws is not None and ws.evaluation is not None and name in ws.evaluation.per_question
 
+    def why(self) -> WhyIndex:
+        """Why each question was missed, by every shown retriever (each question computed when
+        first asked for)."""
+        ws = self.ws
+        assert ws is not None
+        if self._why is None or self._why.ws is not ws or self._why.k != ws.settings.k:
+            self._why = WhyIndex(ws, lazy=True)
+        return self._why
+
     def _question_view(self, ws: Workspace) -> QuestionView:
+        shown = [n for n in self.retrievers if self._ready(n)]
+        cause_of: str | None = next((n for n in ("hybrid", "vector", "bm25") if n in shown), None)
+        if cause_of is None and shown:
+            cause_of = shown[0]
         return QuestionView(
-            ws, self.visible_ids, self.status, self.retrievers, self.controller.baseline_deltas()
+            ws,
+            self.visible_ids,
+            self.status,
+            self.retrievers,
+            self.controller.baseline_deltas(),
+            frozenset(ws.disputed_questions()),
+            self.why() if cause_of is not None else None,
+            cause_of,
         )
 
     # ---- what the app changed ----------------------------------------------------------------
 
     def on_changed(self, change: Changed) -> None:
-        """Redraw what a change touched (the app calls this after every change it made)."""
+        """Redraw what a change touched (the app calls this after every change it made). While
+        another screen is on top (the judging view), the changes wait until this one is shown again."""
         if not self.composed:
             return
         ws = self.ws
         if ws is None:
             return
+        if not self.is_current and change.kind not in ("loaded", "progress"):
+            self._pending.append(change)
+            return
+        self._apply_change(change)
+
+    def on_screen_resume(self) -> None:
+        """Shown again: apply what changed meanwhile (one full redraw when several did)."""
+        pending, self._pending = self._pending, []
+        if not pending or self.ws is None:
+            return
+        self._why = None
+        if any(c.kind in ("questions", "retired", "k", "baseline", "retrievers") for c in pending):
+            self._walk = None
+            self._fill_questions(keep=self.current_qid, refill=True)
+            self.refresh_all()
+            self.update_notes()
+        else:
+            # Grades and labels only: each touched row once, then the current question's views.
+            ws = self.ws
+            touched: set[str] = set()
+            for change in pending:
+                touched |= set(change.questions or ())
+            self.question_list.update_view(self._question_view(ws), touched)
+            if self.current_qid in touched:
+                self._refresh_current()
+            self.refresh_metrics()
+            self.update_progress_line()
+
+    def _apply_change(self, change: Changed) -> None:
+        """Redraw what one change touched."""
+        ws = self.ws
+        assert ws is not None
         kind = change.kind
+        if kind == "grades" and self._why is not None:
+            for qid in change.questions or ():
+                self._why.update(qid)
+        elif kind != "progress":
+            self._why = None
         if kind == "loaded":
             self._walk = None
             self._fill_questions(keep=self.current_qid, refill=True)
@@ -406,6 +481,12 @@ class MainScreen(Screen[None]):
             added = next(iter(change.questions or ()), None)
             self._fill_questions(keep=added)
             self.update_header()
+        elif kind == "retired":
+            self._walk = None
+            self.question_list.update_view(self._question_view(ws), set(change.questions or ()))
+            self._refresh_current()
+            self.refresh_metrics()
+            self.update_progress_line()
         elif kind in ("k", "baseline"):
             self._walk = None
             self._fill_questions(keep=self.current_qid, refill=True)
@@ -426,20 +507,25 @@ class MainScreen(Screen[None]):
         qids = set(change.questions or ())
         self.question_list.update_view(self._question_view(ws), qids)
         if self.current_qid in qids:
-            self._refresh_current()
+            self._refresh_current(change.chunk)
         k = ws.settings.k
         lines = [f"Δ {qid} {ndcg_moves(change.moves, k)}" for qid in sorted(qids)]
         self._show_change_note(lines)
         self.update_progress_line()
 
-    def _refresh_current(self) -> None:
-        """The current question's numbers changed: the lists, titles, chunk view and question bar."""
+    def _refresh_current(self, chunk: str | None = None) -> None:
+        """The current question's numbers changed (one chunk's grade, when ``chunk`` is given): the
+        lists, titles, chunk view and question bar."""
         ws = self.ws
         if ws is None or self.current_qid is None:
             return
         for name in self.retrievers:
             results = self.result_list(name)
-            if results.qid == self.current_qid and self._ready(name):
+            if results.qid != self.current_qid or not self._ready(name):
+                continue
+            if chunk is not None:
+                results.refresh_chunk(chunk)  # one row: the others' cells did not change
+            else:
                 results.update_view(
                     ResultView(ws, self.current_qid, ws.ranking(name, self.current_qid))
                 )
@@ -470,7 +556,9 @@ class MainScreen(Screen[None]):
                 reason = self.controller.retriever_errors.get(name, "")
                 self.pane(name).set_note(f"{name} unavailable: {reason}")
             elif not self._ready(name):
-                self.pane(name).set_note(f"{name}: embedding chunks… the list fills in when ready")
+                ws = self.ws
+                doing = "asking it" if ws is not None and name in ws.live else "embedding chunks"
+                self.pane(name).set_note(f"{name}: {doing}… the list fills in when ready")
             else:
                 self.pane(name).set_note(None)
 
@@ -500,7 +588,7 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if ws is None:
             return
-        qids = filter_questions(ws, self._filter)
+        qids = filter_questions(ws, self._filter, why=self.why() if self._filter.causes else None)
         if self.sorted_worst_first:
             qids = worst_first(ws, qids)
         self.visible_ids = qids
@@ -580,10 +668,14 @@ class MainScreen(Screen[None]):
         line.append("  " + visible_line(" ".join(question.text.split())))
         if question.slices:
             line.append("  [" + visible_line(", ".join(question.slices)) + "]", "dim")
-        if ws.evaluation is not None and qid not in ws.evaluation.evaluated:
+        if question.retired:
+            line.append("  retired: left out of every mean (x brings it back)", "italic")
+        elif ws.evaluation is not None and qid not in ws.evaluation.evaluated:
             line.append("  no relevant chunk: skipped in every mean", "italic")
         old = bar.content
-        # The same text after a grade change: repaint without a new layout.
+        if isinstance(old, Text) and old == line:
+            return  # a grade changed, the bar did not: no repaint
+        # The same text with other styles: repaint without a new layout.
         bar.update(line, layout=not (isinstance(old, Text) and old.plain == line.plain))
 
     def _show_list(self, name: str, keep_cursor: bool = False) -> None:
@@ -622,8 +714,9 @@ class MainScreen(Screen[None]):
             if evaluation is not None and self._ready(name) and qid in evaluation.evaluated:
                 value = evaluation.per_question[name][qid].ndcg
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
-            self.pane(name).border_title = title
-            tab = self.query_one(f"#tab-{name}", TabLabel)
+            if self.pane(name).border_title != title:
+                self.pane(name).border_title = title
+            tab = self.query_one("#" + widget_id("tab", name), TabLabel)
             label = f" {name} {rank} "
             if str(tab.content) != label:
                 # The tabs show only in the compact layout: elsewhere no new layout.
@@ -636,7 +729,9 @@ class MainScreen(Screen[None]):
         self.active_retriever = name
         for other in self.retrievers:
             self.pane(other).set_class(other == name, "-active")
-            self.query_one(f"#tab-{other}", TabLabel).set_class(other == name, "-active")
+            self.query_one("#" + widget_id("tab", other), TabLabel).set_class(
+                other == name, "-active"
+            )
 
     def focus_retriever(self, name: str) -> None:
         """Show and focus one retriever's list."""
@@ -685,7 +780,13 @@ class MainScreen(Screen[None]):
         if not self.retrievers:
             return
         chunk = self.result_list(self.active_retriever).highlighted_chunk
-        self.chunk_view.show(self.ws, self.current_qid, chunk)
+        note = ""
+        ws = self.ws
+        if ws is not None and chunk is not None and self.current_qid is not None:
+            causes = self.why().chunk_causes(self.current_qid, self.active_retriever, chunk)
+            if causes:
+                note = f"why {self.active_retriever} misses it: {', '.join(causes)}"
+        self.chunk_view.show(ws, self.current_qid, chunk, note=note)
 
     # ---- focus --------------------------------------------------------------------------------
 
@@ -874,8 +975,9 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if ws is None:
             return None
-        if self._walk is None or self._walk.ws is not ws or self._walk.qids != self.visible_ids:
-            self._walk = JudgingWalk(ws, self.visible_ids, self.queue_order)
+        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
+        if self._walk is None or self._walk.ws is not ws or self._walk.qids != qids:
+            self._walk = JudgingWalk(ws, qids, self.queue_order)
         return self._walk
 
     def set_queue_order(self, order: PoolOrder) -> None:
@@ -951,6 +1053,14 @@ class MainScreen(Screen[None]):
 
     # ---- views ------------------------------------------------------------------------------------
 
+    def action_retire(self) -> None:
+        """Ask the app to retire the current question, or to bring a retired one back."""
+        ws = self.ws
+        if ws is None or self.current_qid is None:
+            return
+        question = ws.question_by_id[self.current_qid]
+        self.post_message(RetireRequested(question.id, not question.retired))
+
     def action_judge(self) -> None:
         """The judging view over the questions shown, in their order, starting here."""
         from ragtui.tui.screens.judging import JudgingScreen
@@ -962,9 +1072,25 @@ class MainScreen(Screen[None]):
         focused = self.focused
         chunk = focused.highlighted_chunk if isinstance(focused, ResultList) else None
         shown = [n for n in self.retrievers if self._ready(n)]
+        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
+        adjudicate = self._filter.disputed
         self.app.push_screen(
-            JudgingScreen(ws, list(self.visible_ids), shown, (self.current_qid, chunk))
+            JudgingScreen(ws, qids, shown, (self.current_qid, chunk), adjudicate=adjudicate)
         )
+
+    def action_adjudicate(self) -> None:
+        """The adjudication pass: the judging view over the disputed pairs of the questions shown."""
+        from ragtui.tui.screens.judging import JudgingScreen
+
+        ws = self.ws
+        if ws is None:
+            return
+        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
+        if not ws.disputed_pairs():
+            self.post_message(Notice("No pair is disputed: the annotators agree everywhere."))
+            return
+        shown = [n for n in self.retrievers if self._ready(n)]
+        self.app.push_screen(JudgingScreen(ws, qids, shown, None, adjudicate=True))
 
     def action_adhoc(self) -> None:
         """The ad-hoc query screen."""
@@ -986,7 +1112,7 @@ class MainScreen(Screen[None]):
                 Notice("Hybrid attribution needs bm25 and vector rankings (still embedding?).")
             )
             return
-        self.app.push_screen(explain_screen(ws, self.current_qid))
+        self.app.push_screen(explain_screen(ws, self.current_qid, self.why()))
 
     def action_compare(self, a: str | None = None, b: str | None = None) -> None:
         """Compare two retrievers (default: bm25 against hybrid, or the first two shown)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragtui.core.analysis.attribution import explain_hybrid, pool_ceilings
+from ragtui.core.analysis.attribution import explain_hybrid, explain_rerank, pool_ceilings
 from ragtui.core.analysis.check import check_workspace
 from ragtui.core.analysis.curve import recall_curves
 from ragtui.core.analysis.reports import (
@@ -19,12 +19,16 @@ from ragtui.core.analysis.reports import (
     annotator_pairs,
     check_report,
     explain_report,
+    rerank_explanation_report,
     slices_report,
 )
+from ragtui.core.analysis.why import WhyIndex
+from ragtui.core.analysis.why_report import why_question_report
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.agreement import annotators
 from ragtui.core.labelling.authoring import QUESTIONS_FILE
 from ragtui.core.metrics.measures import default_measures, system_from_workspace
+from ragtui.core.report import Report, text_section
 from ragtui.core.workspace import Workspace
 from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsInputs, DiagnosticsScreen
 from ragtui.tui.screens.compare import CompareScreen, CurveScreen, SlicesScreen
@@ -43,14 +47,23 @@ __all__ = [
 ]
 
 
-def explain_screen(ws: Workspace, qid: str) -> ExplainScreen:
-    """Hybrid attribution of question ``qid`` (cheap: two lists of depth entries per question)."""
+def explain_screen(ws: Workspace, qid: str, why: WhyIndex | None = None) -> ExplainScreen:
+    """Hybrid attribution of question ``qid`` (cheap: two lists of depth entries per question), the
+    reranked list when there is one, and (with ``why``) the cause of every miss of the question."""
     try:
         expl = explain_hybrid(ws, qid)
         report = explain_report(ws.question_by_id[qid].text, expl, pool_ceilings(ws))
     except InputError as exc:
         report = message_report(f"hybrid attribution · {qid}", exc.message, "bad")
-    return ExplainScreen(report)
+    sections = list(report.sections)
+    reranked = explain_rerank(ws, qid)
+    if reranked is not None:
+        extra = rerank_explanation_report(reranked)
+        sections += [text_section(heading=extra.title), *extra.sections]
+    if why is not None:
+        causes = why_question_report(why.question(qid), ws.settings.k, ws.settings.depth)
+        sections += [text_section(heading="why it missed"), *causes.sections]
+    return ExplainScreen(Report(report.title, tuple(sections)))
 
 
 def compare_screen(ws: Workspace, a: str, b: str) -> CompareScreen:
@@ -92,6 +105,8 @@ def diagnostics_screen(ws: Workspace) -> DiagnosticsScreen:
         chunks=tuple(ws.chunks),
         questions=tuple(ws.questions),
         documents=tuple(ws.corpus.documents),
+        windows=settings.windows,
+        window_stride=settings.window_stride,
     )
     return DiagnosticsScreen(inputs)
 

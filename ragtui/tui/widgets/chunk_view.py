@@ -85,12 +85,22 @@ class ChunkView(VerticalScroll, can_focus=False):
         self._scroll_token = 0
         self._scroll_target: tuple[int, str, int] | None = None
 
+    def notify_style_update(self) -> None:
+        """A theme change restyles the highlights: the next ``show`` draws the text again."""
+        super().notify_style_update()
+        self._shown = (None, None, False)
+
     def on_mount(self) -> None:
         """Hide the header when the caller shows it."""
         self.query_one("#chunk-header").display = self._with_header
 
     def show(
-        self, ws: Workspace | None, qid: str | None, cid: str | None, context: bool = False
+        self,
+        ws: Workspace | None,
+        qid: str | None,
+        cid: str | None,
+        context: bool = False,
+        note: str = "",
     ) -> None:
         """Show a chunk for a question, scrolled to the passage that matched; ``context`` adds the
         chunks before and after it in its document."""
@@ -107,12 +117,17 @@ class ChunkView(VerticalScroll, can_focus=False):
         question = ws.question_by_id.get(qid) if qid else None
         self.border_title = visible_line(f"chunk {cid}")
         new_header = chunk_header(ws, qid, cid)
+        if note:
+            new_header.append("\n" + visible_line(note), "bold")
         old_header = header.content
         # Skip the costly layout (a grade changed) when the size cannot change.
         header_same_size = isinstance(old_header, Text) and len(old_header.plain) == len(
             new_header.plain
         )
-        header.update(new_header, layout=not (same and header_same_size))
+        if not (same and isinstance(old_header, Text) and old_header == new_header):
+            header.update(new_header, layout=not (same and header_same_size))
+        if same:
+            return  # the text and its highlights are the same; keep the reader's scroll position
         evidence = question.evidence if question else ()
         terms = question.text if question else ""
         text = highlighted_text(
@@ -144,9 +159,7 @@ class ChunkView(VerticalScroll, can_focus=False):
                     )
                 )
             text = framed
-        body.update(text, layout=not same)
-        if same:
-            return  # a grade or k changed: keep the reader's scroll position
+        body.update(text)
         offset, found = passage_start(chunk.text, evidence, terms)
         self._scroll_token += 1
         self.scroll_home(animate=False)

@@ -55,17 +55,22 @@ def metrics_text(
         state = status.get(name, "ready")
         if name not in evaluation.per_question:
             note = "unavailable" if state == "failed" else "embedding…"
-            out.append("\n" + name.ljust(NAME_WIDTH) + note, "dim")
+            sep = " " if len(name) >= NAME_WIDTH else ""
+            out.append("\n" + name.ljust(NAME_WIDTH) + sep + note, "dim")
             continue
         rows: list[tuple[str, list[str] | str]] = [("all", _values(evaluation.summary(name)))]
         if filtered is not None:
             part = evaluation.summary(name, filtered)
-            rows.append(("filter", _values(part) if part.questions else "no evaluated question"))
-        if qid is not None:
+            rows.append(("filter", _values(part) if part.questions else " no evaluated question"))
+        if qid is not None and qid in evaluation.per_question[name]:
             # A skipped question (no relevant chunk) still shows its values: all 0.
             rows.append((scope_id, _values(evaluation.per_question[name][qid])))
+        elif qid is not None:
+            rows.append((scope_id, "retired: left out of every mean"))
+        if len(name) >= NAME_WIDTH:  # a long name ("hybrid+rerank") takes a line of its own
+            out.append("\n" + name, "bold")
         for i, (scope, values) in enumerate(rows):
-            label = name if i == 0 else ""
+            label = name if i == 0 and len(name) < NAME_WIDTH else ""
             out.append("\n" + label.ljust(NAME_WIDTH), "bold")
             out.append(scope.ljust(SCOPE_WIDTH))
             if isinstance(values, str):

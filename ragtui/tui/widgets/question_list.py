@@ -13,14 +13,17 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
+from ragtui.core.analysis.why import CAUSE_MARKS, WhyIndex
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.messages import Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.text import (
+    DISPUTED_MARK,
     FAILURE_MARK,
     MISS_MARK,
     PENDING_MARK,
+    RETIRED_MARK,
     SHORT_NAMES,
     SKIPPED_MARK,
     UNAVAILABLE_MARK,
@@ -37,6 +40,8 @@ MAX_ID_WIDTH = 10
 SLICES_MIN_TEXT = 40
 #: Width of the slices column.
 SLICES_WIDTH = 20
+#: Width of the column with the first cause of a miss (``cut``, ``lex``, ``fuse``...).
+WHY_WIDTH = 5
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,12 @@ class QuestionView:
     status: RetrieverStatus
     retrievers: Sequence[str]
     deltas: Mapping[str, float] | None = None
+    disputed: frozenset[str] = frozenset()
+    """Questions with a pair the annotators disagree on."""
+    why: WhyIndex | None = None
+    """Why each question was missed (asked only for the rows drawn)."""
+    cause_of: str | None = None
+    """The retriever whose first cause of a miss the ``why`` column shows."""
 
 
 class QuestionList(RowList):
@@ -94,6 +105,7 @@ class QuestionList(RowList):
         self._index: dict[str, int] = {}
         self._collapsed = False
         self._show_slices = False
+        self._show_why = False
         self._id_width = 2
 
     # ---- data -----------------------------------------------------------------------------------
@@ -166,6 +178,9 @@ class QuestionList(RowList):
         if spare < 0:  # very narrow: the id gives way too
             id_width = max(4, id_width + spare)
         text_width = max(8, width - 2 - id_width - 1 - ranks - (delta + 1 if delta else 0))
+        self._show_why = view.why is not None and text_width - WHY_WIDTH - 1 >= MIN_TEXT_WIDTH
+        if self._show_why:
+            text_width -= WHY_WIDTH + 1
         self._show_slices = text_width - SLICES_WIDTH - 1 >= SLICES_MIN_TEXT
         if self._show_slices:
             text_width -= SLICES_WIDTH + 1
@@ -179,6 +194,8 @@ class QuestionList(RowList):
             columns += [ColumnSpec(SHORT_NAMES.get(n, n)[:3], 3, "right", n) for n in names]
         if delta:
             columns.append(ColumnSpec("Δ", delta, "right", "delta"))
+        if self._show_why:
+            columns.append(ColumnSpec("why", WHY_WIDTH, key="why"))
         columns.append(ColumnSpec("question", text_width))
         if self._show_slices:
             columns.append(ColumnSpec("slices", SLICES_WIDTH))
@@ -207,6 +224,8 @@ class QuestionList(RowList):
             cells += ranks
         if view.deltas is not None:
             cells.append(self._delta(view.deltas.get(qid)))
+        if self._show_why:
+            cells.append(self._why(view, qid))
         cells.append(Cell(visible_line(" ".join(question.text.split())), text_style))
         if self._show_slices:
             cells.append(Cell(visible_line(", ".join(question.slices)), "skipped"))
@@ -234,8 +253,12 @@ class QuestionList(RowList):
         evaluation = view.ws.evaluation
         if evaluation is None:
             return Cell(" ")
+        if view.ws.question_by_id[qid].retired:
+            return Cell(RETIRED_MARK, "skipped")
         if qid not in evaluation.evaluated:
             return Cell(SKIPPED_MARK, "skipped")
+        if qid in view.disputed:
+            return Cell(DISPUTED_MARK, "late")
         for name in view.retrievers:
             values = evaluation.per_question.get(name)
             if values is None:
@@ -244,6 +267,14 @@ class QuestionList(RowList):
             if rank is None or rank > evaluation.k:
                 return Cell(FAILURE_MARK, "miss")
         return Cell(" ")
+
+    @staticmethod
+    def _why(view: QuestionView, qid: str) -> Cell:
+        """The first cause of the shown retriever's miss on this question (blank: no miss)."""
+        if view.why is None or view.cause_of is None or view.ws.question_by_id[qid].retired:
+            return Cell("")
+        cause = view.why.cause(qid, view.cause_of)
+        return Cell(CAUSE_MARKS.get(cause, cause), "miss") if cause else Cell("")
 
     @staticmethod
     def _delta(change: float | None) -> Cell:

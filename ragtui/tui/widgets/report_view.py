@@ -13,7 +13,8 @@ import io
 from collections.abc import Mapping
 from typing import ClassVar
 
-from rich.console import Console, Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.padding import Padding
 from rich.style import Style
 from rich.table import Table
@@ -39,35 +40,87 @@ TONE_CLASSES: dict[Tone | str, str] = {
 PLAIN_WIDTH = 1000
 
 
+#: A column of single words (chunk ids) is shortened in the middle, but never below this width.
+MIN_SHORTENED = 10
+
+
+class _FittedTable:
+    """A section's table that fits the width it is drawn at: when the columns are too wide, the
+    widest columns of single words (chunk ids, document names) are shortened in the middle, keeping
+    their ends (``emergency-…dures.md#2``), so numbers and headings stay whole and no row wraps."""
+
+    def __init__(self, section: Section, styles: Mapping[str, Style]) -> None:
+        self.section = section
+        self.styles = styles
+
+    def _widths(self, width: int) -> list[int]:
+        """Each column's width: its widest cell, the shortenable ones cut down until they fit."""
+        section = self.section
+        rows = [[visible_line(c) for c in row.cells] for row in section.rows]
+        titles = [visible_line(c.title) for c in section.columns]
+        widths = [
+            max([cell_len(titles[i]), *(cell_len(r[i]) for r in rows)]) for i in range(len(titles))
+        ]
+        shortenable = [
+            i
+            for i, column in enumerate(section.columns)
+            if column.align == "left" and all(" " not in r[i] for r in rows)
+        ]
+        excess = sum(widths) + len(widths) - 1 - width  # one space between columns
+        while excess > 0:
+            candidates = [
+                i for i in shortenable if widths[i] > max(MIN_SHORTENED, cell_len(titles[i]))
+            ]
+            if not candidates:
+                break
+            widest = max(candidates, key=lambda i: widths[i])
+            floor = max(MIN_SHORTENED, cell_len(titles[widest]))
+            cut = min(excess, widths[widest] - floor)
+            widths[widest] -= cut
+            excess -= cut
+        return widths
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """A Rich table with the fitted widths; a shortened cell keeps both its ends."""
+        from ragtui.tui.widgets.row_list import shorten_middle
+
+        section = self.section
+        widths = self._widths(options.max_width)
+        grid = Table(
+            box=None,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1, 0, 0),
+            header_style=self.styles.get("header", ""),
+            expand=False,
+        )
+        for i, column in enumerate(section.columns):
+            # Each column as wide as fitted; when there is still too little room, text columns
+            # wrap at spaces and a long word folds: nothing is ever cut off.
+            grid.add_column(
+                Text(visible_line(column.title)),
+                justify=column.align,
+                overflow="fold",
+                width=widths[i],
+            )
+        for row in section.rows:
+            cells = []
+            for i, cell in enumerate(row.cells):
+                shown = visible_line(cell)
+                if cell_len(shown) > widths[i] and " " not in shown:
+                    shown = shorten_middle(shown, widths[i])
+                cells.append(Text(shown))
+            grid.add_row(*cells, style=self.styles.get(row.tone, ""))
+        yield grid
+
+
 def _section(section: Section, styles: Mapping[str, Style]) -> RenderableType:
     """One section: heading, table (indented under a heading, as the command line does), notes."""
     parts: list[RenderableType] = []
     if section.heading:
         parts.append(Text(visible_line(section.heading), styles.get("heading", "")))
     if section.has_table:
-        grid = Table(
-            box=None,
-            show_edge=False,
-            pad_edge=False,
-            padding=(0, 1),
-            header_style=styles.get("header", ""),
-            expand=False,
-        )
-        for i, column in enumerate(section.columns):
-            # Squeezed into a narrow terminal, columns of single words (chunk ids, numbers) stay
-            # whole and columns of text wrap at spaces; as a last resort a word folds, so nothing
-            # is ever cut off.
-            words = all(" " not in row.cells[i] for row in section.rows)
-            grid.add_column(
-                Text(visible_line(column.title)),
-                justify=column.align,
-                no_wrap=words,
-                overflow="fold",
-            )
-        for row in section.rows:
-            grid.add_row(
-                *(Text(visible_line(cell)) for cell in row.cells), style=styles.get(row.tone, "")
-            )
+        grid = _FittedTable(section, styles)
         parts.append(Padding(grid, (0, 0, 0, 2)) if section.heading else grid)
     parts.extend(Text(visible(n.text), styles.get(n.tone, "")) for n in section.notes)
     return Group(*parts)

@@ -15,6 +15,7 @@ from ragtui.core.data.golden import passage_start
 from ragtui.core.retrieval.base import Ranking
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import SOURCE_HAND, Workspace
+from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import GradeRequested, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.text import JUDGED_MARK, RELEVANT_MARK, fmt_score
@@ -153,6 +154,14 @@ class ResultList(RowList):
         index = [c for c, _ in self.view.ranking].index(cid)
         return self.cell_text(index, column)
 
+    def refresh_chunk(self, cid: str) -> None:
+        """A chunk's grade changed: redraw its row only."""
+        if self.view is None:
+            return
+        for index, (chunk, _) in enumerate(self.view.ranking):
+            if chunk == cid:
+                self.refresh_row(index)
+
     def select_chunk(self, cid: str) -> bool:
         """Put the cursor on a chunk; False when this list does not have it."""
         if self.view is None:
@@ -178,7 +187,7 @@ class ResultList(RowList):
             MAX_CHUNK_WIDTH, max((len(c) for c in ids), default=5), max(8, width // 3)
         )
         rank_width = max(2, len(str(len(ids))))
-        grade = ColumnSpec("grd", 3, key="grade") if self._narrow else ColumnSpec("grade", 12)
+        grade = ColumnSpec("grd", 4, key="grade") if self._narrow else ColumnSpec("grade", 15)
         columns = [
             ColumnSpec("#", rank_width, "right", "rank"),
             grade,
@@ -244,7 +253,7 @@ class ResultPane(Vertical):
 
     def __init__(self, retriever: str) -> None:
         """The pane of ``retriever``."""
-        super().__init__(id=f"pane-{retriever}", classes="result-pane")
+        super().__init__(id=widget_id("pane", retriever), classes="result-pane")
         #: The retriever shown.
         self.retriever = retriever
         self.border_title = retriever
@@ -252,7 +261,7 @@ class ResultPane(Vertical):
     def compose(self) -> ComposeResult:
         """A note line (hidden unless set) above the list."""
         yield Static("", classes="pane-note", markup=False)
-        yield ResultList(self.retriever, id=f"results-{self.retriever}")
+        yield ResultList(self.retriever, id=widget_id("results", self.retriever))
 
     @property
     def results(self) -> ResultList:

@@ -41,8 +41,12 @@ class StatusLine(Static):
 
     def show(self, status: Status) -> None:
         """Show a status message (control characters made visible)."""
-        self.update(Text(visible_line(status.text), no_wrap=True, overflow="ellipsis"))
-        self.set_class(status.error, "-error")
+        # One line, always: no new layout (a layout pass of the whole screen costs tens of ms).
+        self.update(
+            Text(visible_line(status.text), no_wrap=True, overflow="ellipsis"), layout=False
+        )
+        if self.has_class("-error") != status.error:
+            self.set_class(status.error, "-error")
 
     @property
     def plain(self) -> str:

@@ -16,6 +16,10 @@ PENDING_MARK = "…"
 MISS_MARK = "·"
 #: Shown for a question with no relevant chunk at all (skipped in every mean).
 SKIPPED_MARK = "∅"
+#: Marks a pair whose annotators disagree (no adjudicated grade yet), and a question that has one.
+DISPUTED_MARK = "!"
+#: Shown for a question retired from the app (kept in the file, left out of every mean).
+RETIRED_MARK = "⊘"
 #: Shown for a retriever that is unavailable (the model failed to load).
 UNAVAILABLE_MARK = "×"
 #: Marks a relevant chunk (grade >= threshold) in the result lists.

@@ -1,0 +1,170 @@
+"""The app over a real SSH session: sshd on 127.0.0.1, an 80x24 terminal with TERM=screen.
+
+Judging with one key a pair (some keys sent in one burst, as SSH delivers them), a key off the grade
+scale, then the SSH client killed: exactly the intended pairs are in the journal, and the app on the
+server side has exited. sshd is started once per test session (``.ci/run`` installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
+from ragtui.tui.judging import JudgingSession, JudgingWalk
+from tests.conftest import ROOT
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+TMUX = shutil.which("tmux")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    """A real sshd on 127.0.0.1 (its own host key, config and authorized key): (port, client key)."""
+    assert Path(SSHD).exists(), "sshd is missing: .ci/run installs openssh-server"
+    folder = tmp_path_factory.mktemp("sshd")
+    for name in ("host", "client"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / name)], check=True
+        )
+    (folder / "authorized_keys").write_text((folder / "client.pub").read_text())
+    os.chmod(folder / "authorized_keys", 0o600)
+    port = _free_port()
+    config = folder / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder / 'host'}\n"
+        f"PidFile {folder / 'sshd.pid'}\nAuthorizedKeysFile {folder / 'authorized_keys'}\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPrintMotd no\n"
+        "PermitUserEnvironment no\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation
+    server = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                problem = server.stderr.read() if server.stderr else ""
+                raise AssertionError(f"sshd did not start: {problem}") from None
+            time.sleep(0.1)
+    try:
+        yield port, folder / "client"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _tmux(socket_name: str, *args: str) -> str:
+    assert TMUX is not None, "tmux is missing"
+    return subprocess.run(
+        [TMUX, "-L", socket_name, *args], capture_output=True, text=True, check=False
+    ).stdout
+
+
+def _wait_for(socket_name: str, what: str, timeout: float = 90.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux(socket_name, "capture-pane", "-p")
+        if what in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what!r}; the screen was:\n{screen}")
+
+
+def _remote_processes(marker: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    return found.stdout.split()
+
+
+def test_judging_over_ssh_at_80x24_then_the_client_dies(
+    sshd: tuple[int, Path], mini_settings: Settings, cache_dir: Path
+) -> None:
+    port, key = sshd
+    settings = replace(mini_settings, annotator=f"ssh-{uuid.uuid4().hex[:8]}")
+    marker = settings.annotator
+    assert marker is not None
+    # The pairs the judging view will visit: every pair starts unjudged, so it walks the pools of
+    # the questions in golden-set order from m01 (the same model and cache the app uses).
+    ws = Workspace.open(settings)
+    session = JudgingSession(JudgingWalk(ws, [q.id for q in ws.questions]), ("m01", None))
+    intended = [e.key for e in session.pairs[:20]]
+    grades = [str((i * 7) % 3) for i in range(20)]
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "RAGTUI_CACHE_DIR": str(cache_dir),
+        "TERM": "screen",
+        "TEXTUAL_ANIMATIONS": "none",
+        "PYTHONPATH": str(ROOT),
+    }
+    remote = (
+        f"cd {shlex.quote(str(ROOT))} && exec env "
+        + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        + f" {shlex.quote(sys.executable)} -m ragtui --corpus {shlex.quote(str(settings.corpus))}"
+        f" --golden {shlex.quote(str(settings.golden))} --chunk-size {settings.chunk_size}"
+        f" --annotator {marker}"
+    )
+    client = (
+        f"exec ssh -tt -p {port} -i {shlex.quote(str(key))} -o StrictHostKeyChecking=no"
+        f" -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+        f" {os.environ.get('USER', 'root')}@127.0.0.1 {shlex.quote(remote)}"
+    )
+    socket_name = f"ragtui-ssh-{uuid.uuid4().hex[:8]}"
+    _tmux(socket_name, "new-session", "-d", "-x", "80", "-y", "24", client)
+    try:
+        _wait_for(socket_name, "hybrid #")  # every list is ready
+        _tmux(socket_name, "send-keys", "j")
+        _wait_for(socket_name, "pair 1 of")
+        # Ten keys one at a time, then ten in two bursts, as SSH delivers a fast typist's keys.
+        for grade in grades[:10]:
+            _tmux(socket_name, "send-keys", "-l", grade)
+            time.sleep(0.15)
+        _tmux(socket_name, "send-keys", "-l", "".join(grades[10:15]))
+        _tmux(socket_name, "send-keys", "-l", "".join(grades[15:20]))
+        _wait_for(socket_name, "judged 20/")
+        _tmux(socket_name, "send-keys", "-l", "7")
+        _wait_for(socket_name, "not on the grade scale")
+        time.sleep(0.5)
+        assert _remote_processes(marker), "the app runs on the server side"
+    finally:
+        # Kill the SSH client itself (exec'd as the pane's process).
+        pane_pid = _tmux(socket_name, "display", "-p", "#{pane_pid}").strip()
+        if pane_pid:
+            os.kill(int(pane_pid), signal.SIGKILL)
+        _tmux(socket_name, "kill-server")
+    deadline = time.monotonic() + 15
+    while _remote_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _remote_processes(marker), "the app on the server side has exited"
+    journal = Path(settings.golden) / "labels.jsonl"
+    import json
+
+    written = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    assert [(w["question"], w["chunk"]) for w in written] == intended
+    assert [w["grade"] for w in written] == [int(g) for g in grades]
+    assert {w["annotator"] for w in written} == {marker}

@@ -12,7 +12,7 @@ from ragtui.core.retrieval.live import parse_retriever_spec
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui.app import RagtuiApp
-from ragtui.tui.screens.adhoc import AdhocList, AdhocScreen
+from ragtui.tui.screens.adhoc import AdhocScreen
 from tests.live_servers import serve
 from tests.test_tui import WIDE, FakeEmbedder, metric_rows, result_chunks, run_async, wait_ready
 
@@ -65,6 +65,6 @@ async def test_a_live_retriever_is_a_list_like_bm25_and_a_broken_one_says_why(
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        web = adhoc.query_one("#adhoc-web", AdhocList)
-        bm25 = adhoc.query_one("#adhoc-bm25", AdhocList)
+        web = adhoc.list_for("web")
+        bm25 = adhoc.list_for("bm25")
         assert [c for c, _ in web.ranking] == [c for c, _ in bm25.ranking] != []

@@ -43,9 +43,7 @@ def _run(*argv: str, cache_dir: Path) -> subprocess.CompletedProcess:
 def test_eval_prints_the_table(mini, capsys):
     assert main(["eval", *_args(mini)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(
-        "6 questions (1 skipped, no relevant chunk: m07); 9 chunks; k=3, depth=10"
-    )
+    assert out[0].startswith("6 questions (1 skipped, no judgement: m07); 9 chunks; k=3, depth=10")
     assert out[1].split() == ["retriever", "recall@3", "precision@3", "(ceiling)", "MRR", "nDCG@3"]
     assert [line.split()[0] for line in out[2:]] == ["bm25", "vector", "hybrid"]
 
@@ -100,8 +98,10 @@ def test_json_numbers_equal_pytrec_eval_on_the_exported_files(mini, tmp_path, ca
                 / report["questions"]
             )
             assert ours["ndcg"] == pytest.approx(mean, abs=1e-12)
-    # The hand 0 on m02's only relevant chunk leaves it with none: skipped, never averaged in.
-    assert report["skipped"] == ["m02", "m07"]
+    # The hand 0 on m02's only relevant chunk leaves it judged with none relevant: it counts with
+    # zeros, as pytrec_eval counts it (the means above agree); only m07, with no judgement, is skipped.
+    assert report["skipped"] == ["m07"]
+    assert report["retrievers"]["bm25"]["per_question"]["m02"]["recall"] == 0.0
     # The hand 1 gave m03 a second relevant chunk, at bm25 rank 2.
     assert report["retrievers"]["bm25"]["per_question"]["m03"]["precision"] == pytest.approx(2 / 5)
 

@@ -102,7 +102,7 @@ def test_eval_by_slice_table_and_json(mini, capsys):
         out[start + 1].split()[:3] == ["all", "6", "bm25"] and out[start + 2].split()[0] == "vector"
     )
     assert any(line.split()[:3] == ["number", "2", "bm25"] for line in out)
-    assert out[-1] == "skipped (no relevant chunk): negation 1"
+    assert out[-1] == "skipped (no judgement): negation 1"
     # The default table above is unchanged.
     assert out[1].split() == ["retriever", "recall@3", "precision@3", "(ceiling)", "MRR", "nDCG@3"]
 

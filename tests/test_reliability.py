@@ -795,6 +795,28 @@ def _pickled_object_array(folder: Path, marker: Path) -> None:
     _rehash(folder)
 
 
+def _forged_header(folder: Path, marker: Path) -> None:
+    """A header claiming 1e11 rows (issue 12: a MemoryError traceback before the shape was checked)."""
+    npy = folder / "vectors.npy"
+    raw = npy.read_bytes()
+    forged = raw.replace(b"(5, 8)", b"(100000000000, 8)")
+    # Keep the header's 64-byte alignment: take the longer number's room from the padding.
+    header_end = raw.index(b"\n") + 1
+    pad = len(forged) - len(raw)
+    forged = forged[: header_end - 1] + b"\n" + forged[header_end + pad :]
+    assert (
+        len(forged) == len(raw) and forged[header_end - 1 - pad : header_end] == b" " * pad + b"\n"
+    )
+    npy.write_bytes(forged)
+    _rehash(folder)
+
+
+def _fifo_manifest(folder: Path, marker: Path) -> None:
+    """A FIFO in place of the manifest (issue 12: every command blocked on it forever)."""
+    (folder / "manifest.json").unlink()
+    os.mkfifo(folder / "manifest.json")
+
+
 def _nan_vectors(folder: Path, marker: Path) -> None:
     vectors = np.load(folder / "vectors.npy", allow_pickle=False)
     vectors[1, 2] = np.nan
@@ -813,7 +835,7 @@ def _float64_vectors(folder: Path, marker: Path) -> None:
     [
         (_truncate, "does not match its recorded hash"),
         (_flip_byte, "does not match its recorded hash"),
-        (lambda f, m: (_truncate(f, m), _rehash(f)), "EOF: reading array data"),
+        (lambda f, m: (_truncate(f, m), _rehash(f)), "bytes of data, its header says"),
         (_edit_manifest("dim", lambda d: d + 1), "does not match the manifest"),
         (_edit_manifest("hashes", lambda h: h[:-1]), "does not match the manifest"),
         (_edit_manifest("hashes", lambda h: h[:-1] + h[:1]), "duplicates"),
@@ -822,7 +844,9 @@ def _float64_vectors(folder: Path, marker: Path) -> None:
         (_edit_manifest("model", "another"), "another model"),
         (lambda f, m: (f / "manifest.json").write_bytes(b'{"model": '), "ignored and rebuilt"),
         (lambda f, m: (f / "manifest.json").write_bytes(b"[]"), "not a JSON object"),
-        (_pickled_object_array, "Object arrays cannot be loaded when allow_pickle=False"),
+        (_pickled_object_array, "not a float32 matrix"),
+        (_forged_header, "shape (100000000000, 8) does not match the manifest (5, 8)"),
+        (_fifo_manifest, "manifest.json: a FIFO, not a regular file"),
         (_nan_vectors, "NaN or infinite"),
         (_float64_vectors, "not a float32 matrix"),
     ],

@@ -14,7 +14,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.options import OPTIONS, OptionError, whole_number
 from ragtui.core.project import Effective, effective_settings, project_for
 from ragtui.core.settings import Settings
-from ragtui.core.text import visible_line
+from ragtui.core.text import not_utf8, visible_line
 
 if TYPE_CHECKING:
     from ragtui.cli.evaluate import EvalOptions
@@ -491,11 +491,33 @@ def plain_retriever(args: argparse.Namespace) -> str | None:
     return names[-1] if names else None
 
 
+#: Arguments that may name a file as well as a saved run: their bytes need not be UTF-8.
+_PATH_LIKE = frozenset({"run_a", "run_b"})
+#: How an argument is named in a message when its flag is not ``--`` + its name.
+_ARGUMENT_NAMES = {"qid": "the question id", "slices": "--slice", "labels_command": "ACTION"}
+
+
+def _refuse_undecodable(args: argparse.Namespace) -> None:
+    """An argument that is text (a question, a name) must be UTF-8: it ends up in JSON files.
+
+    A file name's bytes need not be (those arguments are ``Path`` objects, or named in ``_PATH_LIKE``).
+    """
+    for dest, value in vars(args).items():
+        if dest in _PATH_LIKE:
+            continue
+        for item in value if isinstance(value, list | tuple) else [value]:
+            bad = not_utf8(item) if isinstance(item, str) else None
+            if bad is not None:
+                name = _ARGUMENT_NAMES.get(dest, "--" + dest.replace("_", "-"))
+                raise InputError(None, f"{name}: not UTF-8 text ({bad})")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; returns the exit code (0 ok, 1 problems found, 2 bad input or usage)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
     try:
+        _refuse_undecodable(args)
         if args.command == "init":
             from ragtui.cli.project import run_init
 

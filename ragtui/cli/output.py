@@ -6,6 +6,7 @@ character from a corpus, a question or a file name reaches the terminal.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ragtui.core.data.corpus import utf8_name
 from ragtui.core.errors import InputError
 from ragtui.core.report import Report, Section
 from ragtui.core.retrieval.embeddings import Progress
@@ -50,9 +52,38 @@ def print_notices(ws: Workspace) -> None:
     ws.notices.clear()
 
 
+#: Characters JSON may hold raw that a terminal must not receive raw (they occur only inside strings).
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _valid_text(value: Any) -> Any:
+    """``value`` with every string made valid UTF-8 (a file name's other bytes spelled ``\\xNN``)."""
+    if isinstance(value, str):
+        return utf8_name(value)
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_valid_text(v) for v in value]
+    return value
+
+
 def print_json(value: Any) -> None:
-    """A JSON document on stdout (orjson escapes every control character)."""
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+    """A JSON document on stdout (orjson escapes every control character).
+
+    JSON holds only UTF-8: a string that is not (a path given with other bytes) is spelled with
+    ``\\xNN`` escapes rather than failing with a traceback.
+    """
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except TypeError:
+        data = orjson.dumps(_valid_text(value), option=orjson.OPT_INDENT_2)
+    # orjson escapes C0 controls; DEL, C1 and the bidi controls may stand raw in JSON, so they are
+    # escaped here too (``\u009b``, still the same JSON string) before they reach a terminal.
+    sys.stdout.write(_JSON_RAW.sub(_json_escape, data.decode()) + "\n")
 
 
 def format_columns(

@@ -13,7 +13,7 @@ from ragtui.core.analysis.full_report import full_report
 from ragtui.core.analysis.gate import Threshold, check_thresholds
 from ragtui.core.analysis.runs import resolve_saved, runs_folder
 from ragtui.core.errors import InputError
-from ragtui.core.files import write_atomic
+from ragtui.core.files import check_writable, write_atomic
 from ragtui.core.settings import Settings
 
 
@@ -24,6 +24,7 @@ def _write(path: Path, text: str) -> None:
         raise InputError(path, "is a folder; --output takes a file name")
     if not path.parent.is_dir():
         raise InputError(path.parent, "folder not found")
+    check_writable(path.parent, "report's folder")
     try:
         write_atomic(path, text.encode("utf-8"))
     except OSError as exc:

@@ -1,10 +1,13 @@
-"""Safe file writes: one atomic-write helper and one lock helper, used by everything that writes.
+"""Safe file access: one atomic-write helper, one lock helper, and one reader that refuses what is no file.
 
 ``atomic_writer`` writes a temporary file with a unique name in the target's folder, fsyncs it,
 renames it over the target and fsyncs the folder, so a reader sees the old file or the new one,
 never half of either, and the new name survives a crash. ``locked`` holds an exclusive ``flock``
 on a file and makes sure that the file locked is still the one the path names: another process
 may have renamed a new file over it (an atomic write) while this one waited for the lock.
+``read_regular`` reads a file only when it is a regular file: a FIFO would block the reader
+forever, a device never ends. ``check_writable`` refuses a folder that must not be written, counting the
+mode bits too, as root ignores them.
 """
 
 from __future__ import annotations
@@ -14,15 +17,23 @@ import errno
 import fcntl
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from ragtui.core.errors import InputError
+
 __all__ = [
     "NOT_WRITABLE",
+    "NotRegularFileError",
+    "ReadOnlyFolderError",
     "atomic_writer",
+    "check_regular",
+    "check_writable",
     "fsync_folder",
     "locked",
+    "read_regular",
     "write_all",
     "write_atomic",
     "write_new",
@@ -129,8 +140,8 @@ def _write_exclusive(path: Path, data: bytes, mode: int) -> None:
 
 
 @contextlib.contextmanager
-def locked(path: str | Path) -> Iterator[int]:
-    """Open ``path`` (created if missing) read-write and hold an exclusive lock on it; yields the descriptor.
+def locked(path: str | Path, shared: bool = False) -> Iterator[int]:
+    """Open ``path`` (created if missing) read-write and hold an exclusive lock on it (``shared``: a shared one); yields the descriptor.
 
     A process that opened the file just before another one renamed a new file over it would lock
     (and write to) the old, unlinked inode: so after taking the lock the open file must still be the
@@ -141,7 +152,7 @@ def locked(path: str | Path) -> Iterator[int]:
     while True:
         fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             held = os.fstat(fd)
             try:
                 now: os.stat_result | None = os.stat(target)
@@ -163,3 +174,87 @@ def locked(path: str | Path) -> Iterator[int]:
 
 #: The errors of opening a file that mean "this file or folder may not be written".
 NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+#: How a file that is not a regular one is named in messages, by its ``stat`` type.
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class NotRegularFileError(InputError):
+    """A path that should name a file names a FIFO, a device, a socket or a folder."""
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return "not a regular file"  # pragma: no cover - every type is listed above
+
+
+def _refuse(path: str | Path, mode: int) -> NotRegularFileError:
+    return NotRegularFileError(path, f"{_kind(mode)}, not a regular file")
+
+
+def check_regular(path: str | Path) -> None:
+    """Raise ``NotRegularFileError`` unless ``path`` (links followed) is a regular file; ``OSError`` if it cannot be looked at.
+
+    For a path handed to a library that opens it itself; reading it here is better (``read_regular``).
+    """
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _refuse(path, mode)
+
+
+def read_regular(path: str | Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file, else ``NotRegularFileError``; never blocks on a FIFO.
+
+    The file is opened non-blocking (opening a FIFO for reading then returns at once) and checked
+    with ``fstat`` on the descriptor read, so it cannot be swapped between the check and the read.
+    Errors opening or reading it are the ``OSError`` of ``os.open`` (FileNotFoundError and so on).
+    """
+    mode = os.stat(path).st_mode  # not opened at all when it is no file (a tape, a terminal)
+    if not stat.S_ISREG(mode):
+        raise _refuse(path, mode)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _refuse(path, mode)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+class ReadOnlyFolderError(InputError):
+    """A folder that must not be written: read-only by its mode bits, its permissions or its mount."""
+
+
+def check_writable(folder: str | Path, what: str = "folder") -> None:
+    """Raise ``ReadOnlyFolderError`` (``FOLDER: the WHAT is read-only; nothing was written``) unless files may be written into ``folder``.
+
+    The mode bits count as well as ``os.access``: a folder made read-only on purpose (``chmod
+    555``) is respected even by root, for whom ``os.access`` always says yes. A folder that does not
+    exist yet is judged by the first parent that does (it would be made there).
+    """
+    target = Path(folder)
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    try:
+        mode = target.stat().st_mode
+    except OSError as exc:
+        raise ReadOnlyFolderError(
+            target, f"the {what} cannot be looked at ({exc.strerror}); nothing was written"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        raise ReadOnlyFolderError(target, f"the {what} is not a folder; nothing was written")
+    if not os.access(target, os.W_OK) or not mode & 0o222:
+        raise ReadOnlyFolderError(target, f"the {what} is read-only; nothing was written")

@@ -23,6 +23,7 @@ from ragtui.core.retrieval.external import parse_run_spec
 from ragtui.core.retrieval.live import LiveSpec, parse_retriever_spec
 from ragtui.core.retrieval.windows import WINDOW_MODES
 from ragtui.core.settings import Settings
+from ragtui.core.text import not_utf8
 
 
 class OptionError(ValueError):
@@ -125,16 +126,25 @@ def positive_number(raw: Any) -> float:
     return value
 
 
-def text(raw: Any) -> str:
+def _nonempty(raw: Any) -> str:
     """A non-empty string."""
     if not isinstance(raw, str) or not raw.strip():
         raise OptionError(f"{raw!r} is not a non-empty text")
     return raw
 
 
+def text(raw: Any) -> str:
+    """A non-empty string of valid UTF-8 (it is written into JSON: a label's annotator, a manifest's model)."""
+    value = _nonempty(raw)
+    bad = not_utf8(value)
+    if bad is not None:
+        raise OptionError(f"not UTF-8 text ({bad})")
+    return value
+
+
 def path(raw: Any) -> Path:
-    """A file or folder path (``~`` expanded)."""
-    return Path(text(raw)).expanduser()
+    """A file or folder path (``~`` expanded); its bytes need not be UTF-8, as a file name's need not."""
+    return Path(_nonempty(raw)).expanduser()
 
 
 def name_list(raw: Any) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ragtui.core.data.grades import parse_grade_scale
 from ragtui.core.errors import InputError
+from ragtui.core.files import read_regular
 from ragtui.core.options import OPTIONS, Option, OptionError, settings_from_values
 from ragtui.core.settings import Settings
 from ragtui.core.variants import parse_variants
@@ -116,8 +117,8 @@ class Project:
 def _has_ragtui_table(pyproject: Path) -> bool:
     """Whether a ``pyproject.toml`` holds ``[tool.ragtui]`` (parsed only when the text mentions it)."""
     try:
-        text = pyproject.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_regular(pyproject).decode("utf-8", errors="replace")
+    except (OSError, InputError):
         return False
     if "ragtui" not in text:
         return False
@@ -157,7 +158,7 @@ _TOML_WHERE = re.compile(r"\s*\(at line (\d+), column \d+\)\s*$")
 def _read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     """The parsed file and its lines; InputError with the line for a syntax error."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except OSError as exc:
         raise InputError(path, f"cannot read the project file ({exc.strerror or exc})") from None
     try:

@@ -37,6 +37,21 @@ def visible_line(text: str) -> str:
     return _CONTROL_ONE_LINE.sub(_escape, text)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def not_utf8(text: str) -> str | None:
+    """What makes ``text`` impossible to write as UTF-8 (``byte 0xe9``: a byte of a command-line argument
+    or file name that was not UTF-8, kept by Python as a lone surrogate), or None when it is valid."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    code = ord(found.group())
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"byte 0x{code - 0xDC00:02x}"
+    return f"lone surrogate U+{code:04X}"
+
+
 def has_control(text: str) -> bool:
     """Whether ``text`` holds a character ``visible`` would escape."""
     return _CONTROL.search(text) is not None

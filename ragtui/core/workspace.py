@@ -161,6 +161,8 @@ class Workspace:
     level: str = LEVEL_CHUNK
     #: The qrels as the data set gives them (BEIR: question -> document -> grade).
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The documents of the corpus (the chunks' documents): qrels naming others stay relevant, unretrievable.
+    corpus_docs: set[str] = field(default_factory=set)
     #: How chunks longer than the model reads are cut into windows (None: windows off, or the
     #: model's limit unknown); ``windows`` holds every chunk's windows once embedded.
     window_plan: WindowPlan | None = None
@@ -205,6 +207,13 @@ class Workspace:
                 raise InputError(
                     None, f"--run: the name {name!r} is taken; give each run its own name"
                 )
+        depth_note = []
+        if settings.k > settings.depth:
+            depth_note.append(
+                f"--k {settings.k} is above --depth {settings.depth}: no retriever returns more than "
+                f"{settings.depth} chunks, so recall@{settings.k} is recall@{settings.depth} "
+                f"(precision@{settings.k} still divides by {settings.k}); raise --depth to see deeper"
+            )
         if settings.chunk_size is not None and not 0 <= settings.overlap < settings.chunk_size:
             raise InputError(None, "--overlap must be at least 0 and smaller than --chunk-size")
         own = load_chunks_file(settings.chunks) if settings.chunks is not None else None
@@ -289,9 +298,12 @@ class Workspace:
         ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
         ws.question_by_id = {q.id: q for q in questions}
         ws.qrels = qrels
+        ws.corpus_docs = {c.doc for c in chunks}
         ws.level = _level(settings, base_source, chunks)
         ws.base_grades = ws._base_grades(qrels)
-        ws.warnings = list(corpus.warnings) + labels.take_warnings()
+        ws.warnings = (
+            depth_note + list(corpus.warnings) + labels.take_warnings() + ws._absent_warnings()
+        )
         labels.take_touched()  # everything is evaluated below
         if reranker is not None:
             ws.warnings.extend(reranker.cache.warnings)
@@ -309,6 +321,13 @@ class Workspace:
         if "bm25" in needed or "hybrid" in needed:
             ws.bm25 = BM25Retriever(chunks, backend=settings.bm25_backend)
             ws.rankings["bm25"] = {q.id: ws.bm25.search(q.text, settings.depth) for q in questions}
+            empty = [q.id for q in questions if not ws.rankings["bm25"][q.id]]
+            if empty:
+                ws.warnings.append(
+                    f"bm25: {len(empty)} question{'s share' if len(empty) != 1 else ' shares'} no word "
+                    f"with any chunk (e.g. {examples(empty, 3)}): no results; "
+                    f"{'they count' if len(empty) != 1 else 'it counts'} as an empty run"
+                )
         known_ids: set[str] | dict[str, Chunk] = ws.chunk_by_id
         if ws.level == LEVEL_DOCUMENT:
             # Runs of document ids (the usual BEIR run) match documents as they are.
@@ -322,6 +341,28 @@ class Workspace:
             ws.warnings.extend(external.warnings)
         ws.evaluate_all()
         return ws
+
+    def _absent_warnings(self) -> list[str]:
+        """A warning when the qrels judge documents the corpus lacks (they count, as trec_eval counts them)."""
+        asked = {q.id for q in self.questions}
+        pairs = [
+            (qid, doc)
+            for qid, graded in self.qrels.items()
+            if qid in asked
+            for doc, grade in graded.items()
+            if doc not in self.corpus_docs
+        ]
+        if not pairs:
+            return []
+        docs = sorted({doc for _, doc in pairs})
+        relevant = sum(1 for qid, doc in pairs if self.qrels[qid][doc] >= self.settings.threshold)
+        warning = (
+            f"the qrels judge {len(docs)} document{'s' if len(docs) != 1 else ''} the corpus lacks "
+            f"(e.g. {examples(docs, 3)}; {len(pairs)} judgement{'s' if len(pairs) != 1 else ''}, "
+            f"{relevant} relevant): they stay in the grades and cannot be retrieved, as trec_eval "
+            "counts them, so recall and nDCG are lower than over the corpus alone"
+        )
+        return [warning]
 
     def _base_grades(self, qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
         # At document level these chunk grades are what the app shows beside a chunk; the metrics
@@ -708,7 +749,12 @@ class Workspace:
         overrides the qrels grade of that document.
         """
         if self.level != LEVEL_DOCUMENT:
-            return self.effective_grades(qid)
+            grades = self.effective_grades(qid)
+            # A judged document the corpus lacks stays relevant and unretrievable (trec_eval's reading).
+            for doc, grade in self.qrels.get(qid, {}).items():
+                if doc not in self.corpus_docs:
+                    grades.setdefault(doc, grade)
+            return grades
         grades = dict(self.qrels.get(qid, {}))
         lifted: dict[str, int] = {}
         for cid, grade in self.hand_grades(qid).items():

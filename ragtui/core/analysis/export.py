@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
-from ragtui.core.files import write_atomic
+from ragtui.core.errors import InputError
+from ragtui.core.files import check_writable, write_atomic
 from ragtui.core.workspace import Workspace
 
 #: Characters left as they are in TREC ids; white space and '%' are percent-encoded.
@@ -48,13 +49,21 @@ def run_lines(ws: Workspace, name: str) -> list[str]:
 def export_trec(ws: Workspace, folder: str | Path) -> list[Path]:
     """Write ``qrels.trec`` and ``<retriever>.trec`` into ``folder``; returns the files written."""
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
+    check_writable(out, "export folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(out, f"cannot make the export folder ({exc.strerror or exc})") from None
     written = []
     files = {"qrels.trec": qrels_lines(ws)}
     for name in ws.retrievers:
         files[f"{name}.trec"] = run_lines(ws, name)
     for filename, lines in files.items():
         path = out / filename
-        write_atomic(path, "".join(line + "\n" for line in lines).encode("utf-8"))
+        try:
+            # Atomic: a full disk leaves the old file (or none), never a truncated one.
+            write_atomic(path, "".join(line + "\n" for line in lines).encode("utf-8"))
+        except OSError as exc:
+            raise InputError(path, f"cannot write the file ({exc.strerror or exc})") from None
         written.append(path)
     return written

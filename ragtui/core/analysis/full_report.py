@@ -58,7 +58,7 @@ def _overview(ws: Workspace) -> Section:
     assert ev is not None
     counted = f"{len(ev.evaluated)} questions evaluated"
     if ev.skipped:
-        counted += f" ({len(ev.skipped)} skipped: no relevant chunk)"
+        counted += f" ({len(ev.skipped)} skipped: no judgement)"
     data = f"BEIR dataset {_shown(s.beir)}" if s.beir is not None else f"corpus {_shown(s.corpus)}"
     return text_section(
         f"{counted}; {len(ws.chunks)} chunks; k={s.k}, depth={s.depth}, relevant = grade >= {s.threshold}",
@@ -123,7 +123,7 @@ def _slices(ws: Workspace) -> Section | None:
                 )
             )
     notes = [
-        f"{r.name}: {len(r.skipped)} question{'s' if len(r.skipped) != 1 else ''} skipped (no relevant chunk)"
+        f"{r.name}: {len(r.skipped)} question{'s' if len(r.skipped) != 1 else ''} skipped (no judgement)"
         for r in reports
         if r.skipped
     ]

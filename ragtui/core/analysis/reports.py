@@ -91,14 +91,14 @@ def _one_line(text: str) -> str:
 
 
 def _eval_summary(ws: Workspace) -> str:
-    """``6 questions (1 skipped, no relevant chunk: m07); 9 chunks; k=3, depth=10``."""
+    """``6 questions (1 skipped, no judgement: m07); 9 chunks; k=3, depth=10``."""
     ev = ws.evaluation
     assert ev is not None
     skipped = ev.skipped
     summary = f"{len(ev.evaluated)} questions"
     if skipped:
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
-        summary += f" ({len(skipped)} skipped, no relevant chunk: {shown})"
+        summary += f" ({len(skipped)} skipped, no judgement: {shown})"
     if ws.retired:
         summary += f" ({len(ws.retired)} retired, left out: {', '.join(ws.retired[:8])})"
     return f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}"
@@ -183,7 +183,7 @@ def slices_report(ws: Workspace, measures: Sequence[Measure] | None = None) -> R
                 ]
             rows.append([*head, name, *cells])
     skipped = [f"{r.name} {len(r.skipped)}" for r in reports[1:] if r.skipped]
-    notes = [Note("skipped (no relevant chunk): " + ", ".join(skipped), "dim")] if skipped else []
+    notes = [Note("skipped (no judgement): " + ", ".join(skipped), "dim")] if skipped else []
     section = table(["slice", "questions", "retriever", *values], rows, notes=notes)
     return Report("metrics per slice", (section,))
 

@@ -12,6 +12,7 @@ between chunk sizes, so one run's grades cannot judge the other's chunks).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,9 +23,10 @@ import orjson
 
 from ragtui import __version__
 from ragtui.core.analysis.why import CAUSES, WhyIndex
+from ragtui.core.data.corpus import utf8_name
 from ragtui.core.data.paths import is_bundled, safe_filename
 from ragtui.core.errors import InputError
-from ragtui.core.files import write_atomic
+from ragtui.core.files import check_writable, read_regular, write_atomic
 from ragtui.core.metrics.measures import Measure, System, system_from_workspace
 from ragtui.core.retrieval.hybrid import RRF_K
 from ragtui.core.workspace import Workspace
@@ -60,9 +62,14 @@ TOLERANCE = 1e-12
 
 def _sha256_file(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_regular(path)).hexdigest()
+    except (OSError, InputError):
         return None
+
+
+def _path_text(path: Path | str | None) -> str | None:
+    """A path as JSON text: bytes of its name that are not UTF-8 spelled ``\\xNN`` (JSON holds only UTF-8)."""
+    return utf8_name(str(path)) if path is not None else None
 
 
 def manifest(ws: Workspace) -> dict[str, Any]:
@@ -79,16 +86,16 @@ def manifest(ws: Workspace) -> dict[str, Any]:
     if ws.live:
         extra["live_retrievers"] = {name: r.describe() for name, r in ws.live.items()}
     if s.chunks is not None:
-        extra["chunks_file"] = str(s.chunks)
+        extra["chunks_file"] = _path_text(s.chunks)
     if ws.level != "chunk":
         extra["level"] = ws.level
     return {
         **extra,
         "ragtui_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "corpus": str(s.corpus) if s.corpus is not None else None,
-        "golden": str(golden) if golden is not None else None,
-        "beir": str(s.beir) if s.beir is not None else None,
+        "corpus": _path_text(s.corpus),
+        "golden": _path_text(golden),
+        "beir": _path_text(s.beir),
         "chunk_size": s.chunk_size,
         "overlap": s.overlap,
         "chunks": len(ws.chunks),
@@ -108,7 +115,8 @@ def manifest(ws: Workspace) -> dict[str, Any]:
         "threshold": s.threshold,
         "retrievers": list(ws.retrievers),
         "external_runs": {
-            name: {"path": str(run.path), "sha256": run.sha256} for name, run in ws.external.items()
+            name: {"path": _path_text(run.path), "sha256": run.sha256}
+            for name, run in ws.external.items()
         },
         "labels_sha256": _sha256_file(ws.labels.path),
         "questions_sha256": _sha256_file(golden / "questions.jsonl")
@@ -255,6 +263,7 @@ def save_run(ws: Workspace, name: str, runs_dir: Path | str | None = None) -> Pa
     folder = Path(runs_dir) if runs_dir is not None else ws.writable_golden() / "runs"
     if is_bundled(folder.parent):
         raise InputError(folder, "the bundled golden set is never written; give another --runs-dir")
+    check_writable(folder, "saved runs' folder")
     path = folder / filename
     data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
     try:
@@ -275,13 +284,14 @@ def list_runs(folder: Path) -> list[str]:
 def resolve_run(spec: str, folder: Path) -> Path:
     """The file of a saved run given by name (looked up in ``folder``) or by path; InputError when there is none."""
     as_path = Path(spec)
-    if as_path.is_file():
+    # exists(), not is_file(): a FIFO or a device is then refused by name when read, not missed.
+    if as_path.exists() and not as_path.is_dir():
         return as_path
     try:
         candidate = folder / safe_filename(spec, ".json")
     except ValueError:
         candidate = None
-    if candidate is not None and candidate.is_file():
+    if candidate is not None and candidate.exists() and not candidate.is_dir():
         return candidate
     known = list_runs(folder)
     hint = (
@@ -292,51 +302,119 @@ def resolve_run(spec: str, folder: Path) -> Path:
     raise InputError(spec, f"no such saved run or file; {hint}")
 
 
+#: Per-question values (and means) a saved run keeps: each a number from 0 to 1.
+_UNIT_VALUES = ("recall", "precision", "precision_ceiling", "rr", "mrr", "ndcg")
+
+
+class _Malformed(Exception):
+    """A saved run's field that is not what the format says: where it is, and what is wrong."""
+
+
+def _whole(value: object, where: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Malformed(f"{where} must be a whole number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise _Malformed(f"{where} must be at least {minimum}, got {value}")
+    return value
+
+
+def _mapping(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Malformed(f"{where} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _strings(value: object, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Malformed(f"{where} must be a list of strings")
+    return value
+
+
+def _unit(value: object, where: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 <= value <= 1
+    ):
+        raise _Malformed(f"{where} must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def _check_manifest(manifest: dict[str, Any]) -> None:
+    """The manifest fields a diff or a comparison computes with: k, depth, threshold."""
+    for key, minimum in (("k", 1), ("depth", 1), ("threshold", None)):
+        if key in manifest:
+            _whole(manifest[key], f"manifest '{key}'", minimum)
+
+
+def _check_values(values: dict[str, Any], where: str) -> None:
+    """Saved per-question values (or means): numbers from 0 to 1, a rank of 1 or more (or null), a count."""
+    for key, value in values.items():
+        if key in _UNIT_VALUES:
+            _unit(value, f"{where}.{key}")
+        elif key == "first_relevant_rank" and value is not None:
+            _whole(value, f"{where}.{key}", 1)
+        elif key == "questions":
+            _whole(value, f"{where}.{key}", 0)
+
+
 def load_run(path: Path | str) -> SavedRun:
-    """Read a saved run file; InputError when it is not one."""
+    """Read a saved run file; InputError naming the field when it is not one (every field used is checked)."""
     path = Path(path)
     try:
-        obj = orjson.loads(path.read_bytes())
+        obj = orjson.loads(read_regular(path))
     except OSError as exc:
         raise InputError(path, f"cannot read the saved run: {exc.strerror or exc}") from None
     except orjson.JSONDecodeError as exc:
         raise InputError(path, f"malformed JSON: {exc}") from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise InputError(path, 'not a ragtui saved run (no "format": "ragtui-run")')
-    if obj.get("format_version", 0) > FORMAT_VERSION:
+    version = obj.get("format_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
         raise InputError(
-            path, f"saved by a newer ragtui (format version {obj.get('format_version')})"
+            path, f"saved run: 'format_version' must be a whole number, got {version!r}"
         )
+    if version > FORMAT_VERSION:
+        raise InputError(path, f"saved by a newer ragtui (format version {version})")
     try:
-        questions_obj = obj["questions"]
-        question_ids = list(questions_obj)
-        grades = {
-            q: {str(c): int(g) for c, g in v.get("grades", {}).items()}
-            for q, v in questions_obj.items()
-        }
-        questions = {
-            q: {k: v for k, v in info.items() if k != "grades"} for q, info in questions_obj.items()
-        }
+        manifest = _mapping(obj.get("manifest") or {}, "'manifest'")
+        _check_manifest(manifest)
+        questions_obj = _mapping(obj.get("questions"), "'questions'")
+        grades: dict[str, dict[str, int]] = {}
+        questions: dict[str, dict[str, Any]] = {}
+        for q, info in questions_obj.items():
+            info = _mapping(info, f"questions.{q}")
+            graded = _mapping(info.get("grades", {}), f"questions.{q}.grades")
+            grades[q] = {c: _whole(g, f"questions.{q}.grades.{c}") for c, g in graded.items()}
+            if "text" in info and not isinstance(info["text"], str):
+                raise _Malformed(f"questions.{q}.text must be a string")
+            if "slices" in info:
+                _strings(info["slices"], f"questions.{q}.slices")
+            questions[q] = {k: v for k, v in info.items() if k != "grades"}
         rankings: dict[str, dict[str, list[str]]] = {}
         summaries: dict[str, dict[str, float]] = {}
         values: dict[str, dict[str, dict[str, Any]]] = {}
-        for r, body in obj["retrievers"].items():
-            per_question = body.get("per_question", {})
-            rankings[r] = {
-                q: [str(c) for c in v.get("ranked", [])] for q, v in per_question.items()
-            }
-            values[r] = {
-                q: {k: x for k, x in v.items() if k != "ranked"} for q, v in per_question.items()
-            }
-            summaries[r] = {k: v for k, v in body.items() if k != "per_question"}
-    except (KeyError, AttributeError, TypeError, ValueError) as exc:
-        raise InputError(
-            path, f"saved run is incomplete or malformed ({type(exc).__name__}: {exc})"
-        ) from None
+        for r, body in _mapping(obj.get("retrievers"), "'retrievers'").items():
+            body = _mapping(body, f"retrievers.{r}")
+            per_question = _mapping(body.get("per_question", {}), f"retrievers.{r}.per_question")
+            rankings[r], values[r] = {}, {}
+            for q, entry in per_question.items():
+                where = f"retrievers.{r}.per_question.{q}"
+                entry = _mapping(entry, where)
+                rankings[r][q] = _strings(entry.get("ranked", []), f"{where}.ranked")
+                kept = {k: x for k, x in entry.items() if k != "ranked"}
+                _check_values(kept, where)
+                values[r][q] = kept
+            summary = {k: v for k, v in body.items() if k != "per_question"}
+            _check_values(summary, f"retrievers.{r}")
+            summaries[r] = summary
+    except _Malformed as exc:
+        raise InputError(path, f"saved run: {exc}") from None
     return SavedRun(
         name=str(obj.get("name") or path.stem),
-        manifest=dict(obj.get("manifest") or {}),
-        question_ids=question_ids,
+        manifest=dict(manifest),
+        question_ids=list(questions_obj),
         questions=questions,
         grades=grades,
         rankings=rankings,

@@ -16,7 +16,7 @@ ALL = "all"
 
 @dataclass(frozen=True)
 class SliceReport:
-    """One slice: its evaluated questions, its skipped ones (no relevant chunk) and each retriever's means."""
+    """One slice: its evaluated questions, its skipped ones (no judgement) and each retriever's means."""
 
     name: str
     questions: list[str]

@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ragtui.core.data.corpus import Corpus, beir_id, decode_utf8, load_beir_corpus, read_jsonl
+from ragtui.core.data.corpus import (
+    Corpus,
+    beir_id,
+    decode_utf8,
+    load_beir_corpus,
+    read_file,
+    read_jsonl,
+)
 from ragtui.core.data.golden import Question
 from ragtui.core.errors import InputError
 
@@ -33,10 +40,8 @@ def load_beir_queries(path: Path) -> list[Question]:
 
 def load_beir_qrels(path: Path) -> dict[str, dict[str, int]]:
     """Read BEIR qrels TSV (``query-id  corpus-id  score``, header optional) into qid -> doc -> grade."""
-    if not path.is_file():
-        raise InputError(path, "file not found")
     qrels: dict[str, dict[str, int]] = {}
-    text = decode_utf8(path, path.read_bytes())
+    text = decode_utf8(path, read_file(path))
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 import orjson
 
 from ragtui.core.errors import InputError
+from ragtui.core.files import NotRegularFileError, read_regular
 
 #: File endings read as documents; everything else in the folder is passed over.
 DOCUMENT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
@@ -45,20 +48,104 @@ def _line_of_offset(raw: bytes, offset: int) -> int:
     return raw.count(b"\n", 0, offset) + 1
 
 
+#: Byte-order marks that name an encoding other than UTF-8 (UTF-32 first: its LE mark starts with UTF-16's).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
+)
+
+
+def unicode_bom(raw: bytes) -> tuple[str, str, int] | None:
+    """(codec, name, BOM length) when ``raw`` starts with a UTF-16 or UTF-32 byte-order mark, else None."""
+    for bom, codec, name in _BOMS:
+        if raw.startswith(bom):
+            return codec, name, len(bom)
+    return None
+
+
 def decode_utf8(path: Path, raw: bytes) -> str:
-    """Decode ``raw`` as UTF-8 (a BOM is dropped) or raise an InputError naming the line."""
+    """Decode ``raw`` as UTF-8 (a BOM is dropped), or as UTF-16/32 when a byte-order mark says so; else an InputError naming the line."""
+    bom = unicode_bom(raw)
+    codec, name, skip = bom if bom is not None else ("utf-8-sig", "UTF-8", 0)
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw[skip:].decode(codec)
     except UnicodeDecodeError as exc:
-        line = _line_of_offset(raw, exc.start)
+        start = skip + exc.start
+        if bom is None:
+            line = _line_of_offset(raw, start)
+        else:
+            line = raw[skip:start].decode(codec, errors="replace").count("\n") + 1
         raise InputError(
-            path, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})", line
+            path, f"not {name} text (byte 0x{raw[start]:02x} at offset {start})", line
         ) from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def utf8_name(name: str) -> str:
+    """A file name as valid text: bytes that are not UTF-8 (kept by Python as lone surrogates) spelled ``\\xNN``.
+
+    Chunk ids are made from file names and end up in JSON, TREC files and the label journal,
+    which hold only valid UTF-8; so ``bad\\xff.md`` (the byte) becomes the id ``bad\\\\xff.md``.
+    """
+    return os.fsencode(name).decode("utf-8", errors="backslashreplace")
+
+
+def _documents_below(root: Path, warnings: list[str]) -> list[tuple[tuple[str, ...], Path]]:
+    """Every file below ``root`` with a document suffix, as (parts of its path under ``root``, path), in path order.
+
+    Hidden files and folders are passed over. Symbolic links are followed while they stay inside
+    the corpus folder; a link that leads outside it, a broken link and a link back to a folder it
+    sits in are skipped with a warning (the rule is in docs/file-formats.md).
+    """
+    real_root = root.resolve()
+    found: list[tuple[tuple[str, ...], Path]] = []
+
+    def visit(folder: Path, parts: tuple[str, ...], ancestors: frozenset[Path]) -> None:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            warnings.append(f"{folder}: cannot list the folder ({exc.strerror}), skipped")
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = folder / entry.name
+            here = (*parts, entry.name)
+            is_document = path.suffix.lower() in DOCUMENT_SUFFIXES
+            try:
+                is_dir = entry.is_dir()  # follows a link
+            except OSError:
+                is_dir = False
+            if entry.is_symlink() and (is_dir or is_document):
+                try:
+                    target = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    warnings.append(f"{path}: broken symbolic link, skipped")
+                    continue
+                if not target.is_relative_to(real_root):
+                    warnings.append(
+                        f"{path}: symbolic link to {target}, outside the corpus folder, skipped "
+                        "(links are followed only inside it)"
+                    )
+                    continue
+            if is_dir:
+                real = path.resolve()
+                if real in ancestors:
+                    warnings.append(f"{path}: symbolic link to a folder it is in (a loop), skipped")
+                    continue
+                visit(path, here, ancestors | {real})
+            elif is_document:
+                found.append((here, path))
+
+    visit(root, (), frozenset({real_root}))
+    found.sort(key=lambda item: item[0])
+    return found
+
+
 def load_folder(folder: str | Path, max_file_bytes: int = MAX_FILE_BYTES) -> Corpus:
-    """Read every Markdown/text file below ``folder`` in path order; binary files are skipped with a warning."""
+    """Read every Markdown/text file below ``folder`` in path order; binary and special files are skipped with a warning."""
     root = Path(folder)
     if not root.exists():
         raise InputError(root, "corpus folder not found")
@@ -66,11 +153,18 @@ def load_folder(folder: str | Path, max_file_bytes: int = MAX_FILE_BYTES) -> Cor
         raise InputError(root, "corpus path is not a folder")
     documents: list[Document] = []
     warnings: list[str] = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root).as_posix()
-        if path.suffix.lower() not in DOCUMENT_SUFFIXES or any(
-            part.startswith(".") for part in path.relative_to(root).parts
-        ):
+    seen: dict[str, Path] = {}
+    for parts, path in _documents_below(root, warnings):
+        rel = "/".join(parts)
+        name = utf8_name(rel)
+        if name != rel:
+            warnings.append(
+                f"{path}: the file name is not UTF-8; its chunk ids spell the other bytes as \\xNN"
+            )
+        if name in seen:
+            warnings.append(
+                f"{path}: same chunk ids as {seen[name]} (its name spelled the same), skipped"
+            )
             continue
         try:
             size = path.stat().st_size
@@ -80,28 +174,43 @@ def load_folder(folder: str | Path, max_file_bytes: int = MAX_FILE_BYTES) -> Cor
                     f"file is {size / 1048576:.1f} MB, over the {_mb(max_file_bytes)} MB limit "
                     "for one document (split it, or raise --max-file-mb)",
                 )
-            raw = path.read_bytes()
+            raw = read_regular(path)
+        except NotRegularFileError as exc:
+            warnings.append(f"{exc.message}, skipped")
+            continue
         except OSError as exc:
             raise InputError(path, f"cannot read the file ({exc.strerror})") from None
-        if b"\x00" in raw:
+        if unicode_bom(raw) is None and b"\x00" in raw:
             warnings.append(f"{path}: binary file (NUL bytes), skipped")
             continue
         text = decode_utf8(path, raw)
+        if "\x00" in text:
+            warnings.append(f"{path}: binary file (NUL characters), skipped")
+            continue
         if not text.strip():
             warnings.append(f"{path}: empty document, skipped")
             continue
-        documents.append(Document(path=rel, text=text))
+        seen[name] = path
+        documents.append(Document(path=name, text=text))
     if not documents:
         raise InputError(root, "corpus folder holds no non-empty .md, .markdown or .txt file")
     return Corpus(documents=documents, source=str(root), warnings=warnings)
 
 
+def read_file(path: Path) -> bytes:
+    """The bytes of a data file; InputError when it is missing, unreadable or not a regular file (a FIFO)."""
+    try:
+        return read_regular(path)
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file ({exc.strerror})") from None
+
+
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """Parse a JSON-lines file into (line number, object) pairs; blank lines are skipped."""
-    if not path.is_file():
-        raise InputError(path, "file not found")
     rows: list[tuple[int, dict[str, Any]]] = []
-    raw = path.read_bytes()
+    raw = read_file(path)
     text = decode_utf8(path, raw)
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ragtui.core.data.corpus import decode_utf8
+from ragtui.core.data.corpus import decode_utf8, read_file
 from ragtui.core.errors import InputError
 
 #: One scale: (grade, label) pairs, grades 0, 1, ... in order.
@@ -59,10 +59,10 @@ def parse_grade_scale(table: Mapping[Any, Any]) -> GradeScale:
 def load_grade_scale(golden: str | Path) -> GradeScale | None:
     """The scale a golden-set folder carries in ``grades.json``, or None when it has none."""
     path = Path(golden) / GRADES_FILE
-    if not path.is_file():
+    if not path.exists():
         return None
     try:
-        obj = orjson.loads(decode_utf8(path, path.read_bytes()))
+        obj = orjson.loads(decode_utf8(path, read_file(path)))
     except orjson.JSONDecodeError as exc:
         raise InputError(path, f"malformed JSON ({exc.args[0].split(':')[0]})") from None
     except OSError as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtui.core.errors import InputError
+from ragtui.core.files import read_regular
 
 #: The name users see for the bundled model.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -40,19 +41,27 @@ def _find_tokenizer_file(model: str) -> Path:
     local = Path(model)
     if local.is_dir():
         candidate = local / "tokenizer.json"
-        if candidate.is_file():
+        if candidate.exists():
             return candidate
         raise InputError(local, "model folder has no tokenizer.json")
+    if local.exists():
+        raise InputError(local, "--model names a file; give the model's folder or a model name")
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover - huggingface_hub comes with sentence-transformers
         pass
     else:
-        found = try_to_load_from_cache(model, "tokenizer.json")
+        try:
+            found = try_to_load_from_cache(model, "tokenizer.json")
+        except ValueError:  # HFValidationError: neither a folder nor a valid model name
+            raise InputError(
+                model,
+                "model not found: no such folder, and not a Hugging Face model name (NAME or OWNER/NAME)",
+            ) from None
         if isinstance(found, str):
             return Path(found)
     raise InputError(
-        model, "model not found: not a folder and not in the local Hugging Face cache (offline)"
+        model, "model not found: no such folder, and not in the local Hugging Face cache (offline)"
     )
 
 
@@ -82,6 +91,8 @@ def model_fingerprint(model: str | None) -> str:
         if len(files) >= FINGERPRINT_FILES:
             break
     for path in files[:FINGERPRINT_FILES]:
+        if not path.is_file():
+            continue  # a FIFO would block the read (loading the model refuses it by name)
         try:
             with path.open("rb") as handle:  # hub snapshots link to blobs: follow the file links
                 size = os.fstat(handle.fileno()).st_size
@@ -105,7 +116,19 @@ class TokenCounter:
 
         self.name = name
         self.file = tokenizer_file
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        try:
+            #: The tokenizer's JSON (read once: a FIFO or a device is refused, never waited on).
+            self.json = read_regular(tokenizer_file).decode("utf-8")
+        except OSError as exc:
+            raise InputError(
+                tokenizer_file, f"cannot read the tokenizer ({exc.strerror})"
+            ) from None
+        except UnicodeDecodeError:
+            raise InputError(tokenizer_file, "broken tokenizer: not UTF-8 text") from None
+        try:
+            self._tokenizer = Tokenizer.from_str(self.json)
+        except Exception as exc:  # the tokenizers library raises a bare Exception for bad JSON
+            raise InputError(tokenizer_file, f"broken tokenizer: {exc}") from None
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
 
@@ -187,8 +210,8 @@ def _read_json(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        obj = json.loads(read_regular(path).decode("utf-8"))
+    except (OSError, ValueError, InputError):
         return {}
     return obj if isinstance(obj, dict) else {}
 
@@ -197,7 +220,7 @@ def special_token_count(counter: TokenCounter) -> int:
     """Special tokens the tokenizer adds to one text ([CLS] and [SEP] for BERT: 2)."""
     from tokenizers import Tokenizer
 
-    processor = Tokenizer.from_file(str(counter.file)).post_processor
+    processor = Tokenizer.from_str(counter.json).post_processor
     return int(processor.num_special_tokens_to_add(False)) if processor is not None else 0
 
 

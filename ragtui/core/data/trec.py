@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ragtui.core.errors import InputError
+from ragtui.core.files import NotRegularFileError, read_regular
+from ragtui.core.text import visible_line
 
 __all__ = [
     "TrecFormatError",
@@ -43,11 +45,11 @@ class TrecFormatError(InputError, ValueError):
 
     @property
     def message(self) -> str:
-        """The one-line message: ``file: line N: problem``."""
+        """The one-line message: ``file: line N: problem``, control characters shown as escapes."""
         flat = " ".join(self.problem.split())
         if self.line is None:
-            return f"{self.path}: {flat}"
-        return f"{self.path}: line {self.line}: {flat}"
+            return visible_line(f"{self.path}: {flat}")
+        return visible_line(f"{self.path}: line {self.line}: {flat}")
 
 
 def _error(source: str, line_no: int, problem: str) -> TrecFormatError:
@@ -58,9 +60,11 @@ def _error(source: str, line_no: int, problem: str) -> TrecFormatError:
 def _read_lines(path: Path) -> list[str]:
     """The lines of a UTF-8 text file, or a TrecFormatError naming the file (and the line)."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         raise TrecFormatError(path, "file not found") from None
+    except NotRegularFileError as exc:
+        raise TrecFormatError(path, exc.problem) from None
     except OSError as exc:
         raise TrecFormatError(path, f"cannot read the file ({exc.strerror})") from None
     try:

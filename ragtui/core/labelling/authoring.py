@@ -27,9 +27,10 @@ from ragtui.core.data.golden import (
 )
 from ragtui.core.data.paths import is_bundled
 from ragtui.core.errors import InputError
-from ragtui.core.files import locked, write_atomic
+from ragtui.core.files import check_writable, locked, write_atomic
 from ragtui.core.metrics.evaluation import Ranking
 from ragtui.core.metrics.formulas import QuestionMetrics
+from ragtui.core.text import not_utf8
 
 QUESTIONS_FILE = "questions.jsonl"
 
@@ -91,13 +92,24 @@ def validate_new_question(
     its id: the same question twice is refused, naming the one already there.
     """
     items = (evidence,) if isinstance(evidence, str) else tuple(evidence)
+    where = path or Path(QUESTIONS_FILE)
+    for field, values in (
+        ("question", [question_text]),
+        ("evidence", items),
+        ("slice", slices),
+        ("id", [qid or ""]),
+    ):
+        for value in values:
+            bad = not_utf8(value)
+            if bad is not None:
+                # questions.jsonl is UTF-8: such a line could not be written (or read back).
+                raise InputError(where, f"the {field} is not UTF-8 text ({bad}); nothing was added")
     obj: dict[str, object] = {
         "id": qid if qid is not None else next_question_id(existing_ids),
         "question": question_text,
         "evidence": list(items),
         "slices": [s.strip() for s in slices if s.strip()],
     }
-    where = path or Path(QUESTIONS_FILE)
     try:
         question = parse_question(obj, where, 0)
     except InputError as exc:  # the new line has no line number yet
@@ -183,6 +195,7 @@ def append_question(
         raise InputError(path.parent, "golden-set folder not found")
     if is_bundled(path.parent):
         raise InputError(path.parent, "the bundled golden set is never written; add to a copy")
+    check_writable(path.parent, "golden-set folder")
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(locked(path))

@@ -314,7 +314,7 @@ def judged_summaries(
 ) -> dict[str, JudgedSummary]:
     """Judged@k of every shown retriever (``ragtui.core.metrics.formulas.judged_at_k``), averaged like the metrics.
 
-    The mean is over the questions the metric means use (at least one relevant chunk), so the flag
+    The mean is over the questions the metric means use (at least one judgement), so the flag
     speaks about the same numbers; ``per_question`` holds every golden question. ``thin`` is
     ``mean < threshold``.
     """

@@ -1,7 +1,9 @@
 """Evaluation of rankings against graded relevance, with running means that one grade change updates.
 
-Means are over the questions that have at least one relevant chunk (grade >= threshold); a question
-whose run is empty counts as 0. Changing one question's grades updates that question's values and
+Means follow trec_eval: they are over the questions that have at least one judgement (a grade of
+any value); a question whose judgements all fall below the threshold counts with zeros (as
+trec_eval's ``-l 2`` counts it), one with no judgement at all is skipped; a question whose run is
+empty counts as 0. Changing one question's grades updates that question's values and
 the running sums in O(depth), whatever the number of questions.
 """
 
@@ -68,7 +70,7 @@ class Evaluation:
         for qid in self.question_ids:
             gains = grades(qid)
             self._gains[qid] = gains
-            if any(g >= threshold for g in gains.values()):
+            if gains:
                 self.evaluated.add(qid)
         for name, by_question in rankings.items():
             self.set_rankings(name, by_question)
@@ -80,7 +82,7 @@ class Evaluation:
 
     @property
     def skipped(self) -> list[str]:
-        """Questions with no relevant chunk, in golden-set order: never averaged in."""
+        """Questions with no judgement at all, in golden-set order: never averaged in."""
         return [q for q in self.question_ids if q not in self.evaluated]
 
     def _compute(self, name: str, qid: str) -> QuestionMetrics:
@@ -118,7 +120,7 @@ class Evaluation:
                 self._add(name, qid, -1)
         gains = self.grades(qid)
         self._gains[qid] = gains
-        now = any(g >= self.threshold for g in gains.values())
+        now = bool(gains)
         if now:
             self.evaluated.add(qid)
         else:

@@ -219,10 +219,8 @@ class System:
         return self.grades.get(qid, {})
 
     def evaluated(self) -> list[str]:
-        """Questions with at least one relevant id, in golden-set order: the ones averaged."""
-        return [
-            q for q in self.question_ids if any(g >= self.threshold for g in self.gains(q).values())
-        ]
+        """Questions with at least one judgement (any grade), in golden-set order: the ones averaged, as trec_eval does."""
+        return [q for q in self.question_ids if self.gains(q)]
 
     def values(self, measure: Measure, questions: Sequence[str]) -> np.ndarray:
         """The measure for each of ``questions``, as a float array in that order."""

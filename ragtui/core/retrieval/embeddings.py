@@ -8,11 +8,13 @@ never trusted. When every text is cached, sentence-transformers (and torch) are 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 import re
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +24,7 @@ import orjson
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import model_fingerprint, resolve_model
 from ragtui.core.errors import InputError
-from ragtui.core.files import write_atomic
+from ragtui.core.files import locked, read_regular, write_atomic
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -38,6 +40,35 @@ _SHA1 = re.compile(r"[0-9a-f]{40}")
 def text_key(text: str) -> str:
     """The cache key of a text: its SHA-1."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _read_matrix(raw: bytes, shape: tuple[int, int]) -> np.ndarray:
+    """The float32 matrix of a ``.npy`` file's bytes, its header checked against ``shape`` before any memory is taken.
+
+    Read with ``np.frombuffer`` from the checked offset: a forged header (a shape of 1e11 rows, an
+    object array that would be a pickle, another dtype) is refused, never allocated or unpickled.
+    """
+    from numpy.lib import format as npy
+
+    stream = io.BytesIO(raw)
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        header_shape, fortran, dtype = npy.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        header_shape, fortran, dtype = npy.read_array_header_2_0(stream)
+    else:
+        raise ValueError(f"vectors.npy has an unknown format version {version}")
+    if dtype != np.dtype("<f4") or fortran or len(header_shape) != 2:
+        raise ValueError("vectors.npy is not a float32 matrix")
+    if tuple(header_shape) != shape:
+        raise ValueError(f"shape {tuple(header_shape)} does not match the manifest {shape}")
+    offset = stream.tell()
+    expected = shape[0] * shape[1] * 4
+    if len(raw) - offset != expected:
+        raise ValueError(
+            f"vectors.npy holds {len(raw) - offset} bytes of data, its header says {expected}"
+        )
+    return np.frombuffer(raw, dtype="<f4", offset=offset).reshape(shape)
 
 
 def model_slug(model: str, fingerprint: str = "") -> str:
@@ -116,7 +147,14 @@ class Embedder:
 
 
 class EmbeddingCache:
-    """The embeddings of one model on disk, looked up by text hash."""
+    """The embeddings of one model on disk, looked up by text hash.
+
+    Safe to share between threads and processes: a writer holds an exclusive lock on the folder's
+    ``.lock`` file while it re-reads the cache, merges its new rows in and replaces both files; a
+    reader holds a shared lock while it reads both, so it never sees the array of one write with the
+    manifest of another. The hashes catch corruption (a torn or edited file), not a forger: whoever
+    can write the cache folder can also write a matching hash.
+    """
 
     def __init__(self, model: str | None = None, root: Path | None = None) -> None:
         self.model = model or "all-MiniLM-L6-v2"
@@ -126,7 +164,13 @@ class EmbeddingCache:
         self.rows: dict[str, int] = {}
         #: Why a cache on disk was not used (tampered, truncated), for the user to see.
         self.warnings: list[str] = []
-        self._load()
+        # Threads of one process share this object (the app's ad-hoc searches): ``vectors`` and
+        # ``rows`` change together under this lock.
+        self._mutex = threading.Lock()
+        # The manifest as last read (inode, size, mtime): unchanged means the disk holds what we hold.
+        self._seen: tuple[int, int, int] | None = None
+        with self._mutex, self._disk_lock(shared=True):
+            self._load()
 
     @property
     def _npy(self) -> Path:
@@ -136,15 +180,37 @@ class EmbeddingCache:
     def _manifest(self) -> Path:
         return self.folder / "manifest.json"
 
+    @contextlib.contextmanager
+    def _disk_lock(self, shared: bool) -> Iterator[None]:
+        """The folder's lock (shared to read, exclusive to write); none to read a folder that cannot hold one (read-only)."""
+        with contextlib.ExitStack() as stack:
+            if not shared:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                stack.enter_context(locked(self.folder / ".lock"))
+            elif self.folder.is_dir():
+                # A cache nobody can write (a read-only folder) has no writer to wait for.
+                with contextlib.suppress(OSError):
+                    stack.enter_context(locked(self.folder / ".lock", shared=True))
+            yield
+
+    def _manifest_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self._manifest)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
     def _load(self) -> None:
+        """Read the cache from disk (under the folder's lock), or note why it cannot be trusted."""
+        self._seen = self._manifest_stamp()
         if not self._manifest.exists() or not self._npy.exists():
             return
         try:
-            manifest = orjson.loads(self._manifest.read_bytes())
+            manifest = orjson.loads(read_regular(self._manifest))
             if not isinstance(manifest, dict):
                 raise TypeError("manifest.json is not a JSON object")
             # Hash and parse the same bytes: the file cannot change between the check and the load.
-            raw = self._npy.read_bytes()
+            raw = read_regular(self._npy)
             if hashlib.sha256(raw).hexdigest() != manifest["npy_sha256"]:
                 raise ValueError("vectors.npy does not match its recorded hash")
             if manifest.get("model") != self.model:
@@ -159,21 +225,12 @@ class EmbeddingCache:
             dim = manifest["dim"]
             if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
                 raise ValueError("manifest 'dim' is not a positive whole number")
-            # allow_pickle=False: an object array (a pickle) is refused, never unpickled.
-            vectors = np.load(io.BytesIO(raw), allow_pickle=False)
-            if (
-                not isinstance(vectors, np.ndarray)
-                or vectors.dtype != np.float32
-                or vectors.ndim != 2
-            ):
-                raise ValueError("vectors.npy is not a float32 matrix")
-            if vectors.shape != (len(hashes), dim):
-                raise ValueError(f"shape {vectors.shape} does not match the manifest")
+            vectors = _read_matrix(raw, (len(hashes), dim))
             if not np.isfinite(vectors).all():
                 raise ValueError("vectors.npy holds NaN or infinite values")
-        except (ValueError, KeyError, TypeError, OSError, EOFError) as exc:
-            # orjson.JSONDecodeError and numpy's format errors are ValueErrors.
-            reason = " ".join(str(exc).split())
+        except (ValueError, KeyError, TypeError, OSError, EOFError, InputError) as exc:
+            # orjson.JSONDecodeError is a ValueError; a FIFO or a device is a NotRegularFileError.
+            reason = exc.message if isinstance(exc, InputError) else " ".join(str(exc).split())
             self.warnings.append(f"{self.folder}: embedding cache ignored and rebuilt ({reason})")
             return
         self.vectors = vectors
@@ -192,39 +249,66 @@ class EmbeddingCache:
 
     def get(self, texts: Sequence[str]) -> np.ndarray:
         """Cached embeddings of ``texts`` (all must be cached), one row each."""
-        assert self.vectors is not None
-        index = [self.rows[text_key(t)] for t in texts]
-        return self.vectors[index]
+        with self._mutex:
+            assert self.vectors is not None
+            index = [self.rows[text_key(t)] for t in texts]
+            return self.vectors[index]
 
     def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        """Add new rows and write the cache atomically (each file written to a temp name, fsynced, renamed)."""
+        """Add new rows and write the cache: under the folder's lock, merged with what other writers added.
+
+        The array goes first and the manifest (with the array's hash) second, each written to a
+        temporary file of its own and renamed; readers hold the shared lock, so they see both old
+        files or both new ones. A crash between the two renames leaves a manifest whose hash does not
+        match, and the cache is rebuilt instead of trusted.
+        """
         if not texts:
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if self.vectors is None or len(self.rows) == 0:
-            merged = vectors
-            hashes = [text_key(t) for t in texts]
-        else:
-            if self.vectors.shape[1] != vectors.shape[1]:
-                raise ValueError("new embeddings have another dimension than the cache")
-            merged = np.vstack([self.vectors, vectors])
-            hashes = list(self.rows) + [text_key(t) for t in texts]
-        self.folder.mkdir(parents=True, exist_ok=True)
-        buffer = io.BytesIO()
-        np.save(buffer, merged, allow_pickle=False)
-        raw = buffer.getvalue()
-        manifest = {
-            "model": self.model,
-            "dim": int(merged.shape[1]),
-            "hashes": hashes,
-            "npy_sha256": hashlib.sha256(raw).hexdigest(),
-        }
-        # The vectors first: a crash between the two writes leaves a manifest whose hash no longer
-        # matches, and the cache is rebuilt instead of trusted.
-        write_atomic(self._npy, raw)
-        write_atomic(self._manifest, orjson.dumps(manifest))
-        self.vectors = merged
-        self.rows = {h: i for i, h in enumerate(hashes)}
+        with self._mutex, self._disk_lock(shared=False):
+            ours = (self.vectors, dict(self.rows))
+            if self._manifest_stamp() != self._seen:
+                # Another process (or another cache object) wrote since we read: start from its rows.
+                self.vectors, self.rows = None, {}
+                self._load()
+            base, known = self.vectors, dict(self.rows)
+            if base is not None and base.shape[1] != vectors.shape[1]:
+                base, known = None, {}  # another dimension on disk: it cannot be merged
+            parts: list[np.ndarray] = [base] if base is not None and known else []
+            hashes = list(known) if parts else []
+            kept = set(hashes)
+            old_vectors, old_rows = ours
+            if old_vectors is not None and old_vectors.shape[1] == vectors.shape[1]:
+                # Rows this object holds that the disk lost (a writer that rebuilt it) are kept.
+                lost = [h for h in old_rows if h not in kept]
+                if lost:
+                    parts.append(old_vectors[[old_rows[h] for h in lost]])
+                    hashes.extend(lost)
+                    kept.update(lost)
+            fresh = []
+            for i, text in enumerate(texts):
+                key = text_key(text)
+                if key not in kept:
+                    kept.add(key)
+                    fresh.append(i)
+            if fresh:
+                parts.append(vectors[fresh])
+                hashes.extend(text_key(texts[i]) for i in fresh)
+            merged = np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
+            buffer = io.BytesIO()
+            np.save(buffer, merged, allow_pickle=False)
+            raw = buffer.getvalue()
+            manifest = {
+                "model": self.model,
+                "dim": int(merged.shape[1]),
+                "hashes": hashes,
+                "npy_sha256": hashlib.sha256(raw).hexdigest(),
+            }
+            write_atomic(self._npy, raw)
+            write_atomic(self._manifest, orjson.dumps(manifest))
+            self._seen = self._manifest_stamp()
+            self.vectors = merged
+            self.rows = {h: i for i, h in enumerate(hashes)}
 
     def embed(
         self,

@@ -12,15 +12,14 @@ id) and reported in a warning; so are question ids that are not in the golden se
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from ragtui.core.data.corpus import decode_utf8
+from ragtui.core.data.corpus import decode_utf8, read_file
 from ragtui.core.data.paths import safe_filename
-from ragtui.core.data.trec import parse_trec_run
+from ragtui.core.data.trec import TrecFormatError, parse_trec_run
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import RETRIEVER_NAMES, Ranking
 
@@ -28,8 +27,6 @@ __all__ = ["ExternalRun", "load_external_run", "parse_run_spec"]
 
 #: How many example ids a warning names.
 EXAMPLES = 3
-
-_LINE_ERROR = re.compile(r"line (\d+): (.*)$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -112,25 +109,14 @@ def load_external_run(
 ) -> ExternalRun:
     """Read a TREC run file as the rankings of retriever ``name``; a malformed file raises InputError(path, problem, line)."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "run file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, not a run file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read the run file: {exc.strerror or exc}") from None
+    if not path.exists():
+        raise InputError(path, "run file not found")
+    raw = read_file(path)
     lines = decode_utf8(path, raw).splitlines()
     try:
         ranked = parse_trec_run(lines, source=str(path))
-    except ValueError as exc:
-        message = str(exc)
-        prefix = f"{path}: "
-        message = message.removeprefix(prefix)
-        found = _LINE_ERROR.match(message)
-        if found:
-            raise InputError(path, found.group(2), int(found.group(1))) from None
-        raise InputError(path, message) from None
+    except TrecFormatError as exc:
+        raise InputError(path, exc.problem, exc.line) from None
     if not ranked:
         raise InputError(path, "the run file holds no results")
     scores: dict[tuple[str, str], float] = {}

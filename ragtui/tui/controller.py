@@ -96,7 +96,7 @@ class Controller:
         self.retriever_status = {
             n: (
                 "pending"
-                if n in VECTOR_RETRIEVERS and ws.vector is None and ws.vectors_needed
+                if n in VECTOR_RETRIEVERS and n not in ws.rankings and ws.vectors_needed
                 else "ready"
             )
             for n in self.retrievers

@@ -180,6 +180,10 @@ class EvidenceIndex:
             if any(n in text for n in needles)
         ]
 
+    def matching_indices(self, needle: str) -> list[int]:
+        """Positions of the chunks that contain one evidence string already white-space-collapsed, in chunk order."""
+        return [i for i, text in enumerate(self._normalized) if needle in text]
+
 
 def evidence_pattern(evidence: str) -> re.Pattern[str]:
     """A regex matching ``evidence`` with any run of white space where it has one."""

@@ -300,7 +300,7 @@ class JudgedSummary:
     retriever: str
     k: int
     mean: float
-    per_question: dict[str, float]
+    per_question: Mapping[str, float]
     thin: bool
 
 

@@ -370,6 +370,27 @@ class Evaluation:
             )
         }
 
+    def rows_of(self, questions: Iterable[str]) -> np.ndarray:
+        """Each question's row in the value arrays (``question_ids`` order), ``-1`` for one not evaluated here."""
+        rows = self._rows
+        return np.fromiter((rows.get(q, -1) for q in questions), dtype=np.int64)
+
+    def column(self, name: str, field: str) -> np.ndarray:
+        """One retriever's values of one field for every question, in ``question_ids`` order
+        (``first`` is 0 where no relevant chunk was retrieved; ``judged`` is Judged@k); read-only."""
+        if field not in ("first", "judged", "num_relevant", *MEAN_FIELDS):
+            raise KeyError(field)
+        view: np.ndarray = getattr(self._values[name], field).view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def evaluated_mask(self) -> np.ndarray:
+        """Whether each question (``question_ids`` order) has a judgement; read-only."""
+        view = self._mask.view()
+        view.flags.writeable = False
+        return view
+
     def _chosen_rows(self, questions: Iterable[str]) -> np.ndarray:
         """The rows of the evaluated questions among ``questions``, in the order given."""
         rows = self._rows

@@ -155,6 +155,27 @@ def test_one_question_added_or_edited_is_the_only_one_ranked_again(
     assert _everything(ws) == _everything(_fresh(mini, own_cache))
 
 
+def test_golden_sets_taking_turns_each_start_without_hashing_a_text(
+    mini: Path, own_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few question lists are remembered: a start with any of them reads its rows at once."""
+    from ragtui.core.retrieval import results_cache
+
+    other = tmp_path / "other"
+    shutil.copytree(mini / "corpus", other / "corpus")
+    shutil.copytree(mini / "golden", other / "golden")
+    path = other / "golden" / "questions.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(reversed(lines[1:])) + "\n")
+    first = _everything(Workspace.open(_settings(mini, own_cache)))
+    second = _everything(Workspace.open(_settings(other, own_cache)))
+    keys: list[str] = []
+    monkeypatch.setattr(results_cache, "_key_of", lambda text: keys.append(text) or b"x" * 20)
+    assert _everything(Workspace.open(_settings(mini, own_cache))) == first
+    assert _everything(Workspace.open(_settings(other, own_cache))) == second
+    assert keys == [], "no text was hashed one by one"
+
+
 def _corrupt(folder: Path, how: str) -> None:
     """Damage a results cache folder in one of several ways."""
     manifest = orjson.loads((folder / "manifest.json").read_bytes())
@@ -206,9 +227,9 @@ def test_a_damaged_results_cache_is_rebuilt_never_used(
 def test_a_damaged_evidence_cache_is_rebuilt(mini: Path, own_cache: Path) -> None:
     cold = Workspace.load(_settings(mini, own_cache))
     for folder in (own_cache / "results").glob("evidence-*"):
-        raw = bytearray((folder / "q_codes.npy").read_bytes())
+        raw = bytearray((folder / "l_codes.npy").read_bytes())
         raw[-1] ^= 0x01
-        (folder / "q_codes.npy").write_bytes(bytes(raw))
+        (folder / "l_codes.npy").write_bytes(bytes(raw))
     ws = Workspace.load(_settings(mini, own_cache))
     assert any("evidence cache ignored and rebuilt" in w for w in ws.warnings)
     assert dict(ws.base_grades) == dict(cold.base_grades)

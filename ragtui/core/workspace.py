@@ -523,6 +523,7 @@ class Workspace:
                 cut = ranking[: cache.depth]
                 found.index[i, : len(cut)] = [order[cid] for cid, _ in cut]
                 found.scores[i, : len(cut)] = [score for _, score in cut]
+        if found.missing or not found.remembered:
             cache.save(texts, found.index, found.scores)
         self.warnings.extend(w for w in cache.warnings if w not in self.warnings)
         return RankingTable(

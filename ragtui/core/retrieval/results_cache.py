@@ -11,14 +11,15 @@ the settings or a question change. So they are kept next to the embedding cache,
   digest, the depth and the retriever's settings (BM25 backend and parameters; the embedding
   model's name and file fingerprint, the tokenizer and the window plan; what hybrid fuses).
 * the :class:`EvidenceCache` holds, per evidence string (white space collapsed), the chunks that
-  contain it, keyed by the chunks' content.
+  contain it, and per question's list of evidence strings their union, keyed by the chunks' content.
 
-The rows of the last question list written come first, in its order, and the manifest records that
-list's digest: a start with the same questions reads them without hashing each text. Any other
-list is looked up text by text, and only the texts not found are computed (one question added or
-edited costs one question), then the list is written again. What is read is checked (shapes,
-ranges, ``-1`` only at the end, no chunk twice in a row, scores best first) and a cache that fails
-a check is reported and rebuilt, never used. Live retrievers (HTTP, plugins, Milvus) are not cached
+Rows never move: a text seen for the first time gets a new row at the end. The cache also remembers
+the last few question lists it was asked for (their digest and each question's row), so a start
+with one of those golden sets reads its rows without hashing each text. Any other list is looked up
+text by text, and only the texts not found are computed (one question added or edited costs one
+question), then the list is remembered. What is read is checked (shapes, ranges, ``-1`` only at
+the end, no chunk twice in a row, scores best first) and a cache that fails a check is reported and
+rebuilt, never used. Live retrievers (HTTP, plugins, Milvus) are not cached
 here: their answers are someone else's system's (they have their own cache, ``retrieval.live``).
 Writers hold the folder's lock; two processes writing at once may drop each other's new rows,
 which are then computed again: nothing wrong is ever read.
@@ -32,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -40,6 +42,7 @@ from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch, digest
 from ragtui.core.data.golden import normalize_ws
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.metrics.batch import duplicate_rows
+from ragtui.core.metrics.tables import gather_rows
 
 #: Bump when what the cache holds changes meaning: older caches are then not read.
 RESULTS_VERSION = 1
@@ -91,6 +94,8 @@ class Found:
     index: np.ndarray
     scores: np.ndarray
     missing: list[int]
+    #: Whether the list was one the cache remembers (else it is worth saving, even with nothing missing).
+    remembered: bool = False
 
 
 def _folder(root: Path | None, kind: str, key: str) -> Path:
@@ -105,8 +110,50 @@ def _first_rows(keys: np.ndarray) -> dict[bytes, int]:
     return table
 
 
+#: How many question lists a cache remembers the rows of (a start with any of them reads its rows
+#: without hashing each text): a few golden sets over one corpus each start at once.
+REMEMBERED_LISTS = 4
+
+
+def _read_orders(
+    meta: dict[str, Any], arrays: dict[str, np.ndarray], rows: int
+) -> dict[str, np.ndarray]:
+    """The remembered lists: digest -> each item's row (checked: in range, of the length recorded)."""
+    listed = meta.get("orders")
+    if not isinstance(listed, list) or len(listed) > REMEMBERED_LISTS:
+        raise CacheMismatch("the manifest's remembered lists are not a short list")
+    out: dict[str, np.ndarray] = {}
+    for i, entry in enumerate(listed):
+        order = arrays.get(f"order{i}")
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("digest"), str)
+            or order is None
+            or order.dtype.str != "<i4"
+            or order.shape != (entry.get("count"),)
+            or (len(order) and (order.min() < 0 or order.max() >= rows))
+        ):
+            raise CacheMismatch(f"remembered list {i} does not fit the rows")
+        out[entry["digest"]] = order
+    return out
+
+
+def _write_orders(
+    orders: dict[str, np.ndarray], digest_now: str, order_now: np.ndarray
+) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+    """The manifest entries and arrays of the remembered lists, this one first."""
+    kept = [(digest_now, order_now)] + [(d, o) for d, o in orders.items() if d != digest_now]
+    kept = kept[:REMEMBERED_LISTS]
+    meta = [{"digest": d, "count": len(o)} for d, o in kept]
+    return meta, {f"order{i}": np.asarray(o, dtype=np.int32) for i, (_, o) in enumerate(kept)}
+
+
 class RankingCache:
-    """One retriever's top-``depth`` rankings of question texts, on disk (see the module docstring)."""
+    """One retriever's top-``depth`` rankings of question texts, on disk (see the module docstring).
+
+    Rows never move: a text seen for the first time gets a new row at the end, and each
+    remembered question list is an array of row numbers.
+    """
 
     def __init__(
         self,
@@ -124,6 +171,7 @@ class RankingCache:
         #: Why a cache on disk was not used, for the user to see.
         self.warnings: list[str] = []
         self._held: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._orders: dict[str, np.ndarray] = {}
 
     def _check(self, arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         try:
@@ -158,15 +206,17 @@ class RankingCache:
     def lookup(self, texts: TextKeys) -> Found:
         """The cached ranking of every text, and which texts have none."""
         n = len(texts.texts)
-        self._held = None
+        self._held, self._orders = None, {}
         try:
             found = self.store.read({"key": self.key})
             if found is not None:
                 meta, arrays = found
                 keys, index, scores = self._check(arrays)
-                self._held = (keys, index, scores)
-                if meta.get("last") == texts.digest and meta.get("last_count") == n <= len(keys):
-                    return Found(index[:n], scores[:n], [])  # read-only views: nothing to fill
+                orders = _read_orders(meta, arrays, len(keys))
+                self._held, self._orders = (keys, index, scores), orders
+                order = orders.get(texts.digest)
+                if order is not None and len(order) == n:
+                    return Found(index[order], scores[order], [], remembered=True)
         except CacheMismatch as exc:
             self.warnings.append(f"{self.store.folder}: results cache ignored and rebuilt ({exc})")
         out_index = np.full((n, self.depth), -1, dtype=np.int32)
@@ -182,31 +232,39 @@ class RankingCache:
         return Found(out_index, out_scores, np.flatnonzero(~present).tolist())
 
     def save(self, texts: TextKeys, index: np.ndarray, scores: np.ndarray) -> None:
-        """Write every text's ranking (this list's rows first, in order), keeping the rows of other
-        texts the cache held; a failure to write is a warning, not an error."""
-        keys = np.asarray(texts.keys, dtype="|S20").reshape(len(texts.texts))
-        parts_keys, parts_index, parts_scores = [keys], [index], [scores]
+        """Write every text's ranking: rows of texts not held yet are added at the end, and this
+        list is remembered; a failure to write is a warning, not an error."""
         if self._held is not None:
-            old_keys, old_index, old_scores = self._held
-            current = set(texts.keys)
-            keep = np.fromiter(
-                (k not in current for k in old_keys.tolist()), dtype=bool, count=len(old_keys)
-            )
-            parts_keys.append(old_keys[keep])
-            parts_index.append(old_index[keep])
-            parts_scores.append(old_scores[keep])
+            keys, old_index, old_scores = self._held
+        else:
+            keys = np.zeros(0, dtype="|S20")
+            old_index = np.zeros((0, self.depth), dtype=np.int32)
+            old_scores = np.zeros((0, self.depth), dtype=np.float64)
+        table = _first_rows(keys)
+        order = np.empty(len(texts.texts), dtype=np.int32)
+        new: list[int] = []
+        added: dict[bytes, int] = {}
+        for i, k in enumerate(texts.keys):
+            row = table.get(k)
+            if row is None:
+                row = added.get(k)
+                if row is None:
+                    row = added[k] = len(keys) + len(new)
+                    new.append(i)
+            order[i] = row
+        orders_meta, order_arrays = _write_orders(self._orders, texts.digest, order)
         arrays = {
-            "keys": np.concatenate(parts_keys).astype("|S20"),
-            "index": np.concatenate(parts_index).astype(np.int32),
-            "scores": np.concatenate(parts_scores).astype(np.float64),
+            "keys": np.concatenate([keys, np.asarray([texts.keys[i] for i in new], dtype="|S20")]),
+            "index": np.concatenate([old_index, index[new]]).astype(np.int32),
+            "scores": np.concatenate([old_scores, scores[new]]).astype(np.float64),
+            **order_arrays,
         }
         meta = {
             "key": self.key,
             "kind": self.kind,
             "depth": self.depth,
             "chunks": self.chunks,
-            "last": texts.digest,
-            "last_count": len(texts.texts),
+            "orders": orders_meta,
         }
         try:
             self.store.write(meta, arrays)
@@ -216,10 +274,33 @@ class RankingCache:
             )
             return
         self._held = (arrays["keys"], arrays["index"], arrays["scores"])
+        self._orders = {
+            d: order_arrays[f"order{i}"] for i, d in enumerate(e["digest"] for e in orders_meta)
+        }
+
+
+def _check_csr(offsets: np.ndarray, codes: np.ndarray, rows: int, chunks: int) -> None:
+    """Rows of rising chunk indices (chunk order, none twice), all below ``chunks``."""
+    if (
+        offsets.dtype.str != "<i8"
+        or codes.dtype.str != "<i4"
+        or offsets.shape != (rows + 1,)
+        or offsets[0] != 0
+        or offsets[-1] != len(codes)
+        or np.any(np.diff(offsets) < 0)
+    ):
+        raise CacheMismatch("the rows of matching chunks do not fit together")
+    if len(codes):
+        rising = np.diff(codes.astype(np.int64)) > 0
+        row_start = np.zeros(len(codes), dtype=bool)
+        row_start[offsets[:-1][offsets[:-1] < len(codes)]] = True
+        if codes.min() < 0 or codes.max() >= chunks or np.any(~rising & ~row_start[1:]):
+            raise CacheMismatch("a row of matching chunks is out of range or out of order")
 
 
 class EvidenceCache:
-    """Each evidence string's matching chunks and each question's (the union of its strings'), on disk."""
+    """Each evidence string's matching chunks, and each question's evidence list's (the union of its
+    strings'), on disk; rows keyed by content, a few question lists remembered as row numbers."""
 
     def __init__(self, chunks_key: str, chunks: int, root: Path | None = None) -> None:
         self.chunks = chunks
@@ -227,23 +308,20 @@ class EvidenceCache:
         self.store = ArrayStore(_folder(root, "evidence", self.key))
         self.warnings: list[str] = []
 
-    def _check_csr(self, offsets: np.ndarray, codes: np.ndarray, rows: int) -> None:
-        if (
-            offsets.dtype.str != "<i8"
-            or codes.dtype.str != "<i4"
-            or offsets.shape != (rows + 1,)
-            or offsets[0] != 0
-            or offsets[-1] != len(codes)
-            or np.any(np.diff(offsets) < 0)
-        ):
-            raise CacheMismatch("the rows of matching chunks do not fit together")
-        if len(codes):
-            # Within a row, chunk indices rise strictly (chunk order, none twice).
-            rising = np.diff(codes.astype(np.int64)) > 0
-            row_start = np.zeros(len(codes), dtype=bool)
-            row_start[offsets[:-1][offsets[:-1] < len(codes)]] = True
-            if codes.min() < 0 or codes.max() >= self.chunks or np.any(~rising & ~row_start[1:]):
-                raise CacheMismatch("a row of matching chunks is out of range or out of order")
+    def _read(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None:
+        found = self.store.read({"key": self.key})
+        if found is None:
+            return None
+        meta, held = found
+        names = ("s_keys", "s_offsets", "s_codes", "l_keys", "l_offsets", "l_codes")
+        if any(name not in held for name in names):
+            raise CacheMismatch("an array is missing")
+        for table in ("s", "l"):
+            keys = held[f"{table}_keys"]
+            if keys.dtype.str != "|S20" or keys.ndim != 1:
+                raise CacheMismatch("the evidence keys are not SHA-1 digests")
+            _check_csr(held[f"{table}_offsets"], held[f"{table}_codes"], len(keys), self.chunks)
+        return held, _read_orders(meta, held, len(held["l_keys"]))
 
     def lookup(
         self,
@@ -252,85 +330,103 @@ class EvidenceCache:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every question's matching chunk indices (chunk order) as offsets and indices; ``match``
         finds one (white-space-collapsed) evidence string's chunks when the cache lacks it."""
-        n = len(evidence)
         lists = [list(e) for e in evidence]
         last = _list_digest(lists)
         held: dict[str, np.ndarray] | None = None
+        orders: dict[str, np.ndarray] = {}
         try:
-            found = self.store.read({"key": self.key})
-            if found is not None:
-                meta, held = found
-                names = ("keys", "offsets", "codes", "q_offsets", "q_codes")
-                if any(name not in held for name in names):
-                    raise CacheMismatch("an array is missing")
-                if held["keys"].dtype.str != "|S20" or held["keys"].ndim != 1:
-                    raise CacheMismatch("the evidence keys are not SHA-1 digests")
-                self._check_csr(held["offsets"], held["codes"], len(held["keys"]))
-                count = meta.get("last_count")
-                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                    raise CacheMismatch("the manifest's question count is not a number")
-                self._check_csr(held["q_offsets"], held["q_codes"], count)
-                if meta.get("last") == last and count == n:
-                    return held["q_offsets"], held["q_codes"]
+            read = self._read()
+            if read is not None:
+                held, orders = read
+                order = orders.get(last)
+                if order is not None and len(order) == len(lists):
+                    offsets, codes = gather_rows(held["l_offsets"], order, held["l_codes"])
+                    return offsets, codes.astype(np.int32)
         except CacheMismatch as exc:
             self.warnings.append(f"{self.store.folder}: evidence cache ignored and rebuilt ({exc})")
-            held = None
-        # Text by text: each distinct evidence string found in the cache or matched now.
-        known: dict[bytes, list[int]] = {}
-        if held is not None:
-            offsets, codes = held["offsets"].tolist(), held["codes"].tolist()
-            for i, k in enumerate(held["keys"].tolist()):
-                known.setdefault(k, codes[offsets[i] : offsets[i + 1]])
-        q_offsets = np.zeros(n + 1, dtype=np.int64)
-        q_codes: list[int] = []
-        for i, strings in enumerate(lists):
-            matched: set[int] = set()
-            for text in strings:
-                needle = normalize_ws(text)
-                if not needle:
-                    continue
-                key = _key_of(needle)
-                chunks = known.get(key)
-                if chunks is None:
-                    chunks = known[key] = match(needle)
-                matched.update(chunks)
-            q_codes.extend(sorted(matched))
-            q_offsets[i + 1] = len(q_codes)
-        codes_out = np.asarray(q_codes, dtype=np.int32)
-        # Written again even when nothing was new: the next start with this list reads it at once.
-        self._save(last, len(lists), known, q_offsets, codes_out)
-        return q_offsets, codes_out
+            held, orders = None, {}
+        strings = _Rows(held, "s")
+        unions = _Rows(held, "l")
+        order_now = np.empty(len(lists), dtype=np.int32)
+        for i, items in enumerate(lists):
+            needles = [n for n in (normalize_ws(t) for t in items) if n]
+            list_key = _key_of("\n".join(needles))  # normalize_ws leaves no line break inside
+            row = unions.row(list_key)
+            if row is None:
+                matched: set[int] = set()
+                for needle in needles:
+                    key = _key_of(needle)
+                    found_row = strings.row(key)
+                    if found_row is None:
+                        found_row = strings.add(key, match(needle))
+                    matched.update(strings.codes(found_row))
+                row = unions.add(list_key, sorted(matched))
+            order_now[i] = row
+        if strings.added or unions.added or orders.get(last) is None:
+            self._save(strings, unions, orders, last, order_now)
+        offsets, codes = unions.gather(order_now)
+        return offsets, codes
 
     def _save(
         self,
+        strings: _Rows,
+        unions: _Rows,
+        orders: dict[str, np.ndarray],
         last: str,
-        count: int,
-        known: dict[bytes, list[int]],
-        q_offsets: np.ndarray,
-        q_codes: np.ndarray,
+        order_now: np.ndarray,
     ) -> None:
-        keys = list(known)
-        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-        np.cumsum([len(known[k]) for k in keys], out=offsets[1:])
-        codes = np.asarray([c for k in keys for c in known[k]], dtype=np.int32)
-        meta = {
-            "key": self.key,
-            "chunks": self.chunks,
-            "last": last,
-            "last_count": count,
-        }
+        orders_meta, order_arrays = _write_orders(orders, last, order_now)
+        arrays = {**strings.arrays("s"), **unions.arrays("l"), **order_arrays}
+        meta = {"key": self.key, "chunks": self.chunks, "orders": orders_meta}
         try:
-            self.store.write(
-                meta,
-                {
-                    "keys": np.asarray(keys, dtype="|S20").reshape(len(keys)),
-                    "offsets": offsets,
-                    "codes": codes,
-                    "q_offsets": q_offsets,
-                    "q_codes": q_codes,
-                },
-            )
+            self.store.write(meta, arrays)
         except OSError as exc:
             self.warnings.append(
                 f"{self.store.folder}: evidence cache not written ({exc.strerror or exc})"
             )
+
+
+class _Rows:
+    """A table of rows of chunk indices keyed by content (read from the cache, rows added at the end)."""
+
+    def __init__(self, held: dict[str, np.ndarray] | None, table: str) -> None:
+        if held is None:
+            self.keys: list[bytes] = []
+            self.offsets: list[int] = [0]
+            self.codes_: list[int] = []
+        else:
+            self.keys = held[f"{table}_keys"].tolist()
+            self.offsets = held[f"{table}_offsets"].tolist()
+            self.codes_ = held[f"{table}_codes"].tolist()
+        self.index: dict[bytes, int] = {}
+        for i, k in enumerate(self.keys):
+            self.index.setdefault(k, i)
+        self.added = 0
+
+    def row(self, key: bytes) -> int | None:
+        return self.index.get(key)
+
+    def codes(self, row: int) -> list[int]:
+        return self.codes_[self.offsets[row] : self.offsets[row + 1]]
+
+    def add(self, key: bytes, codes: list[int]) -> int:
+        row = len(self.keys)
+        self.keys.append(key)
+        self.codes_.extend(codes)
+        self.offsets.append(len(self.codes_))
+        self.index[key] = row
+        self.added += 1
+        return row
+
+    def arrays(self, table: str) -> dict[str, np.ndarray]:
+        return {
+            f"{table}_keys": np.asarray(self.keys, dtype="|S20").reshape(len(self.keys)),
+            f"{table}_offsets": np.asarray(self.offsets, dtype=np.int64),
+            f"{table}_codes": np.asarray(self.codes_, dtype=np.int32),
+        }
+
+    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        offsets, codes = gather_rows(
+            np.asarray(self.offsets, dtype=np.int64), rows, np.asarray(self.codes_, dtype=np.int32)
+        )
+        return offsets, codes.astype(np.int32)

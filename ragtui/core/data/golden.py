@@ -106,10 +106,18 @@ def content_words(text: str) -> list[str]:
 def _str_list(
     value: object, path: Path, line: int, field: str, allow_empty: bool
 ) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InputError(path, f"'{field}' must be a string or a list of strings", line)
+    if type(value) is str:  # the common case first: one string
+        if allow_empty or value.strip():
+            return (value,)
+        raise InputError(path, f"'{field}' must not be empty", line)
+    if not isinstance(value, list):
+        if isinstance(value, str):
+            value = [value]
+        else:
+            raise InputError(path, f"'{field}' must be a string or a list of strings", line)
+    for v in value:
+        if not isinstance(v, str):
+            raise InputError(path, f"'{field}' must be a string or a list of strings", line)
     if not allow_empty and (not value or any(not v.strip() for v in value)):
         raise InputError(path, f"'{field}' must not be empty", line)
     return tuple(value)
@@ -120,26 +128,38 @@ def parse_question(
 ) -> Question:
     """Validate one ``questions.jsonl`` object."""
     qid = obj.get("id")
-    if qid is None:
-        raise InputError(path, "missing field 'id'", line)
-    if not isinstance(qid, str) or not qid.strip():
-        raise InputError(path, "'id' must be a non-empty string", line)
+    if type(qid) is not str or not qid.strip():
+        if qid is None:
+            raise InputError(path, "missing field 'id'", line)
+        if not isinstance(qid, str) or not qid.strip():
+            raise InputError(path, "'id' must be a non-empty string", line)
     text = obj.get("question")
-    if text is None:
-        raise InputError(path, "missing field 'question'", line)
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(path, "'question' must be a non-empty string", line)
-    if "evidence" not in obj:
+    if type(text) is not str or not text.strip():
+        if text is None:
+            raise InputError(path, "missing field 'question'", line)
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(path, "'question' must be a non-empty string", line)
+    raw_evidence = obj.get("evidence", _MISSING)
+    if raw_evidence is _MISSING:
         if require_evidence:
             raise InputError(path, "missing field 'evidence'", line)
         evidence: tuple[str, ...] = ()
     else:
-        evidence = _str_list(obj["evidence"], path, line, "evidence", allow_empty=False)
-    slices = _str_list(obj.get("slices", []), path, line, "slices", allow_empty=True)
+        evidence = _str_list(raw_evidence, path, line, "evidence", allow_empty=False)
+    raw_slices = obj.get("slices")
+    slices = (
+        ()
+        if raw_slices is None and "slices" not in obj
+        else _str_list(raw_slices, path, line, "slices", allow_empty=True)
+    )
     retired = obj.get("retired", False)
-    if not isinstance(retired, bool):
+    if retired is not False and retired is not True:
         raise InputError(path, "'retired' must be true or false", line)
     return Question(id=qid, text=text, evidence=evidence, slices=slices, line=line, retired=retired)
+
+
+#: Marks a field that is absent (None is a value a JSON line can hold).
+_MISSING: Any = object()
 
 
 def load_questions(path: str | Path, require_evidence: bool = True) -> list[Question]:

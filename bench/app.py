@@ -1,11 +1,18 @@
 """App figures: start-up to the first full screen (in-process and in tmux), label edit to repainted
-screen, and a 10,000-question golden set (start-up and scrolling).
+screen, and a 100,000-question golden set (start-up in a real terminal, warm against cold, grade
+key, scrolling, peak memory).
 
 Every in-process figure runs in a fresh child process (``python -m bench.app inprocess ...``), so
 imports and caches start cold each time and the child can say whether torch or
-sentence-transformers were imported. The embedding cache is the default one, warmed first by a
-``ragtui eval``; the 10,000-question set repeats the bundled questions (see
-``bench.label_edit.synthetic_golden``), so every text is in that cache and no model is loaded.
+sentence-transformers were imported. The caches are the default ones (``$RAGTUI_CACHE_DIR`` when
+set), warmed first: a ``ragtui eval`` on the bundled set, then one in-process start on the large
+set. The large set is ``bench.label_edit.synthetic_golden``: the bundled questions cycled, each
+text after the first cycle made distinct by a word of its own, as a real golden set's are; so the
+first run ever embeds the 100,000 texts once (minutes; later runs read the embedding cache).
+
+Warm and cold start-up in the real terminal differ only in the derived caches: the cold runs use a
+cache folder that holds the embeddings (linked) and nothing else, so chunking, the BM25 index,
+every ranking and every evidence match are computed again (and no model is loaded).
 
 Timings in the child:
 - start-up: from ``RagtuiApp(...)`` to ``app.full_screen_after`` (set after the screen with every
@@ -184,44 +191,65 @@ def _child(argv: list[str]) -> None:
 _FULL = (re.compile(r"hybrid · first relevant #\d"), re.compile(r"hybrid\s+all\s+\d\.\d{3}"))
 
 
-def tmux_startup(repeat: int = 3) -> list[float]:
-    """Seconds from launching ``python -m ragtui`` in a 120x40 tmux pane to the full screen."""
+def default_cache() -> Path:
+    """The cache folder ragtui uses here."""
+    from ragtui.core.data.paths import cache_dir
+
+    return cache_dir()
+
+
+def tmux_startup(
+    repeat: int = 3, questions: int = 68, cold: bool = False, timeout: float = 120
+) -> list[float]:
+    """Seconds from launching ``python -m ragtui`` in a 120x40 tmux pane to the full screen.
+
+    ``cold``: every run gets a cache folder of its own holding only the embeddings (linked), so the
+    derived caches (chunks, BM25 index, rankings, evidence matches) are computed again.
+    """
     tmux = shutil.which("tmux")
     if tmux is None:
         return []
     times = []
-    for _ in range(repeat):
-        socket = f"ragtui-bench-{uuid.uuid4().hex[:8]}"
-        with tempfile.TemporaryDirectory(prefix="ragtui-bench-tmux-") as tmp:
-            golden = _golden_copy(Path(tmp), 68)
-            command = (
-                f"cd {shlex.quote(str(ROOT))} && HF_HUB_OFFLINE=1 "
-                f"{shlex.quote(sys.executable)} -m ragtui --golden {shlex.quote(str(golden))} --annotator bench; sleep 30"
+    with tempfile.TemporaryDirectory(prefix="ragtui-bench-tmux-") as tmp:
+        golden = _golden_copy(Path(tmp), questions)
+        for i in range(repeat):
+            times.append(
+                _tmux_once(tmux, golden, Path(tmp) / f"cache-{i}" if cold else None, timeout)
             )
-            t0 = time.perf_counter()
-            subprocess.run(
-                [tmux, "-L", socket, "new-session", "-d", "-x", "120", "-y", "40", command],
-                check=True,
-            )
-            try:
-                while True:
-                    screen = subprocess.run(
-                        [tmux, "-L", socket, "capture-pane", "-p"],
-                        capture_output=True,
-                        text=True,
-                        check=False,
-                    ).stdout
-                    if all(p.search(screen) for p in _FULL):
-                        times.append(time.perf_counter() - t0)
-                        break
-                    if time.perf_counter() - t0 > 60:
-                        raise RuntimeError(f"the app never showed a full screen:\n{screen}")
-                    time.sleep(0.02)
-            finally:
-                subprocess.run(
-                    [tmux, "-L", socket, "kill-server"], capture_output=True, check=False
-                )
     return times
+
+
+def _tmux_once(tmux: str, golden: Path, cold_cache: Path | None, timeout: float) -> float:
+    """One launch in a fresh tmux server; with ``cold_cache`` ragtui uses that (new) cache folder."""
+    socket = f"ragtui-bench-{uuid.uuid4().hex[:8]}"
+    env = "HF_HUB_OFFLINE=1"
+    if cold_cache is not None:
+        cold_cache.mkdir(parents=True)
+        (cold_cache / "embeddings").symlink_to(default_cache() / "embeddings")
+        env += f" RAGTUI_CACHE_DIR={shlex.quote(str(cold_cache))}"
+    command = (
+        f"cd {shlex.quote(str(ROOT))} && {env} {shlex.quote(sys.executable)} -m ragtui "
+        f"--golden {shlex.quote(str(golden))} --annotator bench; sleep 60"
+    )
+    t0 = time.perf_counter()
+    subprocess.run(
+        [tmux, "-L", socket, "new-session", "-d", "-x", "120", "-y", "40", command], check=True
+    )
+    try:
+        while True:
+            screen = subprocess.run(
+                [tmux, "-L", socket, "capture-pane", "-p"],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout
+            if all(p.search(screen) for p in _FULL):
+                return time.perf_counter() - t0
+            if time.perf_counter() - t0 > timeout:
+                raise RuntimeError(f"the app never showed a full screen:\n{screen}")
+            time.sleep(0.02)
+    finally:
+        subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, check=False)
 
 
 # ---- the figures ------------------------------------------------------------------------------
@@ -257,12 +285,14 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
     tmux = tmux_startup()
     if tmux:
         value = statistics.median(tmux)
+        cold = tmux_startup(repeat=1, cold=True)
         report.add(
             "first full screen, warm, 68 q, real terminal (tmux 120x40)",
             f"{value:.2f} s",
             f"<= {STARTUP_TARGET_S:.1f} s",
-            f"from launching python -m ragtui; runs {', '.join(f'{t:.2f}' for t in tmux)} s",
+            f"cold (derived caches cleared): {statistics.median(cold):.2f} s",
             value <= STARTUP_TARGET_S,
+            f"from launching python -m ragtui; runs {', '.join(f'{t:.2f}' for t in tmux)} s",
         )
     small = run_child(
         "bench.app", "inprocess", "--questions", "68", "--edits", "40", "--judging", "40"
@@ -286,6 +316,9 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
         "the main screen's n then a digit: two keys",
         percentile(judge, 95) <= KEY_TARGET_MS,
     )
+    # The large set: one start first fills the caches (the first run ever also embeds its texts).
+    print(f"  warming the caches for {large:,} questions ...", file=sys.stderr, flush=True)
+    run_child("bench.app", "inprocess", "--questions", str(large))
     big = run_child(
         "bench.app", "inprocess", "--questions", str(large), "--edits", "40", "--scrolls", "30"
     )
@@ -294,7 +327,7 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
         f"grade key to repainted screen, {large:,} q",
         _ms(edit),
         f"p95 <= {KEY_TARGET_MS:.0f} ms",
-        "",
+        f"68 q: {_ms([float(x) for x in small['edit_ms']])}",  # type: ignore[union-attr]
         percentile(edit, 95) <= KEY_TARGET_MS,
     )
     for key, name in (("down", "down"), ("pagedown", "page down")):
@@ -309,11 +342,23 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
     report.add(
         f"first full screen, warm, {large:,} q, in-process",
         f"{float(big['full_screen_s']):.2f} s",
-        f"<= {STARTUP_LARGE_TARGET_S:.1f} s (real terminal adds ~0.3 s of Python start-up)",
+        "reported",
         f"68 q: {startup:.2f} s",
-        float(big["full_screen_s"]) + 0.3 <= STARTUP_LARGE_TARGET_S,
-        "cached embeddings of the bundled texts",
+        None,
+        "",
     )
+    warm = tmux_startup(repeat=3, questions=large)
+    if warm:
+        cold = tmux_startup(repeat=1, questions=large, cold=True, timeout=900)
+        value = statistics.median(warm)
+        report.add(
+            f"first full screen, warm, {large:,} q, real terminal (tmux 120x40)",
+            f"{value:.2f} s",
+            f"<= {STARTUP_LARGE_TARGET_S:.1f} s",
+            f"cold (derived caches cleared, embeddings kept): {statistics.median(cold):.1f} s",
+            value <= STARTUP_LARGE_TARGET_S,
+            f"runs {', '.join(f'{t:.2f}' for t in warm)} s",
+        )
     report.add(
         f"peak memory, app with {large:,} questions",
         f"{float(big['peak_rss_mb']):.0f} MB",
@@ -326,6 +371,8 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "inprocess":
         _child(sys.argv[2:])
     else:
+        main_parser = argparse.ArgumentParser()
+        main_parser.add_argument("--large", type=int, default=100_000)
         rep = Report()
-        add_app_figures(rep)
+        add_app_figures(rep, main_parser.parse_args().large)
         print(rep.table())

@@ -3,8 +3,8 @@
 The incremental update (``Evaluation.update_question``: that question's values and the running
 sums) is timed against the baseline a naive implementation would pay: recomputing every question
 (a new ``Evaluation``). ``Workspace.set_grade`` adds the journal write (flush + fsync) to that.
-The 10,000-question golden set repeats the bundled questions under new ids, so every text is in
-the embedding cache. Prints one JSON object.
+The 10,000-question golden set cycles through the bundled questions under new ids, each text made
+distinct by a word of its own (the first run embeds them once; later runs read the cache). Prints one JSON object.
 """
 
 from __future__ import annotations

@@ -60,8 +60,15 @@ def _csr(grades: list[dict[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return offsets, np.asarray(codes, dtype=np.int64), np.asarray(values, dtype=np.int64)
 
 
+@pytest.mark.parametrize("scatter", [True, False], ids=["scatter", "search"])
 @pytest.mark.parametrize("seed", range(40))
-def test_batch_metrics_equal_question_metrics(seed: int) -> None:
+def test_batch_metrics_equal_question_metrics(
+    seed: int, scatter: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ways of finding the grades (scattering few judgements, searching many) agree."""
+    from ragtui.core.metrics import batch
+
+    monkeypatch.setattr(batch, "SCATTER_CELLS", batch.SCATTER_CELLS if scatter else 0)
     rng = random.Random(seed)
     n_chunks = rng.choice([3, 12, 60])
     depth = rng.choice([1, 3, 10, 20])

@@ -21,8 +21,9 @@ from ragtui.core.data.chunk_cache import cached_chunks, chunks_digest
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.chunks_file import load_chunks_file
 from ragtui.core.data.corpus import Corpus, load_folder
-from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
+from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question
 from ragtui.core.data.paths import is_bundled, writable_golden
+from ragtui.core.data.questions_cache import cached_questions
 from ragtui.core.data.tokenizer import model_fingerprint, model_limit, token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.authoring import (
@@ -117,24 +118,26 @@ class VectorResult:
 class QuestionVectors(Mapping[str, np.ndarray]):
     """Question id -> its embedding, embedded (through the embedding cache) when first asked for."""
 
-    def __init__(self, texts: Mapping[str, str], embed: Callable[[str], np.ndarray]) -> None:
-        self._texts, self._embed = texts, embed
+    def __init__(
+        self, questions: Mapping[str, Question], embed: Callable[[str], np.ndarray]
+    ) -> None:
+        self._questions, self._embed = questions, embed
         self._done: dict[str, np.ndarray] = {}
 
     def __getitem__(self, qid: str) -> np.ndarray:
         found = self._done.get(qid)
         if found is None:
-            found = self._done[qid] = self._embed(self._texts[qid])
+            found = self._done[qid] = self._embed(self._questions[qid].text)
         return found
 
     def __contains__(self, qid: object) -> bool:
-        return qid in self._texts
+        return qid in self._questions
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._texts)
+        return iter(self._questions)
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._questions)
 
 
 @dataclass
@@ -208,6 +211,9 @@ class Workspace:
     loaded_ids: list[str] = field(default_factory=list)
     loaded_texts: TextKeys = field(default_factory=lambda: TextKeys([]))
     loaded_rows: dict[str, int] = field(default_factory=dict)
+    _retired: frozenset[str] | None = None
+    #: The chunk ids in chunk order, as loaded (the code of a chunk in every rankings table).
+    chunk_ids: list[str] = field(default_factory=list)
 
     # ---- loading -------------------------------------------------------------------------------
 
@@ -282,7 +288,10 @@ class Workspace:
                 if own is None:
                     assert settings.corpus is not None
                     corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
-                questions = load_questions(Path(settings.golden) / "questions.jsonl")
+                questions, question_warnings = cached_questions(
+                    Path(settings.golden) / "questions.jsonl", settings.cache_dir
+                )
+                cache_warnings.extend(question_warnings)
                 qrels = {}
             if own is not None:
                 corpus, chunks = own.corpus, own.chunks
@@ -340,6 +349,7 @@ class Workspace:
         ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
         ws.question_by_id = {q.id: q for q in questions}
         ws.chunks_key = chunks_digest(chunks)
+        ws.chunk_ids = [c.id for c in chunks]
         ws.loaded_ids = [q.id for q in questions]
         ws.loaded_rows = {q: i for i, q in enumerate(ws.loaded_ids)}
         ws.loaded_texts = TextKeys([q.text for q in questions])
@@ -407,6 +417,8 @@ class Workspace:
 
     def _absent_warnings(self) -> list[str]:
         """A warning when the qrels judge documents the corpus lacks (they count, as trec_eval counts them)."""
+        if not self.qrels:
+            return []
         asked = {q.id for q in self.questions}
         pairs = [
             (qid, doc)
@@ -461,7 +473,7 @@ class Workspace:
         self.warnings.extend(cache.warnings)
         arrays = GradeArrays(
             self.loaded_ids,
-            [c.id for c in chunks],
+            self.chunk_ids,
             offsets,
             codes,
             np.full(len(codes), EVIDENCE_GRADE, dtype=np.int64),
@@ -566,10 +578,11 @@ class Workspace:
                 return None
             rankings[kind] = RankingTable(
                 self.loaded_ids,
-                [c.id for c in self.chunks],
+                self.chunk_ids,
                 found.index,
                 found.scores,
                 self.loaded_rows,
+                distinct=True,
             )
         return VectorResult(None, None, {}, rankings, warnings)
 
@@ -652,19 +665,19 @@ class Workspace:
                     ],
                 )
                 warnings.extend(hybrid_cache.warnings)
-        question_texts = {q.id: q.text for q in self.questions}
         return VectorResult(
             vector,
             hybrid,
-            QuestionVectors(question_texts, embed_query),
+            QuestionVectors(self.question_by_id, embed_query),
             rankings,
             warnings,
             windows,
         )
 
-    def apply_vectors(self, result: VectorResult) -> None:
+    def apply_vectors(self, result: VectorResult) -> bool:
         """Add vector and hybrid rankings computed by ``compute_vectors`` (or read by
-        ``cached_vectors``) and evaluate them; retrievers given with them are kept."""
+        ``cached_vectors``) and evaluate them; retrievers given with them are kept. Returns whether
+        any ranking changed (False: the same lists were applied before)."""
         assert self.evaluation is not None
         if result.vector is not None:
             self.vector = result.vector
@@ -672,6 +685,7 @@ class Workspace:
             self.windows = result.windows
             self.question_vectors = result.question_vectors
         self.warnings.extend(w for w in result.warnings if w not in self.warnings)
+        changed = False
         for name, given in result.rankings.items():
             current = self.rankings.get(name)
             if (
@@ -684,13 +698,21 @@ class Workspace:
             by_question: MutableMapping[str, Ranking] = (
                 given.copy() if isinstance(given, RankingTable) else dict(given)
             )
-            # Questions added while the worker ran are ranked now, on this thread.
-            for q in self.questions:
+            # Questions added while the worker ran are ranked now, on this thread (a table holds
+            # every loaded question: only those added after the load can be missing).
+            added = self._added_since_load() if isinstance(given, RankingTable) else self.questions
+            for q in added:
                 if q.id not in by_question:
                     by_question[q.id] = self._rank_new(name, q.text)
             self.rankings[name] = by_question
             if name in self.settings.retrievers:
                 self.evaluation.set_rankings(name, self.evaluated_rankings(by_question))
+            changed = True
+        return changed
+
+    def _added_since_load(self) -> list[Question]:
+        """The questions added after the load (the list is only ever appended to)."""
+        return self.questions[len(self.loaded_ids) :]
 
     def _rank_new(self, name: str, text: str) -> Ranking:
         """One retriever's ranking of a text that was not embedded with the golden set."""
@@ -1323,6 +1345,13 @@ class Workspace:
         """The ids of the retired questions (kept in the file, left out of every mean)."""
         return [q.id for q in self.questions if q.retired]
 
+    @property
+    def retired_ids(self) -> frozenset[str]:
+        """The retired questions' ids, kept up to date (no pass over every question to ask)."""
+        if self._retired is None:
+            self._retired = frozenset(q.id for q in self.questions if q.retired)
+        return self._retired
+
     def set_retired(self, qid: str, retired: bool) -> Question:
         """Retire a question (or bring it back): its line in questions.jsonl says so (rewritten
         atomically under the lock), and every mean is computed again without (or with) it."""
@@ -1335,9 +1364,10 @@ class Workspace:
                 self.settings.beir, "BEIR queries cannot be retired (no questions.jsonl)"
             )
         updated = set_retired(self.writable_golden(), qid, retired)
-        position = next(i for i, q in enumerate(self.questions) if q.id == qid)
+        position = int(self.question_positions([qid])[0])
         self.questions[position] = updated
         self.question_by_id[qid] = updated
+        self._retired = None
         self.evaluate_all()
         return updated
 

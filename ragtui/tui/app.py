@@ -70,6 +70,8 @@ from ragtui.tui.widgets.status_line import Status
 
 #: Seconds between two progress messages (a newer one replaces a queued one anyway).
 PROGRESS_INTERVAL = 0.25
+#: The longest a loading worker waits for the first screen before building the vector retriever.
+FIRST_PAINT_WAIT_S = 5.0
 #: Seconds between two looks at the label journal for another session's labels (two ``stat`` calls).
 LABEL_POLL_INTERVAL = 1.0
 #: Signals that end the app cleanly: SIGHUP (the terminal or SSH link went away) and SIGTERM.
@@ -176,6 +178,8 @@ class RagtuiApp(App[int]):
         self.status_log: deque[Status] = deque(maxlen=STATUS_LOG_SIZE)
         #: The current load; messages of older loads are dropped.
         self.generation = 0
+        #: Set once the first full screen is painted (a worker with more to do waits for it).
+        self._first_paint = threading.Event()
         #: The load whose reranking stage has started (vector and hybrid rankings read from the
         #: results cache start it before the retrievers are built: it is not started twice).
         self._rerank_generation = -1
@@ -343,7 +347,16 @@ class RagtuiApp(App[int]):
         except Exception:  # a cache that cannot be read is computed below
             early = None
         if early is not None:
+            # Still this worker's workspace: evaluate the lists here, not on the UI thread.
+            ws.apply_vectors(early)
             announce(early)
+            # The retrievers (for new questions and ad-hoc queries) are built once the first
+            # screen is painted: reading the embedding cache meanwhile would slow the paint down.
+            waited = 0.0
+            while not self._first_paint.wait(0.05) and waited < FIRST_PAINT_WAIT_S:
+                if worker.is_cancelled:
+                    return
+                waited += 0.05
         result, embedder = self._compute_vectors(ws, generation, announce, model, early)
         if result is None:
             return
@@ -556,7 +569,9 @@ class RagtuiApp(App[int]):
             return
         if message.embedder is not None:
             self.models[self.workspace.settings.model or ""] = message.embedder
-        self.publish(self.controller.vectors_ready(message.result))
+        change = self.controller.vectors_ready(message.result)
+        if change is not None:
+            self.publish(change)
         self.publish(Changed("progress"))
         self._start_rerank(self.workspace)
         if message.result.warnings:
@@ -592,6 +607,7 @@ class RagtuiApp(App[int]):
         """The screen with every list and the metrics filled has been painted."""
         if self.full_screen_after is None:
             self.full_screen_after = time.monotonic() - self.started
+        self._first_paint.set()
 
     # ---- labels ---------------------------------------------------------------------------------------
 

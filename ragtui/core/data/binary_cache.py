@@ -35,7 +35,7 @@ __all__ = ["ALLOWED_DTYPES", "ArrayStore", "CacheMismatch", "digest", "read_npy"
 STORE_FORMAT = 1
 
 #: The only array types a cache may hold (never an object array: that would be a pickle).
-ALLOWED_DTYPES = frozenset({"|b1", "<i4", "<i8", "<f4", "<f8", "|S20"})
+ALLOWED_DTYPES = frozenset({"|b1", "|u1", "<i4", "<i8", "<f4", "<f8", "|S20"})
 
 
 class CacheMismatch(ValueError):

@@ -19,6 +19,10 @@ from ragtui.core.metrics.formulas import _check_k, _discounts
 
 __all__ = ["BatchMetrics", "batch_metrics", "duplicate_rows"]
 
+#: Judgements x depth up to which grades are placed by comparing each judgement with its
+#: question's row (else every ranked cell is looked up by binary search).
+SCATTER_CELLS = 20_000_000
+
 
 @dataclass(frozen=True)
 class BatchMetrics:
@@ -69,20 +73,35 @@ def batch_metrics(
     counts = np.diff(offsets)
     grade_row = np.repeat(np.arange(n, dtype=np.int64), counts)
 
-    # The grade of every ranked code: look (row, code) up among the graded (row, code) pairs.
-    width = int(max(int(ranked.max(initial=-1)), int(codes.max(initial=-1)))) + 1
-    graded_keys = grade_row * width + codes
-    order = np.argsort(graded_keys, kind="stable")
-    graded_keys, graded_values = graded_keys[order], grades[order]
+    # The grade of every ranked code (``found``: it has one, of any value).
     valid = ranked >= 0
-    keys = np.arange(n, dtype=np.int64)[:, None] * width + np.where(valid, ranked, 0)
-    if len(graded_keys):
-        at = np.minimum(np.searchsorted(graded_keys, keys), len(graded_keys) - 1)
-        found = valid & (graded_keys[at] == keys)
-        grade = np.where(found, graded_values[at], 0)
-    else:
-        found = np.zeros_like(valid)
+    if depth == 0:
+        found = np.zeros(ranked.shape, dtype=bool)
         grade = np.zeros(ranked.shape, dtype=np.int64)
+    elif len(codes) * depth <= SCATTER_CELLS:
+        # Few judgements: find each graded code's column in its question's row (codes are distinct
+        # in a row, and in a question's grades), and scatter the grades there.
+        where = ranked[grade_row] == codes[:, None]
+        hit = where.any(axis=1)
+        column = where.argmax(axis=1)
+        found = np.zeros(ranked.shape, dtype=bool)
+        grade = np.zeros(ranked.shape, dtype=np.int64)
+        found[grade_row[hit], column[hit]] = True
+        grade[grade_row[hit], column[hit]] = grades[hit]
+    else:
+        # Many judgements: (row, code) keys of the graded pairs, sorted, and a binary search per cell.
+        width = int(max(int(ranked.max(initial=-1)), int(codes.max(initial=-1)))) + 1
+        graded_keys = grade_row * width + codes
+        order = np.argsort(graded_keys, kind="stable")
+        graded_keys, graded_values = graded_keys[order], grades[order]
+        keys = np.arange(n, dtype=np.int64)[:, None] * width + np.where(valid, ranked, 0)
+        if len(graded_keys):
+            at = np.minimum(np.searchsorted(graded_keys, keys), len(graded_keys) - 1)
+            found = valid & (graded_keys[at] == keys)
+            grade = np.where(found, graded_values[at], 0)
+        else:
+            found = np.zeros_like(valid)
+            grade = np.zeros(ranked.shape, dtype=np.int64)
     relevant = found & (grade >= threshold)
     num_relevant = np.bincount(grade_row[grades >= threshold], minlength=n).astype(np.int64)
     has_relevant = num_relevant > 0

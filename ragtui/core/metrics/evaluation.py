@@ -249,8 +249,11 @@ class Evaluation:
     def _ranked(self, name: str, qid: str) -> list[str]:
         return [cid for cid, _ in self.rankings[name].get(qid, ())]
 
-    def _ranked_codes(self, by_question: Mapping[str, Ranking]) -> tuple[np.ndarray, list[int]]:
-        """Every question's ranking as a code matrix, and the rows that must be computed one by one."""
+    def _ranked_codes(
+        self, by_question: Mapping[str, Ranking]
+    ) -> tuple[np.ndarray, list[int], bool]:
+        """Every question's ranking as a code matrix, the rows that must be computed one by one,
+        and whether the rows are known to hold no code twice."""
         n = len(self.question_ids)
         slow: list[int] = []
         if isinstance(by_question, RankingTable):
@@ -262,7 +265,7 @@ class Evaluation:
             matrix[present] = translate[by_question.index[source[present]]]
             slow = np.flatnonzero(~present).tolist()
             slow += [self._rows[q] for q in by_question.changed() if q in self._rows]
-            return matrix, slow
+            return matrix, slow, by_question.distinct
         rows: list[list[int]] = []
         for qid in self.question_ids:
             ranking = by_question.get(qid, ())
@@ -272,12 +275,12 @@ class Evaluation:
         for i, row in enumerate(rows):
             if row:
                 matrix[i, : len(row)] = row
-        return matrix, slow
+        return matrix, slow, False
 
     def set_rankings(self, name: str, by_question: Mapping[str, Ranking]) -> None:
         """Add (or replace) a retriever's rankings and compute its values."""
         self.rankings[name] = by_question
-        matrix, slow = self._ranked_codes(by_question)
+        matrix, slow, distinct = self._ranked_codes(by_question)
         batch = batch_metrics(
             matrix,
             self._grade_offsets,
@@ -296,7 +299,9 @@ class Evaluation:
         values.num_relevant, values.judged = batch.num_relevant, batch.judged
         # Rows the arrays cannot stand for: a regraded question, a ranking assigned to a table,
         # an id ranked twice (question_metrics counts its first place only).
-        redo = set(slow) | set(np.flatnonzero(duplicate_rows(matrix)).tolist())
+        redo = set(slow)
+        if not distinct:
+            redo |= set(np.flatnonzero(duplicate_rows(matrix)).tolist())
         redo |= {self._rows[q] for q in self._gains}
         for i in redo:
             qid = self.question_ids[i]

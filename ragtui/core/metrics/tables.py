@@ -53,6 +53,7 @@ class RankingTable(MutableMapping[str, Ranking]):
         index: np.ndarray,
         scores: np.ndarray,
         rows: Mapping[str, int] | None = None,
+        distinct: bool = False,
     ) -> None:
         if index.ndim != 2 or index.shape != scores.shape or len(index) != len(qids):
             raise ValueError("index and scores must be matrices of one shape, a row per question")
@@ -62,6 +63,9 @@ class RankingTable(MutableMapping[str, Ranking]):
         self.ids = ids
         self.index = index
         self.scores = scores
+        #: Whether no row holds a code twice (known by whoever made the arrays: checked when read
+        #: from a cache, true of every built-in retriever), so evaluation need not look.
+        self.distinct = distinct
         self.extra: dict[str, Ranking] = {}
         self._removed: set[str] = set()
 
@@ -127,7 +131,9 @@ class RankingTable(MutableMapping[str, Ranking]):
 
     def copy(self) -> RankingTable:
         """A table sharing the arrays, with its own assigned questions."""
-        other = RankingTable(self.qids, self.ids, self.index, self.scores, self.rows)
+        other = RankingTable(
+            self.qids, self.ids, self.index, self.scores, self.rows, distinct=self.distinct
+        )
         other.extra = dict(self.extra)
         other._removed = set(self._removed)
         return other

@@ -62,7 +62,7 @@ def _list_digest(items: Sequence[object]) -> str:
         raw = orjson.dumps(
             [
                 [t.encode("utf-8", "surrogatepass").hex() for t in item]
-                if isinstance(item, list)
+                if isinstance(item, list | tuple)
                 else str(item).encode("utf-8", "surrogatepass").hex()
                 for item in items
             ]
@@ -330,7 +330,7 @@ class EvidenceCache:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every question's matching chunk indices (chunk order) as offsets and indices; ``match``
         finds one (white-space-collapsed) evidence string's chunks when the cache lacks it."""
-        lists = [list(e) for e in evidence]
+        lists = evidence
         last = _list_digest(lists)
         held: dict[str, np.ndarray] | None = None
         orders: dict[str, np.ndarray] = {}

@@ -99,7 +99,13 @@ MARKS: list[tuple[str, str]] = [
     ),
     (MISS_MARK, "no relevant chunk in that retriever's run"),
     (FAILURE_MARK, "some retriever has no relevant chunk in its top k"),
-    (SKIPPED_MARK, "the question has no relevant chunk at all: skipped, never averaged in"),
+    (
+        SKIPPED_MARK,
+        (
+            "the question has no relevant chunk: skipped when it has no judgement, 0 in every "
+            "mean when all its grades are below the threshold"
+        ),
+    ),
     (PENDING_MARK, "vector or hybrid still embedding"),
     (UNAVAILABLE_MARK, "retriever unavailable (the embedding model failed to load)"),
     (RELEVANT_MARK, "result list: a relevant chunk (grade >= threshold); the row stands out"),

@@ -89,6 +89,15 @@ class TabLabel(Static):
             screen.focus_retriever(self.retriever)
 
 
+def _has_relevant(ws: Workspace, qid: str) -> bool:
+    """Whether the question has a relevant chunk (its grades as the metrics read them)."""
+    evaluation = ws.evaluation
+    assert evaluation is not None
+    return any(
+        values[qid].num_relevant for values in evaluation.per_question.values() if qid in values
+    )
+
+
 class MainScreen(Screen[None]):
     """Everything at once: pick a question, compare the rankings, read the chunk, grade it, watch the numbers."""
 
@@ -671,7 +680,9 @@ class MainScreen(Screen[None]):
         if question.retired:
             line.append("  retired: left out of every mean (x brings it back)", "italic")
         elif ws.evaluation is not None and qid not in ws.evaluation.evaluated:
-            line.append("  no relevant chunk: skipped in every mean", "italic")
+            line.append("  no judgement: skipped in every mean", "italic")
+        elif ws.evaluation is not None and not _has_relevant(ws, qid):
+            line.append("  nothing relevant among its judgements: 0 in every mean", "italic")
         old = bar.content
         if isinstance(old, Text) and old == line:
             return  # a grade changed, the bar did not: no repaint

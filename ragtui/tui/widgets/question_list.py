@@ -249,7 +249,8 @@ class QuestionList(RowList):
 
     @staticmethod
     def _mark(view: QuestionView, qid: str) -> Cell:
-        """∅ for a question with no relevant chunk, ✗ when a ready retriever misses it in the top k."""
+        """∅ for a question with no relevant chunk (no judgement, or every grade below the threshold),
+        ✗ when a ready retriever misses a relevant chunk in the top k."""
         evaluation = view.ws.evaluation
         if evaluation is None:
             return Cell(" ")
@@ -259,11 +260,11 @@ class QuestionList(RowList):
             return Cell(SKIPPED_MARK, "skipped")
         if qid in view.disputed:
             return Cell(DISPUTED_MARK, "late")
-        for name in view.retrievers:
-            values = evaluation.per_question.get(name)
-            if values is None:
-                continue
-            rank = values[qid].first_relevant_rank
+        ready = [v[qid] for name in view.retrievers if (v := evaluation.per_question.get(name))]
+        if ready and not ready[0].num_relevant:
+            return Cell(SKIPPED_MARK, "skipped")  # judged, but every grade is below the threshold
+        for values in ready:
+            rank = values.first_relevant_rank
             if rank is None or rank > evaluation.k:
                 return Cell(FAILURE_MARK, "miss")
         return Cell(" ")

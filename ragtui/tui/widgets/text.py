@@ -14,7 +14,8 @@ from ragtui.core.text import has_control, visible
 PENDING_MARK = "…"
 #: Shown where a question has no relevant chunk in a retriever's run.
 MISS_MARK = "·"
-#: Shown for a question with no relevant chunk at all (skipped in every mean).
+#: Shown for a question with no relevant chunk at all: skipped in every mean when it has no
+#: judgement, 0 in every mean when every grade is below the threshold (as trec_eval counts it).
 SKIPPED_MARK = "∅"
 #: Marks a pair whose annotators disagree (no adjudicated grade yet), and a question that has one.
 DISPUTED_MARK = "!"

@@ -292,9 +292,12 @@ async def test_grading_only_relevant_chunk_zero_drops_ndcg_and_recall(
             "grade": 0,
         }
         # m01 has no relevant chunk now but is judged: it counts with zeros, as trec_eval counts
-        # it (issue 12), so the means stay over 6 questions and every retriever misses it.
+        # it (issue 12), so the means stay over 6 questions; no retriever can find what is not
+        # there, so it is marked as having nothing relevant, not as a retriever's miss.
         assert "6 questions, 1 skipped" in str(screen.metrics.border_title)
-        assert screen.question_list.cell("m01", "mark") == "✗"
+        assert screen.question_list.cell("m01", "mark") == "∅"
+        bar = str(screen.query_one("#question-bar").content)
+        assert "nothing relevant among its judgements: 0 in every mean" in bar
         assert "nDCG@3 bm25 1.000→0.000" in screen.metrics.plain
         await pilot.press("u")
         await pilot.pause()

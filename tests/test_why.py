@@ -606,7 +606,7 @@ def test_why_report_tables(index):
     )
     assert ceiling_rows["every cause"][:3] == ("1.000 (+0.500)", "0.938 (+0.438)", "0.938 (+0.604)")
     assert [r.cells[0] for r in slices.rows if r.cells[0]] == ["harbour", "hours"]
-    assert "2 skipped (no relevant chunk): w1, w2" in report.title
+    assert "2 skipped (no judgement): w1, w2" in report.title
 
 
 def test_why_command_text_json_and_errors(island, capsys):

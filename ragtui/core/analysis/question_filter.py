@@ -31,6 +31,8 @@ TERMS = (
     "why:CAUSE",
     "why:CAUSE:RETRIEVER",
 )
+#: What a filter may hold, in one line (the app's placeholder, help and palette).
+FILTER_SYNTAX = "words, " + ", ".join(TERMS)
 
 
 @dataclass(frozen=True)

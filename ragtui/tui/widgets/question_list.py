@@ -24,9 +24,9 @@ from ragtui.tui.widgets.text import (
     MISS_MARK,
     PENDING_MARK,
     RETIRED_MARK,
-    SHORT_NAMES,
     SKIPPED_MARK,
     UNAVAILABLE_MARK,
+    short_names,
 )
 
 #: Readiness of a retriever's rankings: ``ready``, ``pending`` (embedding) or ``failed``.
@@ -188,10 +188,10 @@ class QuestionList(RowList):
         self._id_width = id_width
         columns = [ColumnSpec(" ", 1, key="mark"), ColumnSpec("id", id_width)]
         if collapsed:
-            heading = "".join(SHORT_NAMES.get(n, n)[:1] for n in names)
+            heading = "".join(short_names(names, 1).values())
             columns.append(ColumnSpec(heading, max(1, len(names)), key="ranks"))
         else:
-            columns += [ColumnSpec(SHORT_NAMES.get(n, n)[:3], 3, "right", n) for n in names]
+            columns += [ColumnSpec(h, 3, "right", n) for n, h in short_names(names, 3).items()]
         if delta:
             columns.append(ColumnSpec("Δ", delta, "right", "delta"))
         if self._show_why:

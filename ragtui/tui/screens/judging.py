@@ -236,9 +236,9 @@ class JudgingScreen(Screen[None]):
             question_bar.update(line)
         # The origin lines have a fixed height (one more when annotators' grades are shown): a new
         # layout only when that changes.
-        text = self._meta(entry.question, entry.chunk)
-        meta.set_class(text.plain.count("\n") >= 2, "-annotators")
-        meta.update(text, layout=False)
+        origin = self._meta(entry.question, entry.chunk)
+        meta.set_class(origin.plain.count("\n") >= 2, "-annotators")
+        meta.update(origin, layout=False)
         view.show(ws, entry.question, entry.chunk, context=self.context)
         self._update_title()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -274,3 +275,17 @@ def test_cranfield_bm25_ndcg_matches_the_reference(capsys):
         0.3721,
         0.4962,
     )
+
+
+def test_embedding_progress_in_a_log_is_two_lines(mini, capsys, tmp_path, monkeypatch):
+    """stderr that is not a terminal (CI) gets no progress bar: a line when embedding starts and one
+    with the rate when it is done, and nothing more."""
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(tmp_path / "cold"))
+    assert main(["eval", *_args(mini, "--retrievers", "vector")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert re.fullmatch(r"ragtui: embedding \d+ texts\.\.\.", err[0])
+    assert re.fullmatch(r"ragtui: embedding: \d+ texts in [\d.]+ s \([\d.]+ texts/s\)", err[1])
+    # Warm: nothing to embed, nothing said.
+    assert main(["eval", *_args(mini, "--retrievers", "vector")]) == 0
+    assert capsys.readouterr().err == ""

@@ -1,13 +1,18 @@
 """The reference documentation stays true: docs/json.md names exactly the keys the commands print,
-docs/commands.md names every command and option, links resolve, and nothing points outside the
-repository."""
+docs/commands.md names every command and option, links resolve, nothing points outside the
+repository, and the examples shown with their output print today what the page shows."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import os
 import re
+import shlex
+import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -270,3 +275,276 @@ def test_nothing_points_outside_the_repository():
         if outside.search((ROOT / name).read_text(encoding="utf-8")):
             found.append(name)
     assert not found, found
+
+
+# ---- the examples: every command shown with its output prints that output today -----------------
+
+#: A line of an example that stands for any number of output lines: ``...`` or ``[... text ...]``.
+_ELISION = re.compile(r"^(?:\.\.\.|\[\.\.\..*\])$")
+
+#: Where the examples of the project walkthrough say the project and the cache are.
+DOC_PROJECT = "/home/ana/water-board"
+DOC_CACHE = "/home/ana/.cache/ragtui"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of an example and the lines the page shows it printing."""
+
+    command: str
+    expected: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Example:
+    """A fenced block of a page that shows commands (``$ ...``) with their output."""
+
+    page: str
+    steps: tuple[Step, ...]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The page and the first command: how the lists below name the example."""
+        return (self.page, self.steps[0].command)
+
+
+def _fenced_blocks(text: str) -> Iterator[list[str]]:
+    """The bodies of a page's fenced code blocks."""
+    body: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if body is None:
+                body = []
+            else:
+                yield body
+                body = None
+        elif body is not None:
+            body.append(line)
+
+
+def examples() -> list[Example]:
+    """Every block of README.md and docs/*.md that starts with ``$ `` and shows some output."""
+    found = []
+    for path in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for body in _fenced_blocks(path.read_text(encoding="utf-8")):
+            if not body or not body[0].startswith("$ "):
+                continue
+            steps: list[Step] = []
+            command: str | None = None
+            output: list[str] = []
+            continued = False
+            for line in body:
+                if continued:
+                    assert command is not None
+                    command = command[:-1].rstrip() + " " + line.strip()
+                elif line.startswith("$ "):
+                    if command is not None:
+                        steps.append(Step(command, tuple(output)))
+                    command, output = line[2:].strip(), []
+                else:
+                    output.append(line)
+                continued = command is not None and command.endswith("\\") and not output
+            assert command is not None
+            steps.append(Step(command, tuple(output)))
+            if any(step.expected for step in steps):
+                found.append(Example(str(path.relative_to(ROOT)), tuple(steps)))
+    return found
+
+
+#: Examples on the bundled data that the tests run and compare, line by line, with the page.
+BUNDLED = {
+    ("README.md", "ragtui eval"),
+    ("docs/compare-and-explain.md", "ragtui eval --by-slice"),
+    ("docs/compare-and-explain.md", "ragtui diff before after --limit 10"),
+    ("docs/compare-and-explain.md", "ragtui eval --compare before after"),
+    ("docs/compare-and-explain.md", "ragtui eval --compare bm25 hybrid"),
+    ("docs/compare-and-explain.md", "ragtui explain q43"),
+    (
+        "docs/compare-and-explain.md",
+        'ragtui eval --metrics "R@3,RR@10,nDCG@10,nDCG_exp@10,Success@1,AP"',
+    ),
+    ("docs/experiments.md", "ragtui check"),
+    ("docs/labelling.md", "ragtui eval --judged"),
+    ("docs/labelling.md", "ragtui check"),
+    ("docs/why.md", "ragtui why"),
+    ("docs/why.md", "ragtui why --by-slice"),
+    ("docs/why.md", "ragtui why --windows off"),
+}
+#: The walkthrough of docs/project.md (and the ``ragtui config`` of docs/config.md), run in order in
+#: a new project, comparing stdout and stderr.
+PROJECT = {
+    ("docs/project.md", "ragtui init water-board --handbook"),
+    ("docs/project.md", "cd water-board"),
+    (
+        "docs/project.md",
+        'ragtui add-question --question "How long are the diesels at PS-08 test-run each month?" --evidence "are test-run under load for 30 minutes on the first Monday of every month" --slice number',
+    ),
+    ("docs/project.md", "ragtui eval --save baseline"),
+    ("docs/project.md", "ragtui report --format markdown --output report.md --baseline baseline"),
+    ("docs/project.md", "ragtui eval --fail-under recall@3=0.80 --fail-under nDCG@3=0.80"),
+    ("docs/config.md", "ragtui config --depth 20"),
+}
+#: Examples with output that no test runs, and why.
+NOT_RUN = {
+    ("docs/experiments.md", "ragtui eval --rerank ./models/ms-marco-MiniLM-L-6-v2"): (
+        "a real cross-encoder that is not on disk; M, P and A stand for its figures"
+    ),
+    ("docs/experiments.md", "ragtui experiment"): (
+        "six variants: embedding the 128- and 256-token chunkings takes too long for the suite"
+    ),
+    (
+        "docs/labelling.md",
+        'ragtui add-question --question "How often do dike wardens walk the peat embankments in a drought?" --evidence "dike wardens walk the peat embankments once a week" --slice lookup',
+    ): ("writes the user's copy of the bundled golden set, in the reader's home folder"),
+    ("docs/serve.md", "ragtui serve"): "serves until stopped (tests/test_serve.py starts it)",
+}
+
+
+def test_every_example_with_output_is_run_or_says_why_not():
+    keys = [example.key for example in examples()]
+    assert len(keys) == len(set(keys)), "two examples start with the same command on one page"
+    listed = BUNDLED | PROJECT | set(NOT_RUN)
+    unlisted = sorted(set(keys) - listed)
+    assert not unlisted, f"examples neither run by a test nor in NOT_RUN: {unlisted}"
+    # Every command the lists name is still on its page (else a check would pass vacuously).
+    commands = {(e.page, s.command) for e in examples() for s in e.steps}
+    gone = sorted((BUNDLED | PROJECT | set(NOT_RUN)) - commands)
+    assert not gone, f"examples the lists name that no page shows any more: {gone}"
+
+
+def matches(expected: list[str], printed: list[str]) -> bool:
+    """Whether printed lines are the expected ones, an elision standing for any number of lines."""
+    expected = [line.rstrip() for line in expected]
+    printed = [line.rstrip() for line in printed]
+    memo: dict[tuple[int, int], bool] = {}
+
+    def match(i: int, j: int) -> bool:
+        if (i, j) not in memo:
+            if i == len(expected):
+                memo[(i, j)] = j == len(printed)
+            elif _ELISION.match(expected[i].strip()):
+                memo[(i, j)] = any(match(i + 1, m) for m in range(j, len(printed) + 1))
+            else:
+                memo[(i, j)] = (
+                    j < len(printed) and expected[i] == printed[j] and match(i + 1, j + 1)
+                )
+        return memo[(i, j)]
+
+    return match(0, 0)
+
+
+def test_matches_elides_only_where_the_page_does():
+    assert matches(["a", "...", "d"], ["a", "b", "c", "d"])
+    assert matches(["a", "  [...]", "d"], ["a", "d"])
+    assert matches(["[... the metric table ...]", "x"], ["t", "t", "x"])
+    assert not matches(["a", "d"], ["a", "b", "d"])
+    assert not matches(["a", "... 15 more"], ["a", "b"])
+    assert not matches(["0.809"], ["0.810"])
+
+
+def _assert_prints(example: Example, step: Step, printed: str) -> None:
+    lines = printed.rstrip("\n").split("\n") if printed.strip() else []
+    if not matches(list(step.expected), lines):
+        diff = "\n".join(
+            difflib.unified_diff(
+                [line.rstrip() for line in step.expected],
+                [line.rstrip() for line in lines],
+                f"{example.page}: $ {step.command}",
+                "printed today",
+                lineterm="",
+            )
+        )
+        pytest.fail(
+            f"{example.page}: `{step.command}` no longer prints what the page shows:\n{diff}"
+        )
+
+
+def _run(command: str, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
+    argv = shlex.split(command)
+    assert argv[0] == "ragtui", command
+    code = main([*argv[1:], *extra])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def bundled_copy(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Path:
+    """A folder holding a copy of the bundled golden set as ``golden`` (so that paths print as on
+    the pages), with the saved runs of compare-and-explain.md: ``before`` without long-chunk windows
+    and ``after`` with them (the embeddings of both are those ``why --windows off`` and every other
+    example read, so the runs cost no embedding of their own)."""
+    folder = tmp_path_factory.mktemp("bundled-examples")
+    shutil.copytree(ROOT / "golden", folder / "golden")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+        mp.chdir(folder)
+        shown = ("--golden", "golden", "--no-project")
+        assert main(["eval", *shown, "--windows", "off", "--save", "before"]) == 0
+        assert main(["eval", *shown, "--save", "after"]) == 0
+    return folder
+
+
+def _bundled(key: tuple[str, str]) -> Example:
+    return next(e for e in examples() if e.key == key)
+
+
+@pytest.mark.parametrize("key", sorted(BUNDLED), ids=lambda k: f"{k[0]}: {k[1]}")
+def test_bundled_example_prints_what_the_page_shows(key, bundled_copy, capsys, monkeypatch):
+    example = _bundled(key)
+    assert len(example.steps) == 1, "one command per bundled example"
+    step = example.steps[0]
+    monkeypatch.chdir(bundled_copy)
+    capsys.readouterr()
+    code, out, err = _run(step.command, capsys, "--golden", "golden", "--no-project")
+    assert code in (0, 1), err
+    _assert_prints(example, step, out)
+
+
+def _normalised(text: str, project: Path, cache_dir: Path) -> str:
+    """Output with this run's paths spelled as the pages spell them."""
+    return text.replace(str(project), DOC_PROJECT).replace(str(cache_dir), DOC_CACHE)
+
+
+def test_project_walkthrough_prints_what_the_pages_show(tmp_path, capsys, monkeypatch, cache_dir):
+    """docs/project.md from `ragtui init` to the CI gate, every step in order in a new folder, then
+    docs/config.md's `ragtui config` in that project (stdout, then stderr, as the pages show them)."""
+    monkeypatch.chdir(tmp_path)
+    project = tmp_path / "water-board"
+    ran = 0
+    code = 0
+    walk = [e for e in examples() if e.page == "docs/project.md"]
+    walk += [e for e in examples() if e.key == ("docs/config.md", "ragtui config --depth 20")]
+    for example in walk:
+        for step in example.steps:
+            if step.command.startswith("cd "):
+                os.chdir(step.command[3:])
+                continue
+            if step.command == "echo $?":
+                printed = f"{code}\n"
+            else:
+                code, out, err = _run(step.command, capsys)
+                assert code in (0, 1), err
+                printed = _normalised(out + err, project.resolve(), cache_dir)
+            expected = step.expected
+            if example.page == "docs/config.md":
+                # The value column is as wide as the longest path, which is this run's temporary one.
+                printed = re.sub(r"  +", "  ", printed)
+                expected = tuple(re.sub(r"  +", "  ", line) for line in expected)
+            _assert_prints(example, Step(step.command, expected), printed)
+            ran += 1
+    assert ran >= 9
+
+
+_JQ = re.compile(r"ragtui (eval|experiment) --json \| jq '([^']+)'")
+
+
+def test_jq_examples_read_documented_keys():
+    found = []
+    for path in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for command, expression in _JQ.findall(path.read_text(encoding="utf-8")):
+            names = re.findall(r"\.([A-Za-z_]\w*)(\[\])?", expression)
+            keys = tuple(name + brackets for name, brackets in names)
+            doc = documented(f"ragtui {command} --json")
+            assert any(_matches(d, keys) for d in doc), f"{path.name}: jq '{expression}'"
+            found.append(keys)
+    assert ("retrievers", "hybrid", "ndcg") in found and ("rows[]", "significant") in found

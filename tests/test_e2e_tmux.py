@@ -119,9 +119,9 @@ def test_real_app_in_tmux_grade_and_quit(mini: Path, tmp_path: Path) -> None:
         assert "Quit" in screen and "Help" in screen
         # Focus the bm25 list (its first chunk, ferry.md#1, is m01's only relevant chunk) and grade it 0.
         pane.keys("Tab")
-        pane.wait_for(lambda s: "Grade" in s, 10, "the result list's keys in the footer")
+        pane.wait_for(lambda s: "Grade" in s, 30, "the result list's keys in the footer")
         pane.keys("0")
-        screen = pane.wait_for(lambda s: "grade 0 (hand)" in s, 10, "the hand grade on screen")
+        screen = pane.wait_for(lambda s: "grade 0 (hand)" in s, 30, "the hand grade on screen")
         assert re.search(r"m01\s+0\.000\s+0\.000\s+0\.000\s+0\.000\s+0\.000", screen)
         journal = [
             json.loads(line) for line in (mini / "golden" / "labels.jsonl").read_text().splitlines()
@@ -131,7 +131,7 @@ def test_real_app_in_tmux_grade_and_quit(mini: Path, tmp_path: Path) -> None:
         assert journal[-1]["grade"] == 0
         assert journal[-1]["annotator"] == "e2e"
         pane.keys("C-q")
-        pane.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 15, "the app to exit with code 0")
+        pane.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 30, "the app to exit with code 0")
     finally:
         pane.kill()
     assert os.path.isdir(tmp_path / "cache")

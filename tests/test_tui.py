@@ -292,9 +292,12 @@ async def test_grading_only_relevant_chunk_zero_drops_ndcg_and_recall(
             "grade": 0,
         }
         # m01 has no relevant chunk now but is judged: it counts with zeros, as trec_eval counts
-        # it (issue 12), so the means stay over 6 questions and every retriever misses it.
+        # it (issue 12), so the means stay over 6 questions; no retriever can find what is not
+        # there, so it is marked as having nothing relevant, not as a retriever's miss.
         assert "6 questions, 1 skipped" in str(screen.metrics.border_title)
-        assert screen.question_list.cell("m01", "mark") == "✗"
+        assert screen.question_list.cell("m01", "mark") == "∅"
+        bar = str(screen.query_one("#question-bar").content)
+        assert "nothing relevant among its judgements: 0 in every mean" in bar
         assert "nDCG@3 bm25 1.000→0.000" in screen.metrics.plain
         await pilot.press("u")
         await pilot.pause()
@@ -599,3 +602,42 @@ async def test_injected_workspace_is_used(tui_settings: Settings) -> None:
         assert app.workspace is workspace
         assert workspace.vector is not None
         assert set(workspace.evaluation.per_question) == {"bm25", "vector", "hybrid"}
+
+
+@run_async
+async def test_a_question_judged_with_nothing_relevant_counts_zero_and_says_so(
+    tui_settings: Settings,
+) -> None:
+    """m07 has no evidence chunk: unjudged it is skipped; graded 0 it counts 0 in every mean."""
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = main_screen(app)
+        qlist = screen.question_list
+
+        def mark_and_bar() -> tuple[str, str]:
+            row = list(screen.visible_ids).index("m07")
+            bar = str(screen.query_one("#question-bar").content)
+            return qlist.row_cells(row)[0].text, bar
+
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen.current_qid == "m07"
+        mark, bar = mark_and_bar()
+        assert mark == "∅" and "no judgement: skipped in every mean" in bar
+        before = app.workspace.evaluation.summary("bm25")
+        await pilot.press("tab", "0")
+        await wait_ready(pilot)
+        mark, bar = mark_and_bar()
+        assert mark == "∅" and "nothing relevant among its judgements: 0 in every mean" in bar
+        after = app.workspace.evaluation.summary("bm25")
+        assert after.questions == before.questions + 1
+        assert after.recall == pytest.approx(before.recall * before.questions / after.questions)
+        assert metric_rows(app)[("bm25", "all")][0] == f"{after.recall:.3f}"
+        # Nothing relevant to miss: the miss filter leaves it out.
+        await pilot.press("shift+tab", "/")
+        for key in "miss:any":
+            await pilot.press(key)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "m07" not in screen.visible_ids

@@ -11,7 +11,16 @@ import pytest
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.settings import Settings
 from ragtui.tui.screens.dialogs import LoadErrorScreen
-from tests.test_tui import COMPACT, labels, make_app, metric_rows, run_async, wait_ready
+from tests.test_tui import (
+    COMPACT,
+    WIDE,
+    labels,
+    make_app,
+    metric_rows,
+    result_chunks,
+    run_async,
+    wait_ready,
+)
 
 
 @pytest.fixture
@@ -73,3 +82,57 @@ async def test_a_fifo_as_the_journal_is_a_load_error_and_the_app_quits(
         await pilot.press("q")
         await pilot.pause()
     assert app.load_error is not None
+
+
+@run_async
+async def test_a_disputed_pair_is_marked_and_settled_in_the_adjudication_pass(
+    tui_settings: Settings,
+) -> None:
+    """alice and bob grade a pair of m02 differently: the app marks the question and the pair with
+    !, the disputed filter finds it, the adjudication pass shows both grades and one digit settles
+    it (an adjudicated journal line), after which the marks are gone."""
+    from dataclasses import replace
+
+    from ragtui.core.workspace import Workspace
+    from ragtui.tui.screens.judging import JudgingScreen
+
+    pair = ("m02", None)
+    for who, grade in (("alice", 2), ("bob", 0)):
+        ws = Workspace.load(replace(tui_settings, annotator=who, retrievers=("bm25",)))
+        chunk = pair[1] or ws.ranking("bm25", "m02")[1][0]
+        pair = ("m02", chunk)
+        ws.set_grade("m02", chunk, grade)
+    qid, cid = pair
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        assert screen.question_list.cell(qid, "mark") == "!"
+        await pilot.press("down")  # m02
+        await pilot.pause()
+        bm25 = result_chunks(app, "bm25")
+        grade_cell = screen.result_list("bm25").row_cells(bm25.index(cid))[1].text
+        assert grade_cell.endswith("!"), grade_cell
+        await screen_filter(pilot, "disputed")
+        assert list(screen.visible_ids) == [qid]
+        screen.action_adjudicate()
+        await pilot.pause()
+        judging = app.screen
+        assert isinstance(judging, JudgingScreen) and judging.adjudicate
+        meta = judging.query_one("#judge-meta").content.plain
+        assert "annotators: alice 2 · bob 0" in meta and "disputed" in meta
+        await pilot.press("1")
+        await wait_ready(pilot)
+        last = labels(tui_settings)[-1]
+        assert (last["question"], last["chunk"], last["grade"]) == (qid, cid, 1)
+        assert last.get("adjudicated") is True and last["annotator"] == "tester"
+        assert app.workspace.grade_source(qid, cid) == (1, "adjudicated")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen.question_list.cell(qid, "mark") != "!"
+
+
+async def screen_filter(pilot, text: str) -> None:
+    """Type a filter into the question list's filter input and apply it."""
+    await pilot.press("slash", *text, "enter")
+    await pilot.pause()

@@ -66,3 +66,23 @@ async def test_digits_and_moves_in_one_burst(tmp_path: Path) -> None:
             (second, bm25_second[0], 0),
         ]
         assert isinstance(app.focused, ResultList) and screen.current_qid == second
+
+
+@run_async
+async def test_a_filter_typed_in_one_burst_is_typed_into_the_filter(tmp_path: Path) -> None:
+    """``/unjudged`` and enter in one burst (a paste, tmux send-keys, SSH): the letters go to the
+    filter input the slash opened, not to the keys u (undo) and j (judging view) of the list."""
+    settings = bundled_settings(tmp_path)
+    app = RagtuiApp(settings, embedder=FakeEmbedder())
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await type_ahead(pilot, ["slash", *"unjudged", "enter"])
+        assert app.screen is screen, "j opened the judging view"
+        assert screen.filter_text == "unjudged"
+        assert not any("undo" in s.text.lower() for s in app.status_log)
+        assert app.focused is screen.question_list
+        # And back: escape, then a grade key in one burst acts on the list again.
+        await type_ahead(pilot, ["slash", "escape", "tab", "0"])
+        assert screen.filter_text == ""
+        assert labels(settings)[-1]["grade"] == 0

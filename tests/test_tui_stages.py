@@ -101,3 +101,50 @@ async def test_causes_in_the_list_the_filter_the_chunk_view_and_attribution(
         await pilot.pause()
         words = " ".join(app.screen.report.words())  # type: ignore[attr-defined]
         assert "why it missed" in words and cause in words
+
+
+def test_every_retriever_gets_its_own_short_heading():
+    import random
+
+    from ragtui.tui.widgets.text import short_names
+
+    assert short_names(["bm25", "vector", "hybrid", "hybrid+rerank"], 3) == {
+        "bm25": "bm",
+        "vector": "vec",
+        "hybrid": "hyb",
+        "hybrid+rerank": "h+r",
+    }
+    rng = random.Random(3)
+    for _ in range(200):
+        names = list(
+            dict.fromkeys(
+                rng.choice(["bm25", "vector", "hybrid", "milvus", "web", "es\x1b[2J"])
+                + rng.choice(["", "-a", "-b", "+rerank", "2"])
+                for _ in range(rng.randint(1, 8))
+            )
+        )
+        for width in (1, 3):
+            short = short_names(names, width)
+            assert list(short) == names
+            assert len(set(short.values())) == len(names)
+            assert all(0 < len(h) <= width and "\x1b" not in h for h in short.values())
+
+
+@run_async
+async def test_recent_messages_from_the_palette(mini_settings: Settings, tmp_path: Path) -> None:
+    settings = replace(mini_settings, cache_dir=tmp_path / "cache")
+    app = RagtuiApp(settings, embedder=FakeEmbedder())
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        titles = [t for t, _, _ in RagtuiCommands(app.screen).commands()]
+        assert "messages: recent" in titles
+        app.say("first thing")
+        app.say("a \x1b[2Jbad thing", error=True)
+        app.show_messages()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReportScreen)
+        rows = [r.cells for s in screen.report.sections for r in s.rows]
+        assert rows[0][1:] == ("error", "a \\x1b[2Jbad thing")  # newest first, escaped
+        assert rows[1][1:] == ("", "first thing")
+        assert all(len(r[0]) == 8 for r in rows)  # HH:MM:SS

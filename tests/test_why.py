@@ -606,7 +606,7 @@ def test_why_report_tables(index):
     )
     assert ceiling_rows["every cause"][:3] == ("1.000 (+0.500)", "0.938 (+0.438)", "0.938 (+0.604)")
     assert [r.cells[0] for r in slices.rows if r.cells[0]] == ["harbour", "hours"]
-    assert "2 skipped (no relevant chunk): w1, w2" in report.title
+    assert "2 skipped (no judgement): w1, w2" in report.title
 
 
 def test_why_command_text_json_and_errors(island, capsys):
@@ -693,3 +693,18 @@ def test_document_level_judges_documents_and_their_words(tmp_path, cache_dir):
     # d1's first chunk shares no word with the question, its last does: no lexical gap.
     assert miss.causes in (("outranked",), ("not-retrieved",))
     assert why.retrievers["bm25"].top[0] in {"d2", "d3"}
+
+
+def test_recall_now_is_the_eval_mean_with_judged_questions_that_hold_nothing_relevant(ws):
+    # w1's evidence is in no chunk: unjudged, it is skipped; graded 0 by hand, it counts as 0.
+    for grade in (None, 0):
+        ws.set_grade("w1", "bikes.md#0", grade)
+        try:
+            index = WhyIndex(ws)
+            summary = cause_summary(index)
+            assert index.question("w1").evaluated is (grade is not None)
+            for name in ("bm25", "vector", "hybrid"):
+                assert summary[name].questions == ws.evaluation.summary(name).questions
+                assert summary[name].recall == pytest.approx(ws.evaluation.summary(name).recall)
+        finally:
+            ws.set_grade("w1", "bikes.md#0", None)

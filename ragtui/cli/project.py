@@ -264,6 +264,6 @@ def run_init(folder: Path, handbook: bool = False, from_beir: Path | None = None
     steps = [f"cd {folder}"]
     if from_beir is None and not handbook:
         steps.append("add documents to corpus/ and questions to golden/questions.jsonl")
-    steps += ["ragtui check", "ragtui  (label with the digit keys)", "ragtui eval"]
+    steps += ["ragtui check", "ragtui (label with the digit keys)", "ragtui eval"]
     err("next: " + "; ".join(steps))
     return 0

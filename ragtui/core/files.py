@@ -190,7 +190,7 @@ class NotRegularFileError(InputError):
     """A path that should name a file names a FIFO, a device, a socket or a folder."""
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     """What a non-regular file is, in words."""
     for test, words in _KINDS:
         if test(mode):
@@ -199,7 +199,7 @@ def _kind(mode: int) -> str:
 
 
 def _refuse(path: str | Path, mode: int) -> NotRegularFileError:
-    return NotRegularFileError(path, f"{_kind(mode)}, not a regular file")
+    return NotRegularFileError(path, f"{file_kind(mode)}, not a regular file")
 
 
 def check_regular(path: str | Path) -> None:

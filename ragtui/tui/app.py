@@ -235,10 +235,27 @@ class RagtuiApp(App[int]):
 
     def say(self, text: str, error: bool = False) -> None:
         """Show a message in the status line (an error stays until the next key)."""
-        self.status = Status(visible_line(text), error)
+        self.status = Status(visible_line(text), error, time.strftime("%H:%M:%S"))
         if text:
             self.status_log.append(self.status)
         self.status_changed.publish(self.status)
+
+    def show_messages(self) -> None:
+        """The recent status messages, newest first (the palette's "messages: recent")."""
+        from ragtui.core.report import Column, Report, Row, Section
+        from ragtui.tui.screens.report import ReportScreen
+
+        rows = tuple(
+            Row((s.when, "error" if s.error else "", s.text), "bad" if s.error else "")
+            for s in reversed(self.status_log)
+        )
+        section = (
+            Section("", (Column("time"), Column("kind"), Column("message")), rows)
+            if rows
+            else Section("no message yet")
+        )
+        title = f"recent messages ({len(rows)}, the last {STATUS_LOG_SIZE} are kept)"
+        self.push_screen(ReportScreen(Report(title, (section,)), id="messages"))
 
     def publish(self, change: Changed) -> None:
         """Tell every screen what changed (a warning the change met goes to the status line)."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from ragtui.core.analysis.question_filter import FILTER_SYNTAX
 from ragtui.core.analysis.runs import list_runs
 
 if TYPE_CHECKING:
@@ -89,6 +90,11 @@ class RagtuiCommands(Provider):
                 "qrels.trec and one <retriever>.trec per retriever",
             ),
             (
+                "messages: recent",
+                app.show_messages,
+                "what the status line said lately, errors included, newest first",
+            ),
+            (
                 "check: validate the golden set",
                 app.action_check,
                 "evidence found in no chunk, stale labels",
@@ -106,7 +112,7 @@ class RagtuiCommands(Provider):
             (
                 "questions: filter",
                 screen.action_filter,
-                "words, slice:NAME, miss:RETRIEVER, miss:any, unjudged",
+                FILTER_SYNTAX,
             ),
             ("questions: clear filter", screen.action_clear_filter, "show every question"),
             (

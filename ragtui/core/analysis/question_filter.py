@@ -33,6 +33,8 @@ TERMS = (
     "why:CAUSE",
     "why:CAUSE:RETRIEVER",
 )
+#: What a filter may hold, in one line (the app's placeholder, help and palette).
+FILTER_SYNTAX = "words, " + ", ".join(TERMS)
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,8 @@ def misses(ws: Workspace, retriever: str, qid: str) -> bool:
     ev = ws.evaluation
     if ev is None or retriever not in ev.per_question or qid not in ev.evaluated:
         return False
-    return ev.per_question[retriever][qid].recall < 1.0
+    values = ev.per_question[retriever][qid]
+    return values.num_relevant > 0 and values.recall < 1.0
 
 
 def misses_with(why: WhyIndex, cause: str, retrievers: Sequence[str], qid: str) -> bool:

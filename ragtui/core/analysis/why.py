@@ -480,11 +480,16 @@ class RetrieverWhy:
     hits: int
     top: tuple[str, ...]
     misses: tuple[Miss, ...]
+    #: Whether the question has any judgement: as in trec_eval, a judged question with nothing
+    #: relevant counts with recall 0; one with no judgement at all is skipped.
+    judged: bool = True
 
     @property
     def recall(self) -> float | None:
-        """Recall@k (None when the question has no relevant chunk: it is skipped)."""
-        return self.hits / self.relevant if self.relevant else None
+        """Recall@k (0 when judged with nothing relevant; None when not judged at all: skipped)."""
+        if self.relevant:
+            return self.hits / self.relevant
+        return 0.0 if self.judged else None
 
     @property
     def causes(self) -> tuple[str, ...]:
@@ -506,8 +511,10 @@ class RetrieverWhy:
         return ()
 
     def fixed_recall(self, k: int, cause: str | None) -> float | None:
-        """Recall@k with the misses that have ``cause`` fixed (see :func:`fixed_recall`)."""
-        return fixed_recall(k, self.hits, self.relevant, self.misses, cause)
+        """Recall@k with the misses that have ``cause`` fixed (see :func:`fixed_recall`); a judged
+        question that would still have nothing relevant counts 0, as in the means."""
+        value = fixed_recall(k, self.hits, self.relevant, self.misses, cause)
+        return 0.0 if value is None and self.judged else value
 
 
 @dataclass(frozen=True)
@@ -520,8 +527,8 @@ class QuestionWhy:
 
     @property
     def evaluated(self) -> bool:
-        """Whether the question has a relevant chunk (else it is skipped by every mean)."""
-        return bool(self.relevant)
+        """Whether the question has any judgement (else it is skipped by every mean, as in trec_eval)."""
+        return bool(self.relevant) or any(r.judged for r in self.retrievers.values())
 
     @property
     def retired(self) -> bool:
@@ -683,7 +690,9 @@ class _Question:
                     tuple(self.findings(name, cid, ids, ranks, scores, above)),
                 )
             )
-        return RetrieverWhy(name, len(self.relevant), hits, tuple(top), tuple(misses))
+        return RetrieverWhy(
+            name, len(self.relevant), hits, tuple(top), tuple(misses), bool(self.gains)
+        )
 
     def _first_string(self, cid: str) -> str | None:
         strings = self.strings_of(cid)

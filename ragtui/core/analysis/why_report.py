@@ -238,7 +238,7 @@ def why_report(index: WhyIndex, by_slice: bool = False) -> Report:
     skipped = [w.question.id for w in index.questions() if not w.evaluated and not w.retired]
     title = f"why it missed: {evaluated} questions evaluated, k={k}, depth={ws.settings.depth}"
     if skipped:
-        title += f"; {len(skipped)} skipped (no relevant chunk): {', '.join(skipped[:8])}"
+        title += f"; {len(skipped)} skipped (no judgement): {', '.join(skipped[:8])}"
         title += ", ..." if len(skipped) > 8 else ""
     return Report(title, tuple(sections))
 

@@ -27,6 +27,7 @@ from ragtui.core.data.paths import is_bundled, user_golden
 from ragtui.core.errors import InputError
 from ragtui.core.files import (
     NOT_WRITABLE,
+    file_kind,
     fsync_folder,
     locked,
     write_all,
@@ -216,22 +217,8 @@ def check_regular(path: Path, what: str = "the label journal") -> bool:
     except OSError as exc:
         raise InputError(path, f"cannot read {what} ({exc.strerror})") from None
     if not stat.S_ISREG(mode):
-        raise InputError(path, f"{what} is {_kind(mode)}, not a regular file")
+        raise InputError(path, f"{what} is {file_kind(mode)}, not a regular file")
     return True
-
-
-def _kind(mode: int) -> str:
-    """What kind of file a mode says, for a message."""
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return name
-    return "a special file"
 
 
 def _open_regular(path: Path) -> BinaryIO | None:
@@ -248,7 +235,7 @@ def _open_regular(path: Path) -> BinaryIO | None:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise InputError(path, f"the label journal is {_kind(mode)}, not a regular file")
+        raise InputError(path, f"the label journal is {file_kind(mode)}, not a regular file")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb", buffering=0)
 
@@ -715,7 +702,7 @@ class LabelJournal:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):  # made a FIFO since it was checked: never write or read it
             raise ReadOnlyError(
-                f"{self.path}: the label journal is {_kind(mode)}, not a regular file; {refused}"
+                f"{self.path}: the label journal is {file_kind(mode)}, not a regular file; {refused}"
             )
         return fd
 

@@ -13,12 +13,16 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from ragtui.core.analysis.question_filter import FILTER_SYNTAX
+from ragtui.core.analysis.why import CAUSE_MARKS
 from ragtui.tui.widgets.text import (
+    DISPUTED_MARK,
     FAILURE_MARK,
     JUDGED_MARK,
     MISS_MARK,
     PENDING_MARK,
     RELEVANT_MARK,
+    RETIRED_MARK,
     SKIPPED_MARK,
     UNAVAILABLE_MARK,
 )
@@ -37,13 +41,7 @@ KEYS: list[tuple[str, str]] = [
         "remove the hand grade of the highlighted chunk (the evidence rule applies again)",
     ),
     ("u", "undo the last change: a grade (itself saved as a journal line) or a retirement"),
-    (
-        "/",
-        (
-            "filter the question list: words in the id or text, slice:NAME, miss:RETRIEVER, "
-            "miss:any, unjudged"
-        ),
-    ),
+    ("/", f"filter the question list: {FILTER_SYNTAX} (words match the id or the text)"),
     ("escape", "clear the filter"),
     ("s", "question list: sort worst-first (by hybrid nDCG@k), again for golden-set order"),
     ("Home / End", "the first or last row of the focused list"),
@@ -99,11 +97,26 @@ MARKS: list[tuple[str, str]] = [
     ),
     (MISS_MARK, "no relevant chunk in that retriever's run"),
     (FAILURE_MARK, "some retriever has no relevant chunk in its top k"),
-    (SKIPPED_MARK, "the question has no relevant chunk at all: skipped, never averaged in"),
+    (
+        SKIPPED_MARK,
+        (
+            "the question has no relevant chunk: skipped when it has no judgement, 0 in every "
+            "mean when all its grades are below the threshold"
+        ),
+    ),
+    (DISPUTED_MARK, "annotators graded a pair differently and nobody adjudicated it yet"),
+    (RETIRED_MARK, "retired: left out of every mean, kept in the file (x brings it back)"),
+    (
+        "why column",
+        "the first cause of the miss: "
+        + ", ".join(f"{mark} {cause}" for cause, mark in CAUSE_MARKS.items())
+        + " (ragtui why explains each)",
+    ),
     (PENDING_MARK, "vector or hybrid still embedding"),
     (UNAVAILABLE_MARK, "retriever unavailable (the embedding model failed to load)"),
     (RELEVANT_MARK, "result list: a relevant chunk (grade >= threshold); the row stands out"),
     (JUDGED_MARK, "judged, not relevant (grade below the threshold)"),
+    ("–", "result list: no grade (neither a label nor the evidence rule)"),
     (
         "hand / evidence / qrels",
         "where the grade comes from: your label, the evidence rule, BEIR qrels",
@@ -147,8 +160,10 @@ class HelpScreen(ModalScreen[None]):
             )
             yield Static(
                 Text(
-                    "Means are over the questions with at least one relevant chunk (grade >= 1); "
-                    "a question whose run is empty counts as 0. Numbers agree with trec_eval."
+                    "Means are over the questions with at least one judgement, as trec_eval counts "
+                    "them: a question whose grades are all below the threshold counts 0, one with "
+                    "no judgement at all is skipped, a retired one is left out; a question whose "
+                    "run is empty counts as 0. Numbers agree with trec_eval."
                 ),
                 classes="help-section",
             )

@@ -25,6 +25,7 @@ from ragtui.tui.messages import Changed, GradeRequested, Notice, UndoRequested
 from ragtui.tui.screens.main import format_seconds, ndcg_moves
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.status_line import StatusLine
+from ragtui.tui.widgets.text import DISPUTED_MARK
 
 if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
@@ -233,8 +234,11 @@ class JudgingScreen(Screen[None]):
             isinstance(old, Text) and old == line
         ):  # the next pair is often the same question's
             question_bar.update(line)
-        # The origin line has a fixed height: no new layout.
-        meta.update(self._meta(entry.question, entry.chunk), layout=False)
+        # The origin lines have a fixed height (one more when annotators' grades are shown): a new
+        # layout only when that changes.
+        origin = self._meta(entry.question, entry.chunk)
+        meta.set_class(origin.plain.count("\n") >= 2, "-annotators")
+        meta.update(origin, layout=False)
         view.show(ws, entry.question, entry.chunk, context=self.context)
         self._update_title()
 
@@ -260,6 +264,14 @@ class JudgingScreen(Screen[None]):
             "not graded" if grade is None else f"grade {grade} ({source})",
             "bold" if source == "hand" else "",
         )
+        by_annotator = ws.annotator_grades(qid, cid)
+        if len(by_annotator) > 1 and (self.adjudicate or not self.blind):
+            # Several people graded the pair: each one's grade (what an adjudicator settles).
+            grades = " · ".join(f"{visible_line(a)} {g}" for a, g in sorted(by_annotator.items()))
+            disputed = ws.disputed(qid, cid)
+            out.append(f"\n{DISPUTED_MARK if disputed else ' '} annotators: {grades}")
+            if disputed:
+                out.append("  disputed: a digit settles it", "bold")
         return out
 
     def _update_title(self) -> None:

@@ -20,7 +20,12 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, ProgressBar, Static
 
-from ragtui.core.analysis.question_filter import QuestionFilter, filter_questions, worst_first
+from ragtui.core.analysis.question_filter import (
+    FILTER_SYNTAX,
+    QuestionFilter,
+    filter_questions,
+    worst_first,
+)
 from ragtui.core.analysis.why import WhyIndex
 from ragtui.core.labelling.judging import PoolOrder
 from ragtui.core.text import visible_line
@@ -89,15 +94,26 @@ class TabLabel(Static):
             screen.focus_retriever(self.retriever)
 
 
+def _has_relevant(ws: Workspace, qid: str) -> bool:
+    """Whether the question has a relevant chunk (its grades as the metrics read them)."""
+    evaluation = ws.evaluation
+    assert evaluation is not None
+    return any(
+        values[qid].num_relevant for values in evaluation.per_question.values() if qid in values
+    )
+
+
 class MainScreen(Screen[None]):
     """Everything at once: pick a question, compare the rankings, read the chunk, grade it, watch the numbers."""
 
     AUTO_FOCUS = "#question-list"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        # Keys that move or grade are the screen's, at priority: the app runs them in the order
-        # they arrive, each to the end, before it looks at the next key. Forwarded to the focused
-        # list instead, a burst (SSH, tmux) could act on a list the previous key had left.
+        # Every key is the screen's, at priority: the app runs them in the order they arrive, each
+        # to the end, before it looks at the next key. Forwarded to the focused list instead, a
+        # burst (SSH, tmux, a paste) could act where the previous key had left: "/unjudged" typed
+        # in one go would undo (u) and judge (j) instead of filtering. While the filter input has
+        # the focus, check_action lets every key but tab through to it.
         *(
             Binding(key, action, show=False, priority=True)
             for key, action in (
@@ -118,8 +134,9 @@ class MainScreen(Screen[None]):
             "slash",
             "filter",
             "Filter",
-            tooltip="Filter the questions: words, slice:NAME, miss:RETRIEVER, miss:any, unjudged.",
+            tooltip=f"Filter the questions: {FILTER_SYNTAX}.",
             id="questions.filter",
+            priority=True,
         ),
         Binding(
             "escape",
@@ -127,6 +144,7 @@ class MainScreen(Screen[None]):
             "Clear",
             tooltip="Show every question again.",
             id="questions.clear_filter",
+            priority=True,
         ),
         Binding(
             "u",
@@ -143,6 +161,7 @@ class MainScreen(Screen[None]):
             tooltip="Raise the cut-off k of recall, precision and nDCG.",
             id="metrics.k_up",
             group=K_GROUP,
+            priority=True,
         ),
         Binding(
             "minus,left_square_bracket",
@@ -151,6 +170,7 @@ class MainScreen(Screen[None]):
             tooltip="Lower the cut-off k of recall, precision and nDCG.",
             id="metrics.k_down",
             group=K_GROUP,
+            priority=True,
         ),
         Binding(
             "n",
@@ -184,6 +204,7 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="Type any question, see every retriever's list for it, and add it to the golden set.",
             id="questions.adhoc",
+            priority=True,
         ),
         Binding(
             "e",
@@ -192,6 +213,7 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="Hybrid attribution of the current question: bm25 and vector ranks, RRF terms, pool ceiling.",
             id="results.explain",
+            priority=True,
         ),
         Binding(
             "c",
@@ -200,6 +222,7 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="Compare two retrievers: win/tie/loss, randomisation p-value, bootstrap 95% interval.",
             id="metrics.compare",
+            priority=True,
         ),
         Binding(
             "r",
@@ -208,6 +231,7 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="Recall@k for k = 1..depth per retriever, as a plot.",
             id="metrics.curve",
+            priority=True,
         ),
         Binding(
             "g",
@@ -216,6 +240,7 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="The evidence rule against the hand grades: confusion table, kappa, disagreements.",
             id="labels.agreement",
+            priority=True,
         ),
         Binding(
             "d",
@@ -224,6 +249,7 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="Chunking diagnostics: straddling and multi-match evidence, truncated chunks, token histogram.",
             id="corpus.diagnostics",
+            priority=True,
         ),
     ]
 
@@ -266,7 +292,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="top"):
             with Vertical(id="questions"):
                 yield Input(
-                    placeholder="words, slice:NAME, miss:RETRIEVER, unjudged; enter applies",
+                    placeholder=f"{FILTER_SYNTAX}; enter applies",
                     id="filter",
                 )
                 yield QuestionList(id="question-list")
@@ -671,7 +697,9 @@ class MainScreen(Screen[None]):
         if question.retired:
             line.append("  retired: left out of every mean (x brings it back)", "italic")
         elif ws.evaluation is not None and qid not in ws.evaluation.evaluated:
-            line.append("  no relevant chunk: skipped in every mean", "italic")
+            line.append("  no judgement: skipped in every mean", "italic")
+        elif ws.evaluation is not None and not _has_relevant(ws, qid):
+            line.append("  nothing relevant among its judgements: 0 in every mean", "italic")
         old = bar.content
         if isinstance(old, Text) and old == line:
             return  # a grade changed, the bar did not: no repaint

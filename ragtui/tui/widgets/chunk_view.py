@@ -189,21 +189,44 @@ class ChunkView(VerticalScroll, can_focus=False):
             return
         header = self.query_one("#chunk-header", Static)
         header_content = header.content
-        header_lines = (
-            len(header_content.wrap(self.app.console, width))
-            if isinstance(header_content, Text) and header.display
-            else 0
-        )
-        before = len(Text(text[:offset]).wrap(self.app.console, width))
         margin = header.styles.margin.bottom if header.display else 0
-        line = header_lines + margin + before - 1
+
+        def lines(content: str | Text, at: int) -> int:
+            text = content if isinstance(content, Text) else Text(content)
+            return len(text.wrap(self.app.console, at))
+
+        def header_lines(at: int) -> int:
+            shown = isinstance(header_content, Text) and header.display
+            return lines(header_content, at) if shown and isinstance(header_content, Text) else 0
+
+        bar = self.styles.scrollbar_size_vertical
+        # The new text may not be laid out yet: if it is taller than the view, a scrollbar will
+        # appear and narrow it, and the lines must be counted at that width.
+        if (
+            not self.show_vertical_scrollbar
+            and 0 < bar < width
+            and header_lines(width) + margin + lines(text, width) > height
+        ):
+            width -= bar
+        line = header_lines(width) + margin + lines(text[:offset], width) - 1
         self._scroll_target = (token, text, offset)
-        self.scroll_to(y=max(0, line - 1) if line >= height else 0, animate=False)
-        self.scroll_settled = True
+        self._scroll_y_settle(token, max(0, line - 1) if line >= height else 0, None, attempts)
+
+    def _scroll_y_settle(self, token: int, y: int, limit: float | None, attempts: int) -> None:
+        """Scroll to ``y``; the scroll range may still grow while the new text is laid out (``y``
+        would be cut to the old range), so scroll again after each refresh until the range stays."""
+        if token != self._scroll_token:
+            return
+        self.scroll_to(y=y, animate=False)
+        if y <= self.max_scroll_y or (limit == self.max_scroll_y) or attempts <= 0:
+            self.scroll_settled = True
+            return
+        self.call_after_refresh(self._scroll_y_settle, token, y, self.max_scroll_y, attempts - 1)
 
     def on_resize(self) -> None:
         """Keep the evidence in view when the view changes size (layout switch, terminal resize)."""
         if self._scroll_target is not None and self._scroll_target[0] == self._scroll_token:
+            self.scroll_settled = False  # until the evidence is scrolled into view at the new size
             self.call_after_refresh(self._scroll_to_offset, *self._scroll_target)
 
 

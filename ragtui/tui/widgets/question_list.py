@@ -24,9 +24,9 @@ from ragtui.tui.widgets.text import (
     MISS_MARK,
     PENDING_MARK,
     RETIRED_MARK,
-    SHORT_NAMES,
     SKIPPED_MARK,
     UNAVAILABLE_MARK,
+    short_names,
 )
 
 #: Readiness of a retriever's rankings: ``ready``, ``pending`` (embedding) or ``failed``.
@@ -199,10 +199,10 @@ class QuestionList(RowList):
         self._id_width = id_width
         columns = [ColumnSpec(" ", 1, key="mark"), ColumnSpec("id", id_width)]
         if collapsed:
-            heading = "".join(SHORT_NAMES.get(n, n)[:1] for n in names)
+            heading = "".join(short_names(names, 1).values())
             columns.append(ColumnSpec(heading, max(1, len(names)), key="ranks"))
         else:
-            columns += [ColumnSpec(SHORT_NAMES.get(n, n)[:3], 3, "right", n) for n in names]
+            columns += [ColumnSpec(h, 3, "right", n) for n, h in short_names(names, 3).items()]
         if delta:
             columns.append(ColumnSpec("Δ", delta, "right", "delta"))
         if self._show_why:
@@ -260,7 +260,8 @@ class QuestionList(RowList):
 
     @staticmethod
     def _mark(view: QuestionView, qid: str) -> Cell:
-        """∅ for a question with no relevant chunk, ✗ when a ready retriever misses it in the top k."""
+        """∅ for a question with no relevant chunk (no judgement, or every grade below the threshold),
+        ✗ when a ready retriever misses a relevant chunk in the top k."""
         evaluation = view.ws.evaluation
         if evaluation is None:
             return Cell(" ")
@@ -270,11 +271,11 @@ class QuestionList(RowList):
             return Cell(SKIPPED_MARK, "skipped")
         if qid in view.disputed:
             return Cell(DISPUTED_MARK, "late")
-        for name in view.retrievers:
-            values = evaluation.per_question.get(name)
-            if values is None:
-                continue
-            rank = values[qid].first_relevant_rank
+        ready = [v[qid] for name in view.retrievers if (v := evaluation.per_question.get(name))]
+        if ready and not ready[0].num_relevant:
+            return Cell(SKIPPED_MARK, "skipped")  # judged, but every grade is below the threshold
+        for values in ready:
+            rank = values.first_relevant_rank
             if rank is None or rank > evaluation.k:
                 return Cell(FAILURE_MARK, "miss")
         return Cell(" ")

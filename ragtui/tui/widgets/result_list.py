@@ -18,7 +18,7 @@ from ragtui.core.workspace import SOURCE_HAND, Workspace
 from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import GradeRequested, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
-from ragtui.tui.widgets.text import JUDGED_MARK, RELEVANT_MARK, fmt_score
+from ragtui.tui.widgets.text import DISPUTED_MARK, JUDGED_MARK, RELEVANT_MARK, fmt_score
 
 #: Below this width the grade column is three characters (``●2e``) and the score goes.
 NARROW = 64
@@ -217,6 +217,8 @@ class ResultList(RowList):
             text = (
                 f"{mark}{grade}{(source or '')[:1]}" if self._narrow else f"{mark} {grade} {source}"
             )
+            if ws.disputed(view.qid, cid):  # annotators disagree and nobody adjudicated yet
+                text += DISPUTED_MARK if self._narrow else f" {DISPUTED_MARK}"
             grade_cell = Cell(text, style)
         rank_style = "beyond-k" if rank > ws.settings.k else row_style
         cells = [

@@ -6,7 +6,7 @@ until the next key; other messages stay until a newer one replaces them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual.widgets import Static
@@ -20,6 +20,8 @@ class Status:
 
     text: str = ""
     error: bool = False
+    #: When it was said (HH:MM:SS), for the log of recent messages.
+    when: str = field(default="", compare=False)
 
 
 class StatusLine(Static):

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
 
-from ragtui.core.text import has_control, visible
+from ragtui.core.text import has_control, visible, visible_line
 
 #: Shown for a retriever whose rankings are not ready yet (embedding still running).
 PENDING_MARK = "…"
 #: Shown where a question has no relevant chunk in a retriever's run.
 MISS_MARK = "·"
-#: Shown for a question with no relevant chunk at all (skipped in every mean).
+#: Shown for a question with no relevant chunk at all: skipped in every mean when it has no
+#: judgement, 0 in every mean when every grade is below the threshold (as trec_eval counts it).
 SKIPPED_MARK = "∅"
 #: Marks a pair whose annotators disagree (no adjudicated grade yet), and a question that has one.
 DISPUTED_MARK = "!"
@@ -31,6 +32,25 @@ FAILURE_MARK = "✗"
 
 #: Short column headings of the retrievers in the question list.
 SHORT_NAMES = {"bm25": "bm", "vector": "vec", "hybrid": "hyb"}
+#: The suffix of a reranked list's name (``hybrid+rerank``).
+RERANK_SUFFIX = "+rerank"
+
+
+def short_names(names: Sequence[str], width: int) -> dict[str, str]:
+    """A heading of at most ``width`` characters for each retriever, no two alike: bm, vec, hyb for
+    the built-in ones, h+r for hybrid+rerank, the start of any other name (a live retriever)."""
+    out: dict[str, str] = {}
+    for name in names:
+        base = name.removesuffix(RERANK_SUFFIX)
+        short = SHORT_NAMES.get(base, visible_line(base))
+        candidates = [short[: width - 2] + "+r" if width >= 3 else "r"] if base != name else []
+        candidates += [short[:width], visible_line(name)[:width]]
+        if width > 1:  # milvus-a, milvus-b: mil, m-b
+            candidates.append(short[:1] + visible_line(name)[1 - width :])
+        candidates += [c for c in visible_line(name) if c.isalnum()]  # one letter of the name
+        candidates += [f"{short[: width - 1]}{i}"[-width:] for i in range(1, 100)]
+        out[name] = next(c for c in candidates if c and c not in out.values())
+    return out
 
 
 def fmt(value: float) -> str:

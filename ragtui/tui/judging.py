@@ -30,6 +30,14 @@ class JudgingWalk:
         # rankings' arrays (no question is pooled for it).
         self._pooled: int | None = None
 
+    @property
+    def _position(self) -> dict[str, int]:
+        """Each walked question's place in the walk, built when first asked (a walk over 100,000
+        questions is rebuilt whenever the list changes, most often without being walked)."""
+        if self._positions is None:
+            self._positions = {qid: i for i, qid in enumerate(self.qids)}
+        return self._positions
+
     def count(self, qid: str) -> JudgedCount:
         """Judged / pooled of one question."""
         return self.queue.count(qid)

@@ -739,7 +739,12 @@ class MainScreen(Screen[None]):
             title = f"{name} · first relevant {rank}"
             evaluation = ws.evaluation if ws is not None else None
             qid = self.current_qid
-            if evaluation is not None and self._ready(name) and qid in evaluation.evaluated:
+            if (
+                evaluation is not None
+                and qid is not None
+                and self._ready(name)
+                and qid in evaluation.evaluated
+            ):
                 value = evaluation.per_question[name][qid].ndcg
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
             if self.pane(name).border_title != title:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import re
@@ -70,6 +71,31 @@ def _golden_copy(folder: Path, questions: int) -> Path:
 # ---- the child: one app in-process ------------------------------------------------------------
 
 
+class GcTrace:
+    """Every garbage collection's generation, start and length (``gc.callbacks``), so a slow key
+    can be checked for a collection inside it."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[int, float, float]] = []
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.runs.append((info["generation"], self._start, time.perf_counter()))
+
+    def within(self, t0: float, t1: float) -> tuple[float, int]:
+        """Milliseconds of collection between t0 and t1, and the oldest generation collected (-1:
+        none)."""
+        spent, oldest = 0.0, -1
+        for gen, start, end in self.runs:
+            if start >= t0 and end <= t1:
+                spent += end - start
+                oldest = max(oldest, gen)
+        return 1000 * spent, oldest
+
+
 async def _until(check, timeout: float = 60.0, step: float = 0.001) -> None:
     """Poll ``check`` until it holds."""
     deadline = time.perf_counter() + timeout
@@ -104,6 +130,9 @@ async def _measure_app(
     import_s = time.perf_counter() - t_import
     out: dict[str, object] = {"import_s": import_s}
     app = RagtuiApp(Settings(golden=golden, annotator="bench"))
+    trace = GcTrace()
+    gc.callbacks.append(trace)
+    keys: list[tuple[str, float, float]] = []  # (kind, start, end) of every timed key
     async with app.run_test(size=(120, 40)) as pilot:
         await _until(lambda: app.full_screen_after is not None, step=0.002)
         out["full_screen_s"] = app.full_screen_after
@@ -124,6 +153,7 @@ async def _measure_app(
                 await _until(lambda before=before: screen.metrics.plain != before)
                 await _after_refresh(app)
                 edit_ms.append(1000 * (time.perf_counter() - t0))
+                keys.append(("edit", t0, time.perf_counter()))
                 await asyncio.sleep(0.01)  # a person does not type faster than this
             await pilot.press("shift+tab")
             await pilot.pause()
@@ -138,6 +168,7 @@ async def _measure_app(
                 await _until(lambda before_qid=before_qid: screen.current_qid != before_qid)
                 await _after_refresh(app)
                 times.append(1000 * (time.perf_counter() - t0))
+                keys.append((key, t0, time.perf_counter()))
                 await asyncio.sleep(0.005)
             out[f"{key}_ms"] = times
         # The judging view: a digit grades the pair and the next one is drawn.
@@ -153,9 +184,21 @@ async def _measure_app(
                 await _until(lambda before=before: view.session.position != before)  # type: ignore[attr-defined]
                 await _after_refresh(app)
                 judge_ms.append(1000 * (time.perf_counter() - t0))
+                keys.append(("judge", t0, time.perf_counter()))
                 await asyncio.sleep(0.01)
         out["judge_ms"] = judge_ms
         await pilot.press("ctrl+q")
+    gc.callbacks.remove(trace)
+    # The tail: for each timed key over the target, whether a collection ran inside it.
+    slow = [(kind, t0, t1) for kind, t0, t1 in keys if 1000 * (t1 - t0) > KEY_TARGET_MS]
+    out["slow_keys"] = len(slow)
+    out["slow_keys_with_gc"] = sum(1 for _, t0, t1 in slow if trace.within(t0, t1)[1] >= 0)
+    out["keys"] = len(keys)
+    out["keys_with_gen2"] = sum(1 for _, t0, t1 in keys if trace.within(t0, t1)[1] == 2)
+    out["gc_ms_in_keys"] = [round(trace.within(t0, t1)[0], 2) for _, t0, t1 in keys]
+    gen2 = [1000 * (end - start) for gen, start, end in trace.runs if gen == 2]
+    out["gen2_collections"] = len(gen2)
+    out["gen2_max_ms"] = max(gen2, default=0.0)
     out["heavy_imports"] = sorted(m for m in HEAVY if m in sys.modules)
     from bench.common import peak_rss_mb
 

@@ -3,8 +3,8 @@
 The incremental update (``Evaluation.update_question``: that question's values and the running
 sums) is timed against the baseline a naive implementation would pay: recomputing every question
 (a new ``Evaluation``). ``Workspace.set_grade`` adds the journal write (flush + fsync) to that.
-The 10,000-question golden set repeats the bundled questions under new ids, so every text is in
-the embedding cache. Prints one JSON object.
+The 10,000-question golden set cycles through the bundled questions under new ids, each text made
+distinct by a word of its own (the first run embeds them once; later runs read the cache). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -26,8 +26,13 @@ from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 
 
-def synthetic_golden(folder: Path, count: int) -> Path:
-    """A golden folder with ``count`` questions cycling through the bundled ones."""
+def synthetic_golden(folder: Path, count: int, distinct: bool = True) -> Path:
+    """A golden folder with ``count`` questions cycling through the bundled ones.
+
+    With ``distinct`` (the default) every question after the first cycle gets a word of its own
+    (``[v000123]``, a token no chunk holds), so every text is distinct as a real golden set's are:
+    nothing is computed once for many questions, and each text is embedded and cached once.
+    """
     source = [
         orjson.loads(line)
         for line in (bundled_golden() / "questions.jsonl").read_bytes().splitlines()
@@ -38,6 +43,8 @@ def synthetic_golden(folder: Path, count: int) -> Path:
         for i in range(count):
             q = dict(source[i % len(source)])
             q["id"] = f"s{i:05d}"
+            if distinct and i >= len(source):
+                q["question"] = f"{q['question']} [v{i:06d}]"
             out.write(orjson.dumps(q) + b"\n")
     return folder
 

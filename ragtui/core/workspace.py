@@ -10,19 +10,21 @@ that only reads (for a worker thread) and an ``apply_*`` half that changes the w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from ragtui.core.data.beir import load_beir
-from ragtui.core.data.chunking import Chunk, chunk_documents
+from ragtui.core.data.chunk_cache import cached_chunks, chunks_digest
+from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.chunks_file import load_chunks_file
 from ragtui.core.data.corpus import Corpus, load_folder
-from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, load_questions
+from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question
 from ragtui.core.data.paths import is_bundled, writable_golden
-from ragtui.core.data.tokenizer import model_limit, token_counter
+from ragtui.core.data.questions_cache import cached_questions
+from ragtui.core.data.tokenizer import model_fingerprint, model_limit, token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.authoring import (
     QUESTIONS_FILE,
@@ -33,12 +35,13 @@ from ragtui.core.labelling.authoring import (
 from ragtui.core.labelling.journal import Label, LabelJournal
 from ragtui.core.metrics.evaluation import Evaluation
 from ragtui.core.metrics.formulas import QuestionMetrics
+from ragtui.core.metrics.tables import GradeArrays, GradeRows, RankingTable
 from ragtui.core.retrieval.base import RETRIEVER_NAMES, Hit, Ranking
 from ragtui.core.retrieval.bm25 import BM25Retriever
 from ragtui.core.retrieval.connectors import build_live_retrievers
-from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache, Progress
+from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache, Progress, model_slug
 from ragtui.core.retrieval.external import ExternalRun, load_external_run
-from ragtui.core.retrieval.hybrid import HybridRetriever
+from ragtui.core.retrieval.hybrid import RRF_K, HybridRetriever
 from ragtui.core.retrieval.live import (
     LiveError,
     LiveProgress,
@@ -56,6 +59,7 @@ from ragtui.core.retrieval.rerank import (
     RerankProgress,
     RerankResult,
 )
+from ragtui.core.retrieval.results_cache import EvidenceCache, RankingCache, TextKeys
 from ragtui.core.retrieval.vector import VectorRetriever
 from ragtui.core.retrieval.windows import ChunkWindows, WindowPlan, chunk_windows, window_plan
 from ragtui.core.settings import Settings
@@ -97,14 +101,43 @@ class GradeChange:
 
 @dataclass(frozen=True)
 class VectorResult:
-    """What ``compute_vectors`` found: the vector and hybrid retrievers and their rankings."""
+    """What ``compute_vectors`` found: the vector and hybrid retrievers and their rankings.
 
-    vector: VectorRetriever
+    ``cached_vectors`` gives one without retrievers (``vector`` None): every ranking came from the
+    results cache, and the retrievers are built afterwards.
+    """
+
+    vector: VectorRetriever | None
     hybrid: HybridRetriever | None
-    question_vectors: dict[str, np.ndarray]
-    rankings: dict[str, dict[str, Ranking]]
+    question_vectors: Mapping[str, np.ndarray]
+    rankings: Mapping[str, Mapping[str, Ranking]]
     warnings: list[str]
     windows: ChunkWindows | None = None
+
+
+class QuestionVectors(Mapping[str, np.ndarray]):
+    """Question id -> its embedding, embedded (through the embedding cache) when first asked for."""
+
+    def __init__(
+        self, questions: Mapping[str, Question], embed: Callable[[str], np.ndarray]
+    ) -> None:
+        self._questions, self._embed = questions, embed
+        self._done: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, qid: str) -> np.ndarray:
+        found = self._done.get(qid)
+        if found is None:
+            found = self._done[qid] = self._embed(self._questions[qid].text)
+        return found
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._questions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._questions)
+
+    def __len__(self) -> int:
+        return len(self._questions)
 
 
 @dataclass
@@ -135,10 +168,10 @@ class Workspace:
     chunks: list[Chunk]
     questions: list[Question]
     labels: LabelJournal
-    base_grades: dict[str, dict[str, int]]
+    base_grades: MutableMapping[str, dict[str, int]]
     base_source: str
     bm25: BM25Retriever | None
-    rankings: dict[str, dict[str, Ranking]] = field(default_factory=dict)
+    rankings: dict[str, MutableMapping[str, Ranking]] = field(default_factory=dict)
     evaluation: Evaluation | None = None
     vector: VectorRetriever | None = None
     hybrid: HybridRetriever | None = None
@@ -146,7 +179,7 @@ class Workspace:
     chunk_order: dict[str, int] = field(default_factory=dict)
     question_by_id: dict[str, Question] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    question_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    question_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     external: dict[str, ExternalRun] = field(default_factory=dict)
     #: Things the user should be told that are not problems (where the bundled golden set was
     #: copied to); a front end shows and clears them.
@@ -172,6 +205,15 @@ class Workspace:
     rerank: RerankResult | None = None
     #: Chunkings and models shared with other workspaces (None: this one's own).
     shared: Shared | None = None
+    #: The chunks' content digest: what the BM25 index and the results caches are keyed by.
+    chunks_key: str = ""
+    #: The golden questions as loaded (ids and texts): the rows of the rankings tables.
+    loaded_ids: list[str] = field(default_factory=list)
+    loaded_texts: TextKeys = field(default_factory=lambda: TextKeys([]))
+    loaded_rows: dict[str, int] = field(default_factory=dict)
+    _retired: frozenset[str] | None = None
+    #: The chunk ids in chunk order, as loaded (the code of a chunk in every rankings table).
+    chunk_ids: list[str] = field(default_factory=list)
 
     # ---- loading -------------------------------------------------------------------------------
 
@@ -222,6 +264,7 @@ class Workspace:
                 None, "--chunks replaces --corpus (the chunks are the corpus); give one of them"
             )
         counter = token_counter(settings.model)
+        cache_warnings: list[str] = []
         base_source = SOURCE_QRELS if settings.beir is not None else SOURCE_EVIDENCE
         key = (
             settings.beir,
@@ -245,14 +288,22 @@ class Workspace:
                 if own is None:
                     assert settings.corpus is not None
                     corpus = load_folder(settings.corpus, round(settings.max_file_mb * 1048576))
-                questions = load_questions(Path(settings.golden) / "questions.jsonl")
+                questions, question_warnings = cached_questions(
+                    Path(settings.golden) / "questions.jsonl", settings.cache_dir
+                )
+                cache_warnings.extend(question_warnings)
                 qrels = {}
             if own is not None:
                 corpus, chunks = own.corpus, own.chunks
             else:
-                chunks = chunk_documents(
-                    corpus.documents, counter, settings.chunk_size, settings.overlap
+                chunks, chunk_warnings = cached_chunks(
+                    corpus.documents,
+                    counter,
+                    settings.chunk_size,
+                    settings.overlap,
+                    settings.cache_dir,
                 )
+                cache_warnings.extend(chunk_warnings)
             if not chunks:
                 raise InputError(
                     corpus.source, "the corpus gave no chunks (every document is empty)"
@@ -297,12 +348,22 @@ class Workspace:
         ws.chunk_by_id = {c.id: c for c in chunks}
         ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
         ws.question_by_id = {q.id: q for q in questions}
+        ws.chunks_key = chunks_digest(chunks)
+        ws.chunk_ids = [c.id for c in chunks]
+        ws.loaded_ids = [q.id for q in questions]
+        ws.loaded_rows = {q: i for i, q in enumerate(ws.loaded_ids)}
+        ws.loaded_texts = TextKeys([q.text for q in questions])
         ws.qrels = qrels
         ws.corpus_docs = {c.doc for c in chunks}
         ws.level = _level(settings, base_source, chunks)
         ws.base_grades = ws._base_grades(qrels)
         ws.warnings = (
-            depth_note + list(corpus.warnings) + labels.take_warnings() + ws._absent_warnings()
+            depth_note
+            + list(corpus.warnings)
+            + labels.take_warnings()
+            + ws._absent_warnings()
+            + cache_warnings
+            + ws.warnings  # the evidence cache's
         )
         labels.take_touched()  # everything is evaluated below
         if reranker is not None:
@@ -319,9 +380,21 @@ class Workspace:
         )
         ws.live_status = {name: LiveStatus(name, "waiting") for name in ws.live}
         if "bm25" in needed or "hybrid" in needed:
-            ws.bm25 = BM25Retriever(chunks, backend=settings.bm25_backend)
-            ws.rankings["bm25"] = {q.id: ws.bm25.search(q.text, settings.depth) for q in questions}
-            empty = [q.id for q in questions if not ws.rankings["bm25"][q.id]]
+            ws.bm25 = BM25Retriever(
+                chunks,
+                backend=settings.bm25_backend,
+                cache_root=settings.cache_dir,
+                chunks_key=ws.chunks_key,
+            )
+            ws.warnings.extend(ws.bm25.warnings)
+            bm25 = ws.bm25
+            bm25_table = ws._ranking_table(
+                ws._ranking_cache("bm25"),
+                ws.loaded_texts,
+                lambda rows: [bm25.search(ws.loaded_texts.texts[i], settings.depth) for i in rows],
+            )
+            ws.rankings["bm25"] = bm25_table
+            empty = bm25_table.empty_rows()
             if empty:
                 ws.warnings.append(
                     f"bm25: {len(empty)} question{'s share' if len(empty) != 1 else ' shares'} no word "
@@ -344,6 +417,8 @@ class Workspace:
 
     def _absent_warnings(self) -> list[str]:
         """A warning when the qrels judge documents the corpus lacks (they count, as trec_eval counts them)."""
+        if not self.qrels:
+            return []
         asked = {q.id for q in self.questions}
         pairs = [
             (qid, doc)
@@ -364,16 +439,12 @@ class Workspace:
         )
         return [warning]
 
-    def _base_grades(self, qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    def _base_grades(self, qrels: dict[str, dict[str, int]]) -> MutableMapping[str, dict[str, int]]:
         # At document level these chunk grades are what the app shows beside a chunk; the metrics
         # read the qrels themselves (``evaluation_grades``).
         """The grades before hand labels: the evidence rule, or the BEIR qrels (a chunked document's chunks share its grade)."""
         if self.base_source == SOURCE_EVIDENCE:
-            index = EvidenceIndex([c.id for c in self.chunks], [c.text for c in self.chunks])
-            return {
-                q.id: dict.fromkeys(index.matching_chunks(q.evidence), EVIDENCE_GRADE)
-                for q in self.questions
-            }
+            return self._evidence_grades()
         by_doc: dict[str, list[str]] = {}
         for c in self.chunks:
             by_doc.setdefault(c.doc, []).append(c.id)
@@ -386,6 +457,95 @@ class Workspace:
             grades[q.id] = graded
         return grades
 
+    def _evidence_grades(self) -> GradeRows:
+        """The evidence rule's grades of every question, from the evidence cache (only the evidence
+        strings it lacks are matched against the chunks)."""
+        chunks = self.chunks
+        index: list[EvidenceIndex] = []
+
+        def match(needle: str) -> list[int]:
+            if not index:
+                index.append(EvidenceIndex([c.id for c in chunks], [c.text for c in chunks]))
+            return index[0].matching_indices(needle)
+
+        cache = EvidenceCache(self.chunks_key, len(chunks), self.settings.cache_dir)
+        offsets, codes = cache.lookup([q.evidence for q in self.questions], match)
+        self.warnings.extend(cache.warnings)
+        arrays = GradeArrays(
+            self.loaded_ids,
+            self.chunk_ids,
+            offsets,
+            codes,
+            np.full(len(codes), EVIDENCE_GRADE, dtype=np.int64),
+            self.loaded_rows,
+        )
+        return GradeRows(arrays)
+
+    # ---- the results cache ---------------------------------------------------------------------
+
+    def _ranking_cache(self, kind: str, embedder: Embedder | None = None) -> RankingCache:
+        """The results cache of one built-in retriever, keyed by everything that decides its rankings."""
+        return RankingCache(
+            kind,
+            self._ranking_key(kind, embedder),
+            len(self.chunks),
+            self.settings.depth,
+            self.settings.cache_dir,
+        )
+
+    def _ranking_key(self, kind: str, embedder: Embedder | None = None) -> dict[str, object]:
+        s = self.settings
+        if kind == "bm25":
+            return {
+                "chunks": self.chunks_key,
+                "backend": s.bm25_backend,
+                "k1": self.bm25.k1 if self.bm25 is not None else 1.5,
+                "b": self.bm25.b if self.bm25 is not None else 0.75,
+            }
+        if kind == "vector":
+            name = embedder.cache_name if embedder is not None else s.model
+            plan = self.window_plan
+            return {
+                "chunks": self.chunks_key,
+                "embedder": model_slug(name, model_fingerprint(name)),
+                "tokenizer": model_slug(s.model, model_fingerprint(s.model)),
+                "windows": [plan.mode, plan.length, plan.stride] if plan is not None else None,
+            }
+        return {
+            "rrf": RRF_K,
+            "bm25": self._ranking_key("bm25"),
+            "vector": self._ranking_key("vector", embedder),
+        }
+
+    def _ranking_table(
+        self,
+        cache: RankingCache,
+        texts: TextKeys,
+        rank: Callable[[list[int]], list[Ranking]],
+    ) -> RankingTable:
+        """Every loaded question's ranking: read from ``cache``, the rows it lacks ranked by
+        ``rank`` (row numbers of the loaded questions -> their rankings) and written back."""
+        found = cache.lookup(texts)
+        if found.missing:
+            order = self.chunk_order
+            ranked = rank(found.missing)
+            for i, ranking in zip(found.missing, ranked, strict=True):
+                found.index[i] = -1
+                found.scores[i] = 0.0
+                cut = ranking[: cache.depth]
+                found.index[i, : len(cut)] = [order[cid] for cid, _ in cut]
+                found.scores[i, : len(cut)] = [score for _, score in cut]
+        if found.missing or not found.remembered:
+            cache.save(texts, found.index, found.scores)
+        self.warnings.extend(w for w in cache.warnings if w not in self.warnings)
+        return RankingTable(
+            self.loaded_ids,
+            [c.id for c in self.chunks],
+            found.index,
+            found.scores,
+            self.loaded_rows,
+        )
+
     @property
     def vectors_needed(self) -> bool:
         """Whether the settings ask for the vector or hybrid retriever (shown, or reranked)."""
@@ -396,34 +556,75 @@ class Workspace:
         name = embedder.cache_name if embedder is not None else self.settings.model
         return EmbeddingCache(name, self.settings.cache_dir)
 
+    def cached_vectors(self, embedder: Embedder | None = None) -> VectorResult | None:
+        """Every loaded question's vector (and hybrid) ranking from the results cache, without building
+        the retrievers (no embedding read, no model); None unless the cache holds them all.
+
+        The app shows these at once and builds the retrievers afterwards (``compute_vectors``).
+        """
+        if not self.vectors_needed or self.vector is not None:
+            return None
+        texts = self.loaded_texts
+        kinds = ["vector"]
+        if "hybrid" in needed_retrievers(self.settings) and self.bm25 is not None:
+            kinds.append("hybrid")
+        rankings: dict[str, Mapping[str, Ranking]] = {}
+        warnings: list[str] = []
+        for kind in kinds:
+            cache = self._ranking_cache(kind, embedder)
+            found = cache.lookup(texts)
+            warnings.extend(cache.warnings)
+            if found.missing:
+                return None
+            rankings[kind] = RankingTable(
+                self.loaded_ids,
+                self.chunk_ids,
+                found.index,
+                found.scores,
+                self.loaded_rows,
+                distinct=True,
+            )
+        return VectorResult(None, None, {}, rankings, warnings)
+
     def compute_vectors(
-        self, progress: Progress | None = None, embedder: Embedder | None = None
+        self,
+        progress: Progress | None = None,
+        embedder: Embedder | None = None,
+        known: VectorResult | None = None,
     ) -> VectorResult | None:
-        """Embed chunks and questions (cached ones are read, not encoded) and rank with vector and hybrid.
+        """Build the vector (and hybrid) retriever and rank every question with it: rankings the
+        results cache holds are read (``known``: already read by ``cached_vectors``), the others
+        computed, embedding only the texts the embedding cache lacks.
 
         Reads the workspace and never changes it, so it may run in a worker thread while the UI
         reads and grades; ``apply_vectors`` then adds the result (on the UI thread).
         """
         if not self.vectors_needed:
             return None
-        questions = list(self.questions)
-        bm25_rankings = dict(self.rankings.get("bm25", {}))
+        # The questions as loaded: one added since is ranked by ``apply_vectors``.
+        texts = self.loaded_texts
+        bm25_rankings = self.rankings.get("bm25", {})
         model = embedder
         if model is None and self.shared is not None:
             model = self.shared.embedders.setdefault(
                 self.settings.model, Embedder(self.settings.model)
             )
         model = model or Embedder(self.settings.model)
+        depth = self.settings.depth
+        want_hybrid = "hybrid" in needed_retrievers(self.settings) and self.bm25 is not None
+        vector_cache = self._ranking_cache("vector", model)
+        found = (
+            None if known is not None and "vector" in known.rankings else vector_cache.lookup(texts)
+        )
+        missing = found.missing if found is not None else []
         cache = self.embedding_cache(model)
         warnings = list(cache.warnings)
         windows = chunk_windows(self.chunks, token_counter(self.settings.model), self.window_plan)
-        matrix = cache.embed(windows.texts + [q.text for q in questions], model, progress)
+        todo = [texts.texts[i] for i in missing]
+        matrix = cache.embed(windows.texts + todo, model, progress)
         n = len(windows.texts)
         window_matrix, question_matrix = matrix[:n], matrix[n:]
-        question_vectors = {q.id: question_matrix[i] for i, q in enumerate(questions)}
-        by_text: dict[str, np.ndarray] = {
-            q.text: question_matrix[i] for i, q in enumerate(questions)
-        }
+        by_text: dict[str, np.ndarray] = {t: question_matrix[i] for i, t in enumerate(todo)}
 
         def embed_query(text: str) -> np.ndarray:
             row: np.ndarray = by_text[text] if text in by_text else cache.embed([text], model)[0]
@@ -436,42 +637,82 @@ class Workspace:
             windows.first_rows,
             self.window_plan.mode if self.window_plan is not None else "max",
         )
-        depth = self.settings.depth
-        rankings = {
-            "vector": dict(
-                zip(
-                    (q.id for q in questions),
-                    vector.search_vectors(question_matrix, depth),
-                    strict=True,
-                )
+        rankings: dict[str, Mapping[str, Ranking]] = {}
+        if known is not None and "vector" in known.rankings:
+            rankings["vector"] = known.rankings["vector"]
+        else:
+            computed = dict(zip(todo, vector.search_vectors(question_matrix, depth), strict=True))
+            rankings["vector"] = self._ranking_table(
+                vector_cache, texts, lambda rows: [computed[texts.texts[i]] for i in rows]
             )
-        }
+            warnings.extend(vector_cache.warnings)
         hybrid = None
-        if "hybrid" in needed_retrievers(self.settings) and self.bm25 is not None:
+        if want_hybrid and self.bm25 is not None:
             hybrid = HybridRetriever(self.bm25, vector, self.chunk_order)
-            rankings["hybrid"] = {
-                q.id: hybrid.fuse(bm25_rankings.get(q.id, []), rankings["vector"][q.id], depth)
-                for q in questions
-            }
-        return VectorResult(vector, hybrid, question_vectors, rankings, warnings, windows)
+            if known is not None and "hybrid" in known.rankings:
+                rankings["hybrid"] = known.rankings["hybrid"]
+            else:
+                vector_rankings = rankings["vector"]
+                ids = self.loaded_ids
+                fuse = hybrid.fuse
+                hybrid_cache = self._ranking_cache("hybrid", model)
+                rankings["hybrid"] = self._ranking_table(
+                    hybrid_cache,
+                    texts,
+                    lambda rows: [
+                        fuse(bm25_rankings.get(ids[i], []), vector_rankings[ids[i]], depth)
+                        for i in rows
+                    ],
+                )
+                warnings.extend(hybrid_cache.warnings)
+        return VectorResult(
+            vector,
+            hybrid,
+            QuestionVectors(self.question_by_id, embed_query),
+            rankings,
+            warnings,
+            windows,
+        )
 
-    def apply_vectors(self, result: VectorResult) -> None:
-        """Add vector and hybrid rankings computed by ``compute_vectors`` and evaluate them."""
+    def apply_vectors(self, result: VectorResult) -> bool:
+        """Add vector and hybrid rankings computed by ``compute_vectors`` (or read by
+        ``cached_vectors``) and evaluate them; retrievers given with them are kept. Returns whether
+        any ranking changed (False: the same lists were applied before)."""
         assert self.evaluation is not None
-        self.vector = result.vector
-        self.hybrid = result.hybrid
-        self.windows = result.windows
-        self.question_vectors = dict(result.question_vectors)
-        self.warnings.extend(result.warnings)
-        for name, by_question in result.rankings.items():
-            by_question = dict(by_question)
-            # Questions added while the worker ran are ranked now, on this thread.
-            for q in self.questions:
+        if result.vector is not None:
+            self.vector = result.vector
+            self.hybrid = result.hybrid
+            self.windows = result.windows
+            self.question_vectors = result.question_vectors
+        self.warnings.extend(w for w in result.warnings if w not in self.warnings)
+        changed = False
+        for name, given in result.rankings.items():
+            current = self.rankings.get(name)
+            if (
+                isinstance(given, RankingTable)
+                and isinstance(current, RankingTable)
+                and given.index is current.index
+                and given.scores is current.scores
+            ):
+                continue  # the same arrays, read earlier: shown and evaluated already
+            by_question: MutableMapping[str, Ranking] = (
+                given.copy() if isinstance(given, RankingTable) else dict(given)
+            )
+            # Questions added while the worker ran are ranked now, on this thread (a table holds
+            # every loaded question: only those added after the load can be missing).
+            added = self._added_since_load() if isinstance(given, RankingTable) else self.questions
+            for q in added:
                 if q.id not in by_question:
                     by_question[q.id] = self._rank_new(name, q.text)
             self.rankings[name] = by_question
             if name in self.settings.retrievers:
                 self.evaluation.set_rankings(name, self.evaluated_rankings(by_question))
+            changed = True
+        return changed
+
+    def _added_since_load(self) -> list[Question]:
+        """The questions added after the load (the list is only ever appended to)."""
+        return self.questions[len(self.loaded_ids) :]
 
     def _rank_new(self, name: str, text: str) -> Ranking:
         """One retriever's ranking of a text that was not embedded with the golden set."""
@@ -736,7 +977,9 @@ class Workspace:
                 out.append((doc, score))
         return out
 
-    def evaluated_rankings(self, by_question: dict[str, Ranking]) -> dict[str, Ranking]:
+    def evaluated_rankings(
+        self, by_question: MutableMapping[str, Ranking]
+    ) -> MutableMapping[str, Ranking]:
         """``evaluated_ranking`` of every question's ranking (the same mapping at chunk level)."""
         if self.level != LEVEL_DOCUMENT:
             return by_question
@@ -847,9 +1090,33 @@ class Workspace:
         pair = self.labels.pair(qid, cid)
         return pair is not None and pair.disputed(self._applies)
 
+    def question_positions(self, qids: Iterable[str]) -> np.ndarray:
+        """Each question's place in the golden set (``ws.questions``), ``-1`` for an unknown id;
+        read from the rows kept at load, so no pass over every question."""
+        loaded = self.loaded_rows
+        tail: dict[str, int] | None = None
+        out = []
+        for qid in qids:
+            row = loaded.get(qid)
+            if row is None or row >= len(self.questions) or self.questions[row].id != qid:
+                if tail is None:  # added since the load (or a list changed another way)
+                    tail = {q.id: i for i, q in enumerate(self.questions)}
+                row = tail.get(qid, -1)
+            out.append(row)
+        return np.asarray(out, dtype=np.int64)
+
+    def _in_golden_order(self, qids: Iterable[str]) -> list[str]:
+        """``qids`` in golden-set order."""
+        chosen = list(qids)
+        return [chosen[i] for i in np.argsort(self.question_positions(chosen), kind="stable")]
+
     def disputed_pairs(self, qid: str | None = None) -> list[tuple[str, str]]:
         """The disputed (question, chunk) pairs, of one question or of all, in golden-set then chunk order."""
-        qids = [qid] if qid is not None else [q.id for q in self.questions]
+        if qid is not None:
+            qids = [qid]
+        else:
+            labelled = [q for q in self.labels.pairs if q in self.question_by_id]
+            qids = self._in_golden_order(labelled)
         unknown = len(self.chunk_order)
         out: list[tuple[str, str]] = []
         for q in qids:
@@ -863,14 +1130,15 @@ class Workspace:
         return out
 
     def disputed_questions(self) -> list[str]:
-        """The questions with at least one disputed pair, in golden-set order."""
-        return [
-            q.id
-            for q in self.questions
-            if any(
-                pair.disputed(self._applies) for pair in self.labels.pairs.get(q.id, {}).values()
-            )
+        """The questions with at least one disputed pair, in golden-set order (only labelled
+        questions are looked at)."""
+        found = [
+            qid
+            for qid, pairs in self.labels.pairs.items()
+            if qid in self.question_by_id
+            and any(pair.disputed(self._applies) for pair in pairs.values())
         ]
+        return self._in_golden_order(found)
 
     def stale_labels(self) -> list[StaleLabel]:
         """Current hand labels (every annotator's and the adjudicated ones) that do not apply, with reasons, in journal order."""
@@ -971,12 +1239,21 @@ class Workspace:
         """Evaluate every shown retriever on every question from scratch (after loading, or when k or
         the question list changed: an Evaluation holds a fixed k and list of questions)."""
         shown = {n: self.evaluated_rankings(self.rankings[n]) for n in self.retrievers}
+        arrays: GradeArrays | None = None
+        regraded: set[str] = set()
+        if self.level == LEVEL_CHUNK and isinstance(self.base_grades, GradeRows) and not self.qrels:
+            # The evidence rule's grades as they are, but for the questions with hand labels (or
+            # whose base grades were changed): those are asked for one by one.
+            arrays = self.base_grades.arrays
+            regraded = self.base_grades.changed() | set(self.labels.pairs)
         self.evaluation = Evaluation(
             [q.id for q in self.questions if not q.retired],
             self.evaluation_grades,
             shown,
             self.settings.k,
             self.settings.threshold,
+            grade_arrays=arrays,
+            regraded=regraded,
         )
         return self.evaluation
 
@@ -1068,6 +1345,13 @@ class Workspace:
         """The ids of the retired questions (kept in the file, left out of every mean)."""
         return [q.id for q in self.questions if q.retired]
 
+    @property
+    def retired_ids(self) -> frozenset[str]:
+        """The retired questions' ids, kept up to date (no pass over every question to ask)."""
+        if self._retired is None:
+            self._retired = frozenset(q.id for q in self.questions if q.retired)
+        return self._retired
+
     def set_retired(self, qid: str, retired: bool) -> Question:
         """Retire a question (or bring it back): its line in questions.jsonl says so (rewritten
         atomically under the lock), and every mean is computed again without (or with) it."""
@@ -1080,9 +1364,10 @@ class Workspace:
                 self.settings.beir, "BEIR queries cannot be retired (no questions.jsonl)"
             )
         updated = set_retired(self.writable_golden(), qid, retired)
-        position = next(i for i, q in enumerate(self.questions) if q.id == qid)
+        position = int(self.question_positions([qid])[0])
         self.questions[position] = updated
         self.question_by_id[qid] = updated
+        self._retired = None
         self.evaluate_all()
         return updated
 

@@ -70,6 +70,8 @@ from ragtui.tui.widgets.status_line import Status
 
 #: Seconds between two progress messages (a newer one replaces a queued one anyway).
 PROGRESS_INTERVAL = 0.25
+#: The longest a loading worker waits for the first screen before building the vector retriever.
+FIRST_PAINT_WAIT_S = 5.0
 #: Seconds between two looks at the label journal for another session's labels (two ``stat`` calls).
 LABEL_POLL_INTERVAL = 1.0
 #: Signals that end the app cleanly: SIGHUP (the terminal or SSH link went away) and SIGTERM.
@@ -176,6 +178,11 @@ class RagtuiApp(App[int]):
         self.status_log: deque[Status] = deque(maxlen=STATUS_LOG_SIZE)
         #: The current load; messages of older loads are dropped.
         self.generation = 0
+        #: Set once the first full screen is painted (a worker with more to do waits for it).
+        self._first_paint = threading.Event()
+        #: The load whose reranking stage has started (vector and hybrid rankings read from the
+        #: results cache start it before the retrievers are built: it is not started twice).
+        self._rerank_generation = -1
         #: The load error shown on the error screen (run_app prints it on exit too).
         self.load_error: str | None = None
         #: The last error reading another session's labels (said once until it changes).
@@ -335,13 +342,39 @@ class RagtuiApp(App[int]):
             return
         announced = [False]
 
-        def announce() -> None:
-            """Show BM25 now: embedding has to encode texts (slow), or it failed."""
+        def announce(vectors: VectorResult | None = None) -> None:
+            """Show BM25 now (and vector and hybrid, read from the results cache): embedding has to
+            encode texts (slow) or read the embedding cache, or it failed."""
             if not announced[0]:
                 announced[0] = True
-                self.post_message(WorkspaceLoaded(ws, generation))
+                self.post_message(WorkspaceLoaded(ws, generation, vectors))
 
-        result, embedder = self._compute_vectors(ws, generation, announce)
+        name = ws.settings.model or ""
+        try:
+            model = self.embedder or self.models.get(name) or Embedder(ws.settings.model)
+        except Exception as exc:  # a model that cannot be found: BM25 keeps working
+            announce()
+            message = exc.message if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+            self.post_message(VectorsFailed(generation, visible_line(message)))
+            return
+        try:
+            # Every ranking in the results cache: the first screen needs no embedding at all; the
+            # retrievers (for new questions and ad-hoc queries) are built after it is shown.
+            early = ws.cached_vectors(model)
+        except Exception:  # a cache that cannot be read is computed below
+            early = None
+        if early is not None:
+            # Still this worker's workspace: evaluate the lists here, not on the UI thread.
+            ws.apply_vectors(early)
+            announce(early)
+            # The retrievers (for new questions and ad-hoc queries) are built once the first
+            # screen is painted: reading the embedding cache meanwhile would slow the paint down.
+            waited = 0.0
+            while not self._first_paint.wait(0.05) and waited < FIRST_PAINT_WAIT_S:
+                if worker.is_cancelled:
+                    return
+                waited += 0.05
+        result, embedder = self._compute_vectors(ws, generation, announce, model, early)
         if result is None:
             return
         if not announced[0]:
@@ -351,7 +384,12 @@ class RagtuiApp(App[int]):
             self.post_message(VectorsReady(generation, result, embedder))
 
     def _compute_vectors(
-        self, ws: Workspace, generation: int, announce: Any
+        self,
+        ws: Workspace,
+        generation: int,
+        announce: Any,
+        model: Any,
+        early: VectorResult | None,
     ) -> tuple[VectorResult | None, object | None]:
         """Embed (cache first) and rank; posts why it failed (None) or returns the result."""
         worker = get_current_worker()
@@ -375,10 +413,8 @@ class RagtuiApp(App[int]):
             announce()
             self.post_message(EmbeddingProgress(generation, 0, count))
 
-        name = ws.settings.model or ""
         try:
-            model = self.embedder or self.models.get(name) or Embedder(ws.settings.model)
-            result = ws.compute_vectors(progress, _ReportingEmbedder(model, on_start))  # type: ignore[arg-type]
+            result = ws.compute_vectors(progress, _ReportingEmbedder(model, on_start), early)  # type: ignore[arg-type]
             loading[0] = False
         except _Cancelled:
             return None, None
@@ -408,8 +444,13 @@ class RagtuiApp(App[int]):
         self._check_ready()
 
     def _start_rerank(self, ws: Workspace) -> None:
-        """Run the reranking stage in a worker, once its first stage is ranked."""
-        if ws.reranker is not None and ws.reranker.over in ws.rankings:
+        """Run the reranking stage in a worker, once its first stage is ranked (once per load)."""
+        if (
+            ws.reranker is not None
+            and ws.reranker.over in ws.rankings
+            and self._rerank_generation != self.generation
+        ):
+            self._rerank_generation = self.generation
             self._rerank(ws, self.generation)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="rerank")
@@ -545,7 +586,9 @@ class RagtuiApp(App[int]):
             return
         if message.embedder is not None:
             self.models[self.workspace.settings.model or ""] = message.embedder
-        self.publish(self.controller.vectors_ready(message.result))
+        change = self.controller.vectors_ready(message.result)
+        if change is not None:
+            self.publish(change)
         self.publish(Changed("progress"))
         self._start_rerank(self.workspace)
         if message.result.warnings:
@@ -581,6 +624,7 @@ class RagtuiApp(App[int]):
         """The screen with every list and the metrics filled has been painted."""
         if self.full_screen_after is None:
             self.full_screen_after = time.monotonic() - self.started
+        self._first_paint.set()
 
     # ---- labels ---------------------------------------------------------------------------------------
 

@@ -96,7 +96,7 @@ class Controller:
         self.retriever_status = {
             n: (
                 "pending"
-                if n in VECTOR_RETRIEVERS and ws.vector is None and ws.vectors_needed
+                if n in VECTOR_RETRIEVERS and n not in ws.rankings and ws.vectors_needed
                 else "ready"
             )
             for n in self.retrievers
@@ -107,15 +107,17 @@ class Controller:
             self.baseline = self.baseline.with_k(ws.settings.k)
         return Changed("loaded")
 
-    def vectors_ready(self, result: VectorResult) -> Changed:
-        """Vector and hybrid rankings arrived: evaluate them."""
+    def vectors_ready(self, result: VectorResult) -> Changed | None:
+        """Vector and hybrid rankings arrived: evaluate them. None when nothing on screen changes
+        (the lists were shown from the results cache; only the retrievers were built)."""
         ws = self.ws
-        ws.apply_vectors(result)
+        changed = ws.apply_vectors(result)
         self.embedding_progress = None
         for name in VECTOR_RETRIEVERS:
-            if name in self.retriever_status:
+            if name in self.retriever_status and self.retriever_status[name] != "ready":
                 self.retriever_status[name] = "ready"
-        return Changed("retrievers")
+                changed = True
+        return Changed("retrievers") if changed else None
 
     def vectors_failed(self, message: str) -> Changed:
         """Embedding failed: vector and hybrid are unavailable (and what reranks them), BM25 keeps working."""

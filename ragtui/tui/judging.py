@@ -25,16 +25,31 @@ class JudgingWalk:
         self.qids = list(qids)
         self.order: PoolOrder = order
         self.queue = JudgingQueue(ws, order=order, seed=RANDOM_SEED)
-        self._position = {qid: i for i, qid in enumerate(self.qids)}
+        self._positions: dict[str, int] | None = None
+        # Pools follow the rankings, which a walk outlives only unchanged: counted once, from the
+        # rankings' arrays (no question is pooled for it).
+        self._pooled: int | None = None
+
+    @property
+    def _position(self) -> dict[str, int]:
+        """Each walked question's place in the walk, built when first asked (a walk over 100,000
+        questions is rebuilt whenever the list changes, most often without being walked)."""
+        if self._positions is None:
+            self._positions = {qid: i for i, qid in enumerate(self.qids)}
+        return self._positions
 
     def count(self, qid: str) -> JudgedCount:
         """Judged / pooled of one question."""
         return self.queue.count(qid)
 
     def totals(self) -> JudgedCount:
-        """Judged / pooled over the walk's questions."""
-        counts = [self.queue.count(q) for q in self.qids]
-        return JudgedCount(sum(c.judged for c in counts), sum(c.pooled for c in counts))
+        """Judged / pooled over the walk's questions: only questions with hand labels can have a
+        judged pair, so only those are pooled."""
+        if self._pooled is None:
+            self._pooled = int(self.queue.pooled_counts(self.qids).sum())
+        position = self._position
+        judged = sum(self.queue.count(q).judged for q in self.ws.labels.pairs if q in position)
+        return JudgedCount(judged, self._pooled)
 
     def pairs(self, qid: str) -> list[PoolEntry]:
         """A question's pool in queue order (judged or not)."""

@@ -207,10 +207,12 @@ def read_file(path: Path) -> bytes:
         raise InputError(path, f"cannot read the file ({exc.strerror})") from None
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Parse a JSON-lines file into (line number, object) pairs; blank lines are skipped."""
+def read_jsonl(path: Path, raw: bytes | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """Parse a JSON-lines file (or its bytes, already read) into (line number, object) pairs;
+    blank lines are skipped."""
     rows: list[tuple[int, dict[str, Any]]] = []
-    raw = read_file(path)
+    if raw is None:
+        raw = read_file(path)
     text = decode_utf8(path, raw)
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+import numpy as np
 
 from ragtui.core.data.golden import Question
 from ragtui.core.labelling.journal import Label, LabelJournal
 from ragtui.core.metrics.evaluation import Evaluation, Ranking
 from ragtui.core.metrics.formulas import judged_at_k
+from ragtui.core.metrics.tables import RankingTable, source_rows
 
 
 class _Cutoff(Protocol):
@@ -178,6 +181,35 @@ def pool_question(
     return sorted(entries, key=order)
 
 
+class Pools(Mapping[str, list[PoolEntry]]):
+    """Question id -> its pool (golden-set order), each question pooled when first asked for."""
+
+    def __init__(self, queue: JudgingQueue) -> None:
+        self._queue = queue
+        self._done: dict[str, list[PoolEntry]] = {}
+        self._ids: set[str] | None = None
+
+    def __getitem__(self, qid: str) -> list[PoolEntry]:
+        found = self._done.get(qid)
+        if found is None:
+            found = self._done[qid] = self._queue.pool(qid)
+        return found
+
+    def __contains__(self, qid: object) -> bool:
+        if qid in self._done:
+            return True
+        questions = self._queue.ws.questions
+        if self._ids is None or len(self._ids) != len(questions):
+            self._ids = {q.id for q in questions}
+        return qid in self._ids
+
+    def __iter__(self) -> Iterator[str]:
+        return (q.id for q in self._queue.ws.questions)
+
+    def __len__(self) -> int:
+        return len(self._queue.ws.questions)
+
+
 class JudgingQueue:
     """The pooled top-k of every question, with judged status read live from the workspace."""
 
@@ -200,8 +232,9 @@ class JudgingQueue:
         self._requested = list(retrievers) if retrievers is not None else None
         #: The retrievers pooled: the requested ones (default: the workspace's shown ones) that have rankings.
         self.retrievers: list[str] = []
-        #: Question id -> its pool, in queue order (rank order, or the seeded shuffle).
-        self.pools: dict[str, list[PoolEntry]] = {}
+        #: Question id -> its pool, in queue order (rank order, or the seeded shuffle); each
+        #: question is pooled when first asked for.
+        self.pools: Pools = Pools(self)
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -209,15 +242,51 @@ class JudgingQueue:
         ws = self.ws
         names = self._requested if self._requested is not None else ws.retrievers
         self.retrievers = [n for n in names if n in ws.rankings]
-        self.pools = {}
-        for q in ws.questions:
-            pool = pool_question(
-                q.id, ws.rankings, self.retrievers, self.pool_depth, ws.chunk_order
-            )
-            if self.order == "random":
-                # Seeded per question, so one question's order does not depend on the others.
-                random.Random(f"{self.seed}:{q.id}").shuffle(pool)
-            self.pools[q.id] = pool
+        self.pools = Pools(self)
+
+    def pool(self, qid: str) -> list[PoolEntry]:
+        """One question's pool, in queue order (computed now; ``pools`` keeps it)."""
+        ws = self.ws
+        pool = pool_question(qid, ws.rankings, self.retrievers, self.pool_depth, ws.chunk_order)
+        if self.order == "random":
+            # Seeded per question, so one question's order does not depend on the others.
+            random.Random(f"{self.seed}:{qid}").shuffle(pool)
+        return pool
+
+    def pooled_counts(self, qids: Sequence[str]) -> np.ndarray:
+        """How many chunks each question's pool holds, read from the rankings' arrays where the
+        rankings are tables (no pool is built); other questions are pooled one by one."""
+        tables = [self.ws.rankings.get(n) for n in self.retrievers]
+        n = len(qids)
+        if not tables or not all(isinstance(t, RankingTable) for t in tables):
+            return np.asarray([len(self.pools[q]) for q in qids], dtype=np.int64)
+        first = tables[0]
+        assert isinstance(first, RankingTable)
+        blocks = []
+        slow = np.zeros(n, dtype=bool)
+        for table in tables:
+            assert isinstance(table, RankingTable)
+            if table.ids is not first.ids and list(table.ids) != list(first.ids):
+                return np.asarray([len(self.pools[q]) for q in qids], dtype=np.int64)
+            rows = source_rows(qids, table.qids, table.rows)
+            present = rows >= 0
+            width = min(self.pool_depth, table.depth)
+            block = np.full((n, width), -1, dtype=np.int64)
+            block[present] = table.index[rows[present], :width]
+            blocks.append(block)
+            slow |= ~present
+            changed = table.changed()
+            if changed:
+                slow |= np.fromiter((q in changed for q in qids), dtype=bool, count=n)
+        codes = np.sort(np.concatenate(blocks, axis=1), axis=1)
+        if codes.shape[1]:
+            distinct = (codes[:, 0] >= 0).astype(np.int64)
+            distinct += ((codes[:, 1:] != codes[:, :-1]) & (codes[:, 1:] >= 0)).sum(axis=1)
+        else:
+            distinct = np.zeros(n, dtype=np.int64)
+        for i in np.flatnonzero(slow).tolist():
+            distinct[i] = len(self.pools[qids[i]])
+        return distinct
 
     # ---- judged status -------------------------------------------------------------------------
 
@@ -300,7 +369,7 @@ class JudgedSummary:
     retriever: str
     k: int
     mean: float
-    per_question: dict[str, float]
+    per_question: Mapping[str, float]
     thin: bool
 
 

@@ -5,15 +5,25 @@ any value); a question whose judgements all fall below the threshold counts with
 trec_eval's ``-l 2`` counts it), one with no judgement at all is skipped; a question whose run is
 empty counts as 0. Changing one question's grades updates that question's values and
 the running sums in O(depth), whatever the number of questions.
+
+The values of every question are computed at once with numpy (``batch.batch_metrics``, the same
+numbers as ``formulas.question_metrics``) and kept in arrays; ``per_question`` and ``judged`` read
+them as mappings that build a question's ``QuestionMetrics`` when asked. A question whose grades
+change is computed again with ``question_metrics`` itself.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+import numpy as np
+
+from ragtui.core.metrics.batch import batch_metrics, duplicate_rows
 from ragtui.core.metrics.formulas import QuestionMetrics, judged_at_k, question_metrics
+from ragtui.core.metrics.tables import GradeArrays, RankingTable, gather_rows, source_rows
 
 #: A ranking: (chunk id, score) pairs, best first (what a retriever returns, what is evaluated).
 Ranking = list[tuple[str, float]]
@@ -44,8 +54,116 @@ class Summary:
         }
 
 
+class _Values:
+    """One retriever's per-question values, one array per field, in question order."""
+
+    __slots__ = (
+        "first",
+        "judged",
+        "ndcg",
+        "num_relevant",
+        "precision",
+        "precision_ceiling",
+        "recall",
+        "rr",
+    )
+
+    def __init__(self, n: int) -> None:
+        self.first = np.zeros(n, dtype=np.int64)
+        self.recall = np.zeros(n)
+        self.precision = np.zeros(n)
+        self.precision_ceiling = np.zeros(n)
+        self.rr = np.zeros(n)
+        self.ndcg = np.zeros(n)
+        self.num_relevant = np.zeros(n, dtype=np.int64)
+        self.judged = np.zeros(n)
+
+    def get(self, i: int) -> QuestionMetrics:
+        first = int(self.first[i])
+        return QuestionMetrics(
+            first_relevant_rank=first if first > 0 else None,
+            recall=float(self.recall[i]),
+            precision=float(self.precision[i]),
+            precision_ceiling=float(self.precision_ceiling[i]),
+            rr=float(self.rr[i]),
+            ndcg=float(self.ndcg[i]),
+            num_relevant=int(self.num_relevant[i]),
+        )
+
+    def put(self, i: int, m: QuestionMetrics, judged: float) -> None:
+        self.first[i] = m.first_relevant_rank or 0
+        self.recall[i] = m.recall
+        self.precision[i] = m.precision
+        self.precision_ceiling[i] = m.precision_ceiling
+        self.rr[i] = m.rr
+        self.ndcg[i] = m.ndcg
+        self.num_relevant[i] = m.num_relevant
+        self.judged[i] = judged
+
+
+class PerQuestion(Mapping[str, QuestionMetrics]):
+    """Question id -> its ``QuestionMetrics`` for one retriever, built from the arrays when asked."""
+
+    def __init__(self, rows: Mapping[str, int], order: Sequence[str], values: _Values) -> None:
+        self._rows, self._order, self._values = rows, order, values
+
+    def __getitem__(self, qid: str) -> QuestionMetrics:
+        return self._values.get(self._rows[qid])
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+class JudgedValues(Mapping[str, float]):
+    """Question id -> Judged@k for one retriever, read from the arrays."""
+
+    def __init__(self, rows: Mapping[str, int], order: Sequence[str], values: _Values) -> None:
+        self._rows, self._order, self._values = rows, order, values
+
+    def __getitem__(self, qid: str) -> float:
+        return float(self._values.judged[self._rows[qid]])
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+class EvaluatedSet(AbstractSet[str]):
+    """The questions that have at least one judgement, read from a mask in question order."""
+
+    def __init__(self, rows: Mapping[str, int], order: Sequence[str], mask: np.ndarray) -> None:
+        self._rows, self._order, self._mask = rows, order, mask
+
+    def __contains__(self, qid: object) -> bool:
+        row = self._rows.get(qid) if isinstance(qid, str) else None
+        return row is not None and bool(self._mask[row])
+
+    def __iter__(self) -> Iterator[str]:
+        order = self._order
+        return (order[i] for i in np.flatnonzero(self._mask).tolist())
+
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self._mask))
+
+
 class Evaluation:
-    """Per-question metrics for every retriever and running sums for the means."""
+    """Per-question metrics for every retriever and running sums for the means.
+
+    ``grade_arrays`` gives the grades of many questions at once (else ``grades`` is asked for each
+    question); ``grades`` is asked for the questions named in ``regraded`` and those the arrays
+    lack, and for any question whose grades change later (``update_question``).
+    """
 
     def __init__(
         self,
@@ -54,26 +172,68 @@ class Evaluation:
         rankings: Mapping[str, Mapping[str, Ranking]],
         k: int,
         threshold: int = 1,
+        *,
+        grade_arrays: GradeArrays | None = None,
+        regraded: Iterable[str] = (),
     ) -> None:
         self.question_ids = list(question_ids)
         self.grades = grades
         self.k = k
         self.threshold = threshold
+        self._rows = {q: i for i, q in enumerate(self.question_ids)}
         self.rankings: dict[str, Mapping[str, Ranking]] = {}
-        self.per_question: dict[str, dict[str, QuestionMetrics]] = {}
+        self.per_question: dict[str, PerQuestion] = {}
         #: Judged@k per retriever and question: the share of the top k that carries any grade.
-        self.judged: dict[str, dict[str, float]] = {}
+        self.judged: dict[str, JudgedValues] = {}
+        self._values: dict[str, _Values] = {}
         self._sums: dict[str, list[float]] = {}
         self._judged_sums: dict[str, float] = {}
+        if grade_arrays is None:
+            grade_arrays = GradeArrays.from_mappings(self.question_ids, grades)
+        # Every question's grades in this evaluation's codes; a question in ``_gains`` has the
+        # grades given there instead of its row (it was regraded).
+        self._ids: list[str] = []
+        self._codes: dict[str, int] = {}
+        translate = self._encode_ids(grade_arrays.ids)
+        source = source_rows(self.question_ids, grade_arrays.qids, grade_arrays.rows)
+        offsets, codes, values = gather_rows(
+            grade_arrays.offsets, source, grade_arrays.codes, grade_arrays.grades
+        )
+        self._grade_offsets = offsets
+        self._grade_codes = translate[codes] if len(codes) else codes.astype(np.int64)
+        self._grade_values = values.astype(np.int64)
         self._gains: dict[str, Mapping[str, int]] = {}
-        self.evaluated: set[str] = set()
-        for qid in self.question_ids:
-            gains = grades(qid)
-            self._gains[qid] = gains
-            if gains:
-                self.evaluated.add(qid)
+        self._mask = np.diff(offsets) > 0
+        self._arrays = grade_arrays
+        order = self.question_ids
+        own = set(regraded) | {order[i] for i in np.flatnonzero(source < 0).tolist()}
+        for qid in own:
+            if qid in self._rows:
+                gains = grades(qid)
+                self._gains[qid] = gains
+                self._mask[self._rows[qid]] = bool(gains)
+        self.evaluated = EvaluatedSet(self._rows, self.question_ids, self._mask)
         for name, by_question in rankings.items():
             self.set_rankings(name, by_question)
+
+    def _encode_ids(self, ids: Sequence[str]) -> np.ndarray:
+        """This evaluation's code of every id in ``ids`` (new ids get new codes)."""
+        codes = self._codes
+        out = np.empty(len(ids), dtype=np.int64)
+        for i, cid in enumerate(ids):
+            code = codes.get(cid)
+            if code is None:
+                code = codes[cid] = len(self._ids)
+                self._ids.append(cid)
+            out[i] = code
+        return out
+
+    def _code(self, cid: str) -> int:
+        code = self._codes.get(cid)
+        if code is None:
+            code = self._codes[cid] = len(self._ids)
+            self._ids.append(cid)
+        return code
 
     @property
     def retrievers(self) -> list[str]:
@@ -83,54 +243,107 @@ class Evaluation:
     @property
     def skipped(self) -> list[str]:
         """Questions with no judgement at all, in golden-set order: never averaged in."""
-        return [q for q in self.question_ids if q not in self.evaluated]
+        order = self.question_ids
+        return [order[i] for i in np.flatnonzero(~self._mask).tolist()]
 
-    def _compute(self, name: str, qid: str) -> QuestionMetrics:
-        ranked = [cid for cid, _ in self.rankings[name].get(qid, ())]
-        return question_metrics(ranked, self._gains[qid], self.k, self.threshold)
+    def _ranked(self, name: str, qid: str) -> list[str]:
+        return [cid for cid, _ in self.rankings[name].get(qid, ())]
 
-    def _judged(self, name: str, qid: str) -> float:
-        ranked = [cid for cid, _ in self.rankings[name].get(qid, ())]
-        return judged_at_k(ranked, self._gains[qid], self.k)
+    def _ranked_codes(
+        self, by_question: Mapping[str, Ranking]
+    ) -> tuple[np.ndarray, list[int], bool]:
+        """Every question's ranking as a code matrix, the rows that must be computed one by one,
+        and whether the rows are known to hold no code twice."""
+        n = len(self.question_ids)
+        slow: list[int] = []
+        if isinstance(by_question, RankingTable):
+            translate = np.append(self._encode_ids(by_question.ids), -1)
+            source = source_rows(self.question_ids, by_question.qids, by_question.rows)
+            depth = by_question.depth
+            matrix = np.full((n, depth), -1, dtype=np.int64)
+            present = source >= 0
+            matrix[present] = translate[by_question.index[source[present]]]
+            slow = np.flatnonzero(~present).tolist()
+            slow += [self._rows[q] for q in by_question.changed() if q in self._rows]
+            return matrix, slow, by_question.distinct
+        rows: list[list[int]] = []
+        for qid in self.question_ids:
+            ranking = by_question.get(qid, ())
+            rows.append([self._code(cid) for cid, _ in ranking])
+        depth = max((len(r) for r in rows), default=0)
+        matrix = np.full((n, depth), -1, dtype=np.int64)
+        for i, row in enumerate(rows):
+            if row:
+                matrix[i, : len(row)] = row
+        return matrix, slow, False
 
     def set_rankings(self, name: str, by_question: Mapping[str, Ranking]) -> None:
         """Add (or replace) a retriever's rankings and compute its values."""
         self.rankings[name] = by_question
-        values = {qid: self._compute(name, qid) for qid in self.question_ids}
-        self.per_question[name] = values
-        self._sums[name] = [
-            math.fsum(getattr(values[q], f) for q in self.evaluated) for f in MEAN_FIELDS
-        ]
-        judged = {qid: self._judged(name, qid) for qid in self.question_ids}
-        self.judged[name] = judged
-        self._judged_sums[name] = math.fsum(judged[q] for q in self.evaluated)
+        matrix, slow, distinct = self._ranked_codes(by_question)
+        batch = batch_metrics(
+            matrix,
+            self._grade_offsets,
+            self._grade_codes,
+            self._grade_values,
+            self.k,
+            self.threshold,
+        )
+        values = _Values(len(self.question_ids))
+        values.first, values.recall, values.precision = batch.first, batch.recall, batch.precision
+        values.precision_ceiling, values.rr, values.ndcg = (
+            batch.precision_ceiling,
+            batch.rr,
+            batch.ndcg,
+        )
+        values.num_relevant, values.judged = batch.num_relevant, batch.judged
+        # Rows the arrays cannot stand for: a regraded question, a ranking assigned to a table,
+        # an id ranked twice (question_metrics counts its first place only).
+        redo = set(slow)
+        if not distinct:
+            redo |= set(np.flatnonzero(duplicate_rows(matrix)).tolist())
+        redo |= {self._rows[q] for q in self._gains}
+        for i in redo:
+            qid = self.question_ids[i]
+            values.put(i, self._compute(name, qid), self._judged(name, qid))
+        self._values[name] = values
+        self.per_question[name] = PerQuestion(self._rows, self.question_ids, values)
+        self.judged[name] = JudgedValues(self._rows, self.question_ids, values)
+        mask = self._mask
+        self._sums[name] = [math.fsum(getattr(values, f)[mask].tolist()) for f in MEAN_FIELDS]
+        self._judged_sums[name] = math.fsum(values.judged[mask].tolist())
+
+    def _compute(self, name: str, qid: str) -> QuestionMetrics:
+        return question_metrics(self._ranked(name, qid), self.gains(qid), self.k, self.threshold)
+
+    def _judged(self, name: str, qid: str) -> float:
+        return judged_at_k(self._ranked(name, qid), self.gains(qid), self.k)
 
     def _add(self, name: str, qid: str, sign: int) -> None:
-        values = self.per_question[name][qid]
+        values = self._values[name]
+        row = self._rows[qid]
         sums = self._sums[name]
         for i, field in enumerate(MEAN_FIELDS):
-            sums[i] += sign * getattr(values, field)
-        self._judged_sums[name] += sign * self.judged[name][qid]
+            sums[i] += sign * float(getattr(values, field)[row])
+        self._judged_sums[name] += sign * float(values.judged[row])
 
     def update_question(self, qid: str) -> dict[str, tuple[QuestionMetrics, QuestionMetrics]]:
         """Re-read one question's grades and update its values and the running sums; returns (old, new) per retriever."""
-        was = qid in self.evaluated
+        row = self._rows[qid]
+        was = bool(self._mask[row])
         for name in self.rankings:
             if was:
                 self._add(name, qid, -1)
         gains = self.grades(qid)
         self._gains[qid] = gains
         now = bool(gains)
-        if now:
-            self.evaluated.add(qid)
-        else:
-            self.evaluated.discard(qid)
+        self._mask[row] = now
         changes = {}
         for name in self.rankings:
-            old = self.per_question[name][qid]
+            values = self._values[name]
+            old = values.get(row)
             new = self._compute(name, qid)
-            self.per_question[name][qid] = new
-            self.judged[name][qid] = self._judged(name, qid)
+            values.put(row, new, self._judged(name, qid))
             if now:
                 self._add(name, qid, +1)
             changes[name] = (old, new)
@@ -139,24 +352,67 @@ class Evaluation:
     def judged_mean(self, name: str, questions: Iterable[str] | None = None) -> float:
         """Mean Judged@k of one retriever over the evaluated questions (or the evaluated ones among ``questions``)."""
         if questions is None:
-            return self._judged_sums[name] / len(self.evaluated) if self.evaluated else 0.0
-        chosen = [q for q in questions if q in self.evaluated]
-        return math.fsum(self.judged[name][q] for q in chosen) / len(chosen) if chosen else 0.0
+            count = int(np.count_nonzero(self._mask))
+            return self._judged_sums[name] / count if count else 0.0
+        chosen = self._chosen_rows(questions)
+        judged = self._values[name].judged
+        return math.fsum(judged[chosen].tolist()) / len(chosen) if len(chosen) else 0.0
 
     def gains(self, qid: str) -> Mapping[str, int]:
         """The effective grades the values of ``qid`` were computed from."""
-        return self._gains[qid]
+        found = self._gains.get(qid)
+        if found is not None:
+            return found
+        row = self._rows[qid]
+        start, end = int(self._grade_offsets[row]), int(self._grade_offsets[row + 1])
+        ids = self._ids
+        return {
+            ids[c]: g
+            for c, g in zip(
+                self._grade_codes[start:end].tolist(),
+                self._grade_values[start:end].tolist(),
+                strict=True,
+            )
+        }
+
+    def rows_of(self, questions: Iterable[str]) -> np.ndarray:
+        """Each question's row in the value arrays (``question_ids`` order), ``-1`` for one not evaluated here."""
+        rows = self._rows
+        return np.fromiter((rows.get(q, -1) for q in questions), dtype=np.int64)
+
+    def column(self, name: str, field: str) -> np.ndarray:
+        """One retriever's values of one field for every question, in ``question_ids`` order
+        (``first`` is 0 where no relevant chunk was retrieved; ``judged`` is Judged@k); read-only."""
+        if field not in ("first", "judged", "num_relevant", *MEAN_FIELDS):
+            raise KeyError(field)
+        view: np.ndarray = getattr(self._values[name], field).view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def evaluated_mask(self) -> np.ndarray:
+        """Whether each question (``question_ids`` order) has a judgement; read-only."""
+        view = self._mask.view()
+        view.flags.writeable = False
+        return view
+
+    def _chosen_rows(self, questions: Iterable[str]) -> np.ndarray:
+        """The rows of the evaluated questions among ``questions``, in the order given."""
+        rows = self._rows
+        mask = self._mask
+        chosen = [row for row in (rows.get(q) for q in questions) if row is not None and mask[row]]
+        return np.asarray(chosen, dtype=np.int64)
 
     def summary(self, name: str, questions: Iterable[str] | None = None) -> Summary:
         """Means of one retriever over all evaluated questions, or over the evaluated ones among ``questions``."""
         if questions is None:
-            count = len(self.evaluated)
+            count = int(np.count_nonzero(self._mask))
             sums = self._sums[name]
         else:
-            chosen = [q for q in questions if q in self.evaluated]
+            chosen = self._chosen_rows(questions)
             count = len(chosen)
-            values = self.per_question[name]
-            sums = [math.fsum(getattr(values[q], f) for q in chosen) for f in MEAN_FIELDS]
+            values = self._values[name]
+            sums = [math.fsum(getattr(values, f)[chosen].tolist()) for f in MEAN_FIELDS]
         if count == 0:
             return Summary(0, 0.0, 0.0, 0.0, 0.0, 0.0)
         recall, precision, ceiling, rr, ndcg = (s / count for s in sums)

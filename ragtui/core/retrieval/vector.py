@@ -73,14 +73,23 @@ class VectorRetriever:
         return [(self.ids[i], float(scores[i])) for i in top_indices(scores, self._all, depth)]
 
     def search_vectors(self, queries: np.ndarray, depth: int, batch: int = 256) -> list[Ranking]:
-        """``search_vector`` for many embedded questions, one matrix product per batch."""
+        """``search_vector`` for many embedded questions, one matrix product per batch.
+
+        Every product has ``batch`` columns (the last batch is padded with zeros): BLAS sums a
+        column in an order that depends on how many columns the product has, so a question's
+        float32 scores would otherwise depend on which questions were ranked with it, and a ranking
+        read from the results cache could differ in the last bit from one computed now.
+        """
         out: list[Ranking] = []
         queries = np.asarray(queries, dtype=np.float32)
         for start in range(0, len(queries), batch):
-            block = self.matrix @ queries[start : start + batch].T
+            part = queries[start : start + batch]
+            if len(part) < batch:
+                part = np.vstack([part, np.zeros((batch - len(part), part.shape[1]), np.float32)])
+            block = self.matrix @ part.T
             if self._first_rows is not None:
                 block = np.maximum.reduceat(block, self._first_rows, axis=0)
-            for j in range(block.shape[1]):
+            for j in range(min(batch, len(queries) - start)):
                 scores = np.ascontiguousarray(block[:, j])
                 out.append(
                     [(self.ids[i], float(scores[i])) for i in top_indices(scores, self._all, depth)]

@@ -619,7 +619,7 @@ class MainScreen(Screen[None]):
             qids = worst_first(ws, qids)
         self.visible_ids = qids
         self._walk = None
-        target = keep if keep in set(qids) else (qids[0] if qids else None)
+        target = keep if keep is not None and keep in qids else (qids[0] if qids else None)
         self.question_list.show(self._question_view(ws), target)
         self._update_list_title()
         if target is None:
@@ -739,7 +739,12 @@ class MainScreen(Screen[None]):
             title = f"{name} · first relevant {rank}"
             evaluation = ws.evaluation if ws is not None else None
             qid = self.current_qid
-            if evaluation is not None and self._ready(name) and qid in evaluation.evaluated:
+            if (
+                evaluation is not None
+                and qid is not None
+                and self._ready(name)
+                and qid in evaluation.evaluated
+            ):
                 value = evaluation.per_question[name][qid].ndcg
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
             if self.pane(name).border_title != title:
@@ -1003,8 +1008,13 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if ws is None:
             return None
-        qids = [q for q in self.visible_ids if not ws.question_by_id[q].retired]
-        if self._walk is None or self._walk.ws is not ws or self._walk.qids != qids:
+        # Built again whenever the list changes (``_fill_questions``, a retirement, a reload set
+        # ``_walk`` to None), so no key compares the whole list.
+        if self._walk is None or self._walk.ws is not ws:
+            retired = ws.retired_ids
+            qids = (
+                [q for q in self.visible_ids if q not in retired] if retired else self.visible_ids
+            )
             self._walk = JudgingWalk(ws, qids, self.queue_order)
         return self._walk
 

@@ -102,7 +102,6 @@ class QuestionList(RowList):
         """An empty list; ``show`` fills it."""
         super().__init__(id=id, classes=classes)
         self.view: QuestionView | None = None
-        self._index: dict[str, int] = {}
         self._collapsed = False
         self._show_slices = False
         self._show_why = False
@@ -113,9 +112,18 @@ class QuestionList(RowList):
     def show(self, view: QuestionView, cursor_qid: str | None = None) -> None:
         """Show these questions (in this order), the cursor on ``cursor_qid`` or the first row."""
         self.view = view
-        self._index = {qid: i for i, qid in enumerate(view.qids)}
         self._configure()
-        self.set_row_count(len(view.qids), self._index.get(cursor_qid or "", 0))
+        self.set_row_count(len(view.qids), self._row_of(cursor_qid) or 0)
+
+    def _row_of(self, qid: str | None) -> int | None:
+        """A question's row, or None when it is not listed (a scan in C: no index of 100,000 ids
+        is built for the few rows a key touches)."""
+        if self.view is None or qid is None:
+            return None
+        try:
+            return self.view.qids.index(qid)
+        except ValueError:
+            return None
 
     def update_view(self, view: QuestionView, qids: set[str] | None = None) -> None:
         """The same rows with new numbers: redraw the rows of ``qids`` (None: every row)."""
@@ -125,7 +133,7 @@ class QuestionList(RowList):
             self.refresh_rows()
             return
         for qid in qids:
-            index = self._index.get(qid)
+            index = self._row_of(qid)
             if index is not None:
                 self.refresh_row(index)
 
@@ -139,11 +147,14 @@ class QuestionList(RowList):
     def cell(self, qid: str, column: str) -> str:
         """What a question's row shows in a column (``mark``, ``id``, a retriever, ``ranks``,
         ``delta``, ``question``, ``slices``)."""
-        return self.cell_text(self._index[qid], column)
+        index = self._row_of(qid)
+        if index is None:
+            raise KeyError(qid)
+        return self.cell_text(index, column)
 
     def select_qid(self, qid: str, announce: bool = True) -> bool:
         """Put the cursor on a question's row; False when it is not in the list."""
-        index = self._index.get(qid)
+        index = self._row_of(qid)
         if index is None:
             return False
         self.move_cursor(index, announce=announce)

@@ -1,0 +1,154 @@
+"""The per-question figures of many questions at once, in numpy, equal to :func:`question_metrics`.
+
+Each figure is computed with the same floating-point operations in the same order as
+``formulas.question_metrics`` and ``formulas.judged_at_k`` (DCG and the ideal DCG are summed rank
+by rank, as their loops do; every division is the same division), so the values are not close to
+theirs but the same numbers; ``tests/test_batch_metrics.py`` checks that on random cases.
+
+Input: a matrix of ranked codes (one row per question, best first, ``-1`` after the last result,
+no code twice in a row) and every question's grades as compressed rows over the same codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragtui.core.metrics.formulas import _check_k, _discounts
+
+__all__ = ["BatchMetrics", "batch_metrics", "duplicate_rows"]
+
+#: Judgements x depth up to which grades are placed by comparing each judgement with its
+#: question's row (else every ranked cell is looked up by binary search).
+SCATTER_CELLS = 20_000_000
+
+
+@dataclass(frozen=True)
+class BatchMetrics:
+    """Every question's figures, one array each, in row order (``first`` is 0 where there is none)."""
+
+    first: np.ndarray
+    recall: np.ndarray
+    precision: np.ndarray
+    precision_ceiling: np.ndarray
+    rr: np.ndarray
+    ndcg: np.ndarray
+    num_relevant: np.ndarray
+    judged: np.ndarray
+
+
+def duplicate_rows(ranked: np.ndarray) -> np.ndarray:
+    """The rows of a code matrix that hold a code more than once (``-1`` padding aside)."""
+    if ranked.shape[1] < 2:
+        return np.zeros(len(ranked), dtype=bool)
+    # Padding made unique per column, so only real codes can repeat.
+    pad = -1 - np.arange(ranked.shape[1], dtype=np.int64)
+    keyed = np.where(ranked >= 0, ranked.astype(np.int64), pad[None, :])
+    ordered = np.sort(keyed, axis=1)
+    result: np.ndarray = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+    return result
+
+
+def batch_metrics(
+    ranked: np.ndarray,
+    offsets: np.ndarray,
+    codes: np.ndarray,
+    grades: np.ndarray,
+    k: int,
+    threshold: int = 1,
+) -> BatchMetrics:
+    """``question_metrics`` and ``judged_at_k`` (linear gain) of every row of ``ranked``.
+
+    ``ranked`` is an (n, depth) integer matrix, best first, ``-1`` after the last result and no
+    code twice in a row (see ``duplicate_rows``); question i's grades are ``codes`` and ``grades``
+    from ``offsets[i]`` to ``offsets[i + 1]``, one entry per code.
+    """
+    _check_k(k)
+    n, depth = ranked.shape
+    ranked = ranked.astype(np.int64, copy=False)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
+    grades = np.asarray(grades, dtype=np.int64)
+    counts = np.diff(offsets)
+    grade_row = np.repeat(np.arange(n, dtype=np.int64), counts)
+
+    # The grade of every ranked code (``found``: it has one, of any value).
+    valid = ranked >= 0
+    if depth == 0:
+        found = np.zeros(ranked.shape, dtype=bool)
+        grade = np.zeros(ranked.shape, dtype=np.int64)
+    elif len(codes) * depth <= SCATTER_CELLS:
+        # Few judgements: find each graded code's column in its question's row (codes are distinct
+        # in a row, and in a question's grades), and scatter the grades there.
+        where = ranked[grade_row] == codes[:, None]
+        hit = where.any(axis=1)
+        column = where.argmax(axis=1)
+        found = np.zeros(ranked.shape, dtype=bool)
+        grade = np.zeros(ranked.shape, dtype=np.int64)
+        found[grade_row[hit], column[hit]] = True
+        grade[grade_row[hit], column[hit]] = grades[hit]
+    else:
+        # Many judgements: (row, code) keys of the graded pairs, sorted, and a binary search per cell.
+        width = int(max(int(ranked.max(initial=-1)), int(codes.max(initial=-1)))) + 1
+        graded_keys = grade_row * width + codes
+        order = np.argsort(graded_keys, kind="stable")
+        graded_keys, graded_values = graded_keys[order], grades[order]
+        keys = np.arange(n, dtype=np.int64)[:, None] * width + np.where(valid, ranked, 0)
+        if len(graded_keys):
+            at = np.minimum(np.searchsorted(graded_keys, keys), len(graded_keys) - 1)
+            found = valid & (graded_keys[at] == keys)
+            grade = np.where(found, graded_values[at], 0)
+        else:
+            found = np.zeros_like(valid)
+            grade = np.zeros(ranked.shape, dtype=np.int64)
+    relevant = found & (grade >= threshold)
+    num_relevant = np.bincount(grade_row[grades >= threshold], minlength=n).astype(np.int64)
+    has_relevant = num_relevant > 0
+    length = valid.sum(axis=1)
+    top = min(k, depth)
+
+    hits = relevant[:, :top].sum(axis=1)
+    recall = np.where(has_relevant, hits / np.maximum(num_relevant, 1), 0.0)
+    precision = np.where(has_relevant, hits / k, 0.0)
+    ceiling = np.minimum(k, num_relevant) / k
+    any_relevant = relevant.any(axis=1) if depth else np.zeros(n, dtype=bool)
+    first = np.where(any_relevant, relevant.argmax(axis=1) + 1 if depth else 0, 0)
+    rr = np.where(first > 0, 1.0 / np.maximum(first, 1), 0.0)
+
+    # DCG@k, rank by rank as question_metrics adds it (a zero gain adds 0.0: no change).
+    discounts = _discounts(max(top, 1))
+    gain = np.where(found & (grade > 0), grade, 0)
+    dcg = np.zeros(n)
+    for i in range(top):
+        dcg += gain[:, i] * discounts[i]
+
+    # The ideal DCG@k: each question's positive grades, largest first, added rank by rank.
+    positive = grades > 0
+    rows_p, values_p = grade_row[positive], grades[positive]
+    by_row = np.lexsort((-values_p, rows_p))
+    rows_p, values_p = rows_p[by_row], values_p[by_row]
+    place = np.arange(len(rows_p), dtype=np.int64) - np.searchsorted(rows_p, rows_p, side="left")
+    ideal = np.zeros(n)
+    deepest = min(k, int(place.max(initial=-1)) + 1)
+    ideal_discounts = _discounts(max(deepest, 1))
+    for p in range(deepest):
+        at_p = place == p
+        ideal[rows_p[at_p]] += values_p[at_p] * ideal_discounts[p]
+    ndcg = np.where(ideal > 0.0, dcg / np.where(ideal > 0.0, ideal, 1.0), 0.0)
+
+    # Judged@k: the share of the top min(k, length) that carries any grade.
+    judged_top = found[:, :top].sum(axis=1)
+    shown = np.minimum(length, k)
+    judged = np.where(shown > 0, judged_top / np.maximum(shown, 1), 0.0)
+
+    return BatchMetrics(
+        first=first.astype(np.int64),
+        recall=recall,
+        precision=precision,
+        precision_ceiling=ceiling,
+        rr=rr,
+        ndcg=ndcg,
+        num_relevant=num_relevant,
+        judged=judged,
+    )

@@ -349,3 +349,33 @@ def test_terminal_gone_while_drawing_still_ends_the_app(tmp_path: Path, cache_di
             raise AssertionError(
                 f"attempt {attempt}: the app kept running after its terminal went away"
             )
+
+
+@run_async
+async def test_frame_titles_show_file_names_with_brackets_as_they_are(
+    tui_settings: Settings,
+) -> None:
+    """A border title given as a plain string is read as markup by Textual: ``a[b]c.md`` showed as
+    ``ac.md``, ``x[b]y[i]z.md`` lost its brackets, a name holding a closing tag raised an error, and ``[@click=app.quit]`` made a title that
+    quits when clicked. Titles holding data are set as text."""
+    corpus = Path(tui_settings.corpus)
+    (corpus / "ferry.md").rename(corpus / "x[b]y[i]z.md")
+    (corpus / "library.md").rename(corpus / "a[@click=app.quit]c.md")
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = main_screen(app)
+        ws = app.workspace
+        assert ws is not None
+        qid = screen.current_qid
+        for name in ("x[b]y[i]z.md", "a[@click=app.quit]c.md"):
+            cid = next(c.id for c in ws.chunks if c.doc == name)
+            screen.chunk_view.show(ws, qid, cid)
+            await pilot.pause()
+            title = screen.chunk_view._border_title  # what the frame draws
+            assert title is not None and title.plain == f"chunk {cid}" and not title.spans
+        # The question list's title holds the filter as typed, brackets and all.
+        await pilot.press("slash", *"[/]", "enter")
+        await pilot.pause()
+        frame = screen.query_one("#questions")._border_title
+        assert frame is not None and "[/]" in frame.plain

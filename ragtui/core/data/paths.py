@@ -9,6 +9,8 @@ run reads that copy.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import shutil
 import stat
@@ -54,25 +56,30 @@ def user_golden() -> Path:
     return data_home() / "golden"
 
 
-def _same_folder(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
+@functools.cache
+def _bundled_folders(package: Path) -> frozenset[Path]:
+    """The bundled golden set and corpus beside or inside ``package``, resolved once (in the
+    checkout and the installed package)."""
+    folders = set()
+    for candidate in (
+        package.parent / "golden",
+        package.parent / "corpus",
+        package / "_bundled" / "golden",
+        package / "_bundled" / "corpus",
+    ):
+        with contextlib.suppress(OSError):
+            folders.add(candidate.resolve())
+    return frozenset(folders)
 
 
 def is_bundled(folder: str | Path) -> bool:
-    """Whether ``folder`` is the bundled golden set or corpus (in the checkout or the installed package)."""
-    path = Path(folder)
-    return any(
-        _same_folder(path, candidate)
-        for candidate in (
-            _PACKAGE_DIR.parent / "golden",
-            _PACKAGE_DIR.parent / "corpus",
-            _PACKAGE_DIR / "_bundled" / "golden",
-            _PACKAGE_DIR / "_bundled" / "corpus",
-        )
-    )
+    """Whether ``folder`` is the bundled golden set or corpus (in the checkout or the installed package).
+
+    One ``resolve`` of ``folder`` (a grade asks this several times, the journal for its folder)."""
+    try:
+        return Path(folder).resolve() in _bundled_folders(_PACKAGE_DIR)
+    except OSError:
+        return False
 
 
 def golden_for_reading(golden: str | Path) -> Path:

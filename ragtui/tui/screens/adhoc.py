@@ -29,7 +29,7 @@ from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import AddQuestionRequested, ForeignChunks, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.status_line import Status, StatusLine
-from ragtui.tui.widgets.text import fmt_score
+from ragtui.tui.widgets.text import fmt_score, set_frame_text
 
 if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
@@ -128,7 +128,7 @@ class AdhocScreen(Screen[None]):
         with Horizontal(id="adhoc-lists"):
             for name in self.retrievers:
                 with Vertical(classes="adhoc-pane") as pane:
-                    pane.border_title = name
+                    set_frame_text(pane, name)
                     yield AdhocList(self.ws, name)
         yield TextArea(
             "", read_only=True, soft_wrap=True, id="adhoc-chunk", show_line_numbers=False
@@ -230,7 +230,7 @@ class AdhocScreen(Screen[None]):
         table.show(message.ranking)
         pane = table.parent
         if isinstance(pane, Vertical):
-            pane.border_subtitle = visible_line(message.error)
+            set_frame_text(pane, subtitle=message.error)
         if message.retriever == self._active:
             self._show_chunk()
         self.say(
@@ -259,10 +259,8 @@ class AdhocScreen(Screen[None]):
         area = self.query_one("#adhoc-chunk", TextArea)
         chunk = self.ws.chunk_by_id.get(cid) if cid else None
         area.load_text(visible(chunk.text) if chunk else "")
-        area.border_title = (
-            visible_line(f"chunk {cid} (select evidence: shift+arrows, then F2)")
-            if cid
-            else "chunk"
+        set_frame_text(
+            area, f"chunk {cid} (select evidence: shift+arrows, then F2)" if cid else "chunk"
         )
 
     # ---- choosing evidence ----------------------------------------------------------------------

@@ -10,9 +10,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.chunk_view import chunk_header, highlighted_text
+from ragtui.tui.widgets.text import set_frame_text
 
 
 class ChunkScreen(ModalScreen[None]):
@@ -44,7 +44,7 @@ class ChunkScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """The header and the text in a focused scroll area."""
         with VerticalScroll(id="chunk-box") as box:
-            box.border_title = visible_line(f"chunk {self.cid}")
+            set_frame_text(box, f"chunk {self.cid}")
             yield Static(id="chunk-screen-header")
             yield Static(id="chunk-screen-text")
         yield Footer()

@@ -13,6 +13,7 @@ from textual.widgets import Footer, Input, Label, Static
 
 from ragtui.core.report import Report
 from ragtui.tui.screens.report import ReportScreen
+from ragtui.tui.widgets.text import set_frame_text
 
 
 class LoadErrorScreen(Screen[None]):
@@ -74,7 +75,7 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         """The question and an input."""
         with Vertical(id="prompt-box") as box:
-            box.border_title = self.title_text
+            set_frame_text(box, self.title_text)
             yield Input(self.value, id="prompt-input")
             yield Label("enter: accept · escape: cancel", id="prompt-hint")
 

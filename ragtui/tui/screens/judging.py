@@ -25,7 +25,7 @@ from ragtui.tui.messages import Changed, GradeRequested, Notice, UndoRequested
 from ragtui.tui.screens.main import format_seconds, ndcg_moves
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.status_line import StatusLine
-from ragtui.tui.widgets.text import DISPUTED_MARK
+from ragtui.tui.widgets.text import DISPUTED_MARK, set_frame_text
 
 if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
@@ -170,6 +170,8 @@ class JudgingScreen(Screen[None]):
         self._graded_here = 0
         self._first_grade_at: float | None = None
         self._last_note = ""
+        #: The progress line shown in the question's frame (pair, judged, rate, time left).
+        self.progress = ""
 
     @property
     def ragtui(self) -> RagtuiApp:
@@ -293,8 +295,10 @@ class JudgingScreen(Screen[None]):
             parts.append("blind")
         if self.adjudicate:
             parts.insert(0, "adjudicating")
-        self.sub_title = " · ".join(parts)
-        self.query_one("#judge-question", Static).border_title = visible_line(" · ".join(parts))
+        # The question's frame, not the screen's sub_title: a screen's sub_title repaints the whole
+        # screen (every line of the chunk twice a key), and this screen has no header to show it.
+        self.progress = " · ".join(parts)
+        set_frame_text(self.query_one("#judge-question", Static), self.progress)
 
     # ---- what the app changed --------------------------------------------------------------------
 

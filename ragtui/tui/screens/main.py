@@ -40,7 +40,14 @@ from ragtui.tui.widgets.question_list import QuestionList, QuestionView
 from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView
 from ragtui.tui.widgets.row_list import RowList
 from ragtui.tui.widgets.status_line import StatusLine
-from ragtui.tui.widgets.text import MISS_MARK, PENDING_MARK, UNAVAILABLE_MARK, fmt
+from ragtui.tui.widgets.text import (
+    MISS_MARK,
+    PENDING_MARK,
+    UNAVAILABLE_MARK,
+    covered,
+    fmt,
+    set_frame_text,
+)
 
 if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
@@ -442,20 +449,26 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if ws is None:
             return
-        if not self.is_current and change.kind not in ("loaded", "progress"):
+        if covered(self) and change.kind not in ("loaded", "progress"):
             self._pending.append(change)
             return
         self._apply_change(change)
 
     def on_screen_resume(self) -> None:
         """Shown again: apply what changed meanwhile (one full redraw when several did)."""
+        self.status_line.show(self.ragtui.status)
         pending, self._pending = self._pending, []
         if not pending or self.ws is None:
             return
         self._why = None
         if any(c.kind in ("questions", "retired", "k", "baseline", "retrievers") for c in pending):
             self._walk = None
-            self._fill_questions(keep=self.current_qid, refill=True)
+            keep = self.current_qid
+            added = [c for c in pending if c.kind == "questions"]
+            if added:  # a question added meanwhile (the ad-hoc screen) is shown, as when it is on top
+                self._clear_filter_text()
+                keep = next(iter(added[-1].questions or ()), None) or keep
+            self._fill_questions(keep=keep, refill=True)
             self.refresh_all()
             self.update_notes()
         else:
@@ -646,7 +659,7 @@ class MainScreen(Screen[None]):
         baseline = self.controller.baseline
         if baseline is not None:
             title += f" · Δ vs {baseline.name}"
-        self.query_one("#questions").border_title = visible_line(title)
+        set_frame_text(self.query_one("#questions"), title)
 
     @on(RowList.CursorMoved, "#question-list")
     def _question_highlighted(self, event: RowList.CursorMoved) -> None:
@@ -747,8 +760,7 @@ class MainScreen(Screen[None]):
             ):
                 value = evaluation.per_question[name][qid].ndcg
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
-            if self.pane(name).border_title != title:
-                self.pane(name).border_title = title
+            set_frame_text(self.pane(name), title)
             tab = self.query_one("#" + widget_id("tab", name), TabLabel)
             label = f" {name} {rank} "
             if str(tab.content) != label:
@@ -1051,7 +1063,7 @@ class MainScreen(Screen[None]):
     def update_progress_line(self) -> None:
         """Show the judging progress under the question list."""
         if self.composed and self.ws is not None:
-            self.query_one("#questions").border_subtitle = Text(self.progress_text())
+            set_frame_text(self.query_one("#questions"), subtitle=self.progress_text())
 
     def action_next_unjudged(self) -> None:
         """Jump to the next unjudged pooled chunk (in the list's order) and highlight it in the list

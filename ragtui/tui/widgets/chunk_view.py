@@ -8,12 +8,13 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.widgets import Static
 
 from ragtui.core.data.golden import evidence_spans, passage_start, term_spans
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
-from ragtui.tui.widgets.text import data_text
+from ragtui.tui.widgets.text import data_text, set_frame_text
 
 
 def chunk_header(ws: Workspace, qid: str | None, cid: str) -> Text:
@@ -109,13 +110,13 @@ class ChunkView(VerticalScroll, can_focus=False):
         same = self._shown == (qid, cid, context)
         self._shown = (qid, cid, context)
         if ws is None or cid is None or cid not in ws.chunk_by_id:
-            self.border_title = "chunk"
+            set_frame_text(self, "chunk")
             header.update(Text("no chunk highlighted"))
             body.update(Text(""))
             return
         chunk = ws.chunk_by_id[cid]
         question = ws.question_by_id.get(qid) if qid else None
-        self.border_title = visible_line(f"chunk {cid}")
+        set_frame_text(self, f"chunk {cid}")
         new_header = chunk_header(ws, qid, cid)
         if note:
             new_header.append("\n" + visible_line(note), "bold")
@@ -162,31 +163,47 @@ class ChunkView(VerticalScroll, can_focus=False):
         body.update(text)
         offset, found = passage_start(chunk.text, evidence, terms)
         self._scroll_token += 1
-        self.scroll_home(animate=False)
         self.scroll_settled = found == "start" and lead == 0
-        if not self.scroll_settled:
-            self.call_after_refresh(
-                self._scroll_to_offset,
-                self._scroll_token,
-                text.plain,
-                lead + _shown_length(chunk.text, offset),
-            )
+        if self.scroll_settled:
+            self.scroll_home(animate=False)
+            return
+        offset = lead + _shown_length(chunk.text, offset)
+        target = self._target_line(text.plain, offset)
+        if target is None:  # not laid out yet (the first screen): once it is
+            self.scroll_home(animate=False)
+            self.call_after_refresh(self._scroll_to_offset, self._scroll_token, text.plain, offset)
+            return
+        # The same frame as the new text: the scroll range is the one the coming layout will give
+        # (the lines counted here), so the view is drawn once, at the passage, not first at the top.
+        line, total = target
+        self.virtual_size = Size(self.virtual_size.width, total)
+        self._scroll_target = (self._scroll_token, text.plain, offset)
+        self._scroll_y_settle(self._scroll_token, line, None, 10)
 
     def _scroll_to_offset(self, token: int, text: str, offset: int, attempts: int = 10) -> None:
-        """Scroll so that the line holding character ``offset`` of the text is in view.
-
-        The line is counted by wrapping the header and the text at the view's width, not read from
-        the children's regions, which lag one layout behind a content change."""
+        """Scroll so that the line holding character ``offset`` of the text is in view (once the
+        view has a size: until then, after each refresh)."""
         if token != self._scroll_token:
             return  # another chunk is shown now
-        width = self.scrollable_content_region.width
-        height = self.scrollable_content_region.height
-        if width <= 0 or height <= 0:
+        target = self._target_line(text, offset)
+        if target is None:
             if attempts > 0:  # not laid out yet (the first screen): try after the next refresh
                 self.call_after_refresh(self._scroll_to_offset, token, text, offset, attempts - 1)
             else:
                 self.scroll_settled = True
             return
+        self._scroll_target = (token, text, offset)
+        self._scroll_y_settle(token, target[0], None, attempts)
+
+    def _target_line(self, text: str, offset: int) -> tuple[int, int] | None:
+        """The scroll position that shows the line holding character ``offset`` of the text (one
+        line above it), and the number of lines of header and text; None while the view has no
+        size. The lines are counted by wrapping the header and the text at the view's width, not
+        read from the children's regions, which lag one layout behind a content change."""
+        width = self.scrollable_content_region.width
+        height = self.scrollable_content_region.height
+        if width <= 0 or height <= 0:
+            return None
         header = self.query_one("#chunk-header", Static)
         header_content = header.content
         margin = header.styles.margin.bottom if header.display else 0
@@ -208,9 +225,10 @@ class ChunkView(VerticalScroll, can_focus=False):
             and header_lines(width) + margin + lines(text, width) > height
         ):
             width -= bar
-        line = header_lines(width) + margin + lines(text[:offset], width) - 1
-        self._scroll_target = (token, text, offset)
-        self._scroll_y_settle(token, max(0, line - 1) if line >= height else 0, None, attempts)
+        above = header_lines(width) + margin
+        total = above + lines(text, width)
+        line = above + lines(text[:offset], width) - 1
+        return (max(0, line - 1) if line >= height else 0), total
 
     def _scroll_y_settle(self, token: int, y: int, limit: float | None, attempts: int) -> None:
         """Scroll to ``y``; the scroll range may still grow while the new text is laid out (``y``

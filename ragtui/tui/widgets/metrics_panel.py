@@ -11,7 +11,7 @@ from textual.widgets import Static
 from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.workspace import Workspace
-from ragtui.tui.widgets.text import fmt
+from ragtui.tui.widgets.text import fmt, set_frame_text
 
 #: Width of the retriever name column and of the scope column ("all", "filter", a question id).
 NAME_WIDTH = 7
@@ -137,7 +137,7 @@ class MetricsPanel(Static):
         if filtered is not None and ws.evaluation is not None:
             evaluated = sum(1 for q in filtered if q in ws.evaluation.evaluated)
             title += f" · filter {evaluated}"
-        self.border_title = title
+        set_frame_text(self, title)
         text = metrics_text(ws, qid, filtered, status, retrievers, notes, legend)
         # A new layout costs about 40 ms on a full screen: only when the panel's height changes.
         self.update(text, layout=self.plain.count("\n") != text.plain.count("\n"))

@@ -18,7 +18,13 @@ from ragtui.core.workspace import SOURCE_HAND, Workspace
 from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import GradeRequested, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
-from ragtui.tui.widgets.text import DISPUTED_MARK, JUDGED_MARK, RELEVANT_MARK, fmt_score
+from ragtui.tui.widgets.text import (
+    DISPUTED_MARK,
+    JUDGED_MARK,
+    RELEVANT_MARK,
+    fmt_score,
+    set_frame_text,
+)
 
 #: Below this width the grade column is three characters (``●2e``) and the score goes.
 NARROW = 64
@@ -258,7 +264,7 @@ class ResultPane(Vertical):
         super().__init__(id=widget_id("pane", retriever), classes="result-pane")
         #: The retriever shown.
         self.retriever = retriever
-        self.border_title = retriever
+        set_frame_text(self, retriever)
 
     def compose(self) -> ComposeResult:
         """A note line (hidden unless set) above the list."""

@@ -151,6 +151,8 @@ class RowList(ScrollView, can_focus=True):
         self._cache_width = -1
         self._styles: dict[str, Style] = {}
         self._show_header = True
+        #: (size, container size, virtual size) at the last size update (see ``_size_updated``).
+        self._sized: tuple[Size, Size, Size] | None = None
 
     # ---- what subclasses provide -------------------------------------------------------------------
 
@@ -215,6 +217,19 @@ class RowList(ScrollView, can_focus=True):
     def header_height(self) -> int:
         """Lines above the first row (the header)."""
         return 1 if self._show_header and self._columns else 0
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """Textual's ScrollView compares the layout's virtual size (never its own) with the one the
+        list set, so every layout pass anywhere on the screen redrew every list's scrollbar in
+        full (140 lines a key on the main screen). Nothing to do when the list's size, its
+        container and its own virtual size are what they were at the last update."""
+        key = (size, container_size, self.virtual_size)
+        if key == self._sized:
+            return False
+        self._sized = key
+        return super()._size_updated(size, virtual_size, container_size, layout)
 
     def _update_virtual_size(self) -> None:
         width = sum(c.width for c in self._columns) + max(0, len(self._columns) - 1)

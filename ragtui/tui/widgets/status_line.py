@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ragtui.core.text import visible_line
+from ragtui.tui.widgets.text import covered
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,12 @@ class StatusLine(Static):
     """
 
     def show(self, status: Status) -> None:
-        """Show a status message (control characters made visible)."""
+        """Show a status message (control characters made visible). Under another screen nothing
+        is drawn: a change there makes the screen on top repaint the region (the judging view
+        redrew 44 lines a key for the main screen's status line); its screen shows the latest
+        message when it is shown again."""
+        if self.is_attached and covered(self.screen):
+            return
         # One line, always: no new layout (a layout pass of the whole screen costs tens of ms).
         self.update(
             Text(visible_line(status.text), no_wrap=True, overflow="ellipsis"), layout=False

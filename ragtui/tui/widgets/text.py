@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
+from textual.content import Content
+from textual.geometry import Region
+from textual.screen import Screen
+from textual.widget import Widget
 
 from ragtui.core.text import has_control, visible, visible_line
 
@@ -110,3 +115,45 @@ def data_text(raw: str, styled: Iterable[tuple[int, int, Style | str]] = ()) -> 
     for start, end, style in spans:
         out.stylize(style, offsets[start], offsets[end])
     return out
+
+
+def set_frame_text(widget: Widget, title: str | None = None, subtitle: str | None = None) -> None:
+    """Set a widget's border title and/or subtitle to data text, only when it changes, repainting
+    only the border line that holds it.
+
+    Textual reads a plain string given as a border title as markup (a file named ``a[b]c.md``
+    showed as ``ac.md``, a name holding a closing tag raised an error, ``[@click=app.quit]`` made
+    a title that quits when clicked), and its setter repaints the whole widget, even for the same
+    text: the judging view's 40-line chunk frame was drawn again for every pair, the question
+    list's frame for every grade."""
+    for attr, value, bottom in (
+        ("border_title", title, False),
+        ("border_subtitle", subtitle, True),
+    ):
+        if value is None:
+            continue
+        text = visible_line(value)
+        current: Content | None = getattr(widget, f"_{attr}", None)
+        if current is not None and current.plain == text:
+            continue
+        size = widget.outer_size
+        if not size:  # not laid out yet: the whole widget is drawn anyway
+            setattr(widget, attr, Text(text))
+            continue
+        setattr(widget, f"_{attr}", Content(text))
+        # The border line only (refresh regions are relative to the content, inside the border).
+        left, top = widget.content_offset
+        line = size.height - 1 if bottom else 0
+        widget.refresh(Region(-left, line - top, size.width, 1))
+
+
+def covered(screen: Screen[Any]) -> bool:
+    """Whether another, opaque screen is on top of ``screen`` (the judging view over the main
+    screen). Textual's ``is_current`` is True for the screen just below the top one too, and a
+    change drawn there makes the top screen repaint the same region: a screen that is covered
+    keeps its changes until it is shown again."""
+    try:
+        top = screen.app.screen
+    except Exception:  # no screen stack yet (starting, or shutting down)
+        return False
+    return top is not screen and top.styles.background.a == 1

@@ -465,7 +465,8 @@ class MainScreen(Screen[None]):
             self._walk = None
             keep = self.current_qid
             added = [c for c in pending if c.kind == "questions"]
-            if added:  # a question added meanwhile (the ad-hoc screen) is shown, as when it is on top
+            # A question added meanwhile (the ad-hoc screen) is shown, as when it was on top.
+            if added:
                 self._clear_filter_text()
                 keep = next(iter(added[-1].questions or ()), None) or keep
             self._fill_questions(keep=keep, refill=True)

@@ -244,12 +244,17 @@ def default_cache() -> Path:
 
 
 def tmux_startup(
-    repeat: int = 3, questions: int = 68, cold: bool = False, timeout: float = 120
+    repeat: int = 3,
+    questions: int = 68,
+    cold: bool = False,
+    timeout: float = 120,
+    cache: Path | None = None,
 ) -> list[float]:
     """Seconds from launching ``python -m ragtui`` in a 120x40 tmux pane to the full screen.
 
     ``cold``: every run gets a cache folder of its own holding only the embeddings (linked), so the
-    derived caches (chunks, BM25 index, rankings, evidence matches) are computed again.
+    derived caches (chunks, BM25 index, rankings, evidence matches) are computed again. ``cache``:
+    the cache folder to use (default: ragtui's).
     """
     tmux = shutil.which("tmux")
     if tmux is None:
@@ -259,19 +264,24 @@ def tmux_startup(
         golden = _golden_copy(Path(tmp), questions)
         for i in range(repeat):
             times.append(
-                _tmux_once(tmux, golden, Path(tmp) / f"cache-{i}" if cold else None, timeout)
+                _tmux_once(tmux, golden, Path(tmp) / f"cache-{i}" if cold else None, timeout, cache)
             )
     return times
 
 
-def _tmux_once(tmux: str, golden: Path, cold_cache: Path | None, timeout: float) -> float:
-    """One launch in a fresh tmux server; with ``cold_cache`` ragtui uses that (new) cache folder."""
+def _tmux_once(
+    tmux: str, golden: Path, cold_cache: Path | None, timeout: float, cache: Path | None = None
+) -> float:
+    """One launch in a fresh tmux server; with ``cold_cache`` ragtui uses that (new) cache folder,
+    holding the embeddings of ``cache`` (default: ragtui's) only."""
     socket = f"ragtui-bench-{uuid.uuid4().hex[:8]}"
     env = "HF_HUB_OFFLINE=1"
     if cold_cache is not None:
         cold_cache.mkdir(parents=True)
-        (cold_cache / "embeddings").symlink_to(default_cache() / "embeddings")
+        (cold_cache / "embeddings").symlink_to((cache or default_cache()) / "embeddings")
         env += f" RAGTUI_CACHE_DIR={shlex.quote(str(cold_cache))}"
+    elif cache is not None:
+        env += f" RAGTUI_CACHE_DIR={shlex.quote(str(cache))}"
     command = (
         f"cd {shlex.quote(str(ROOT))} && {env} {shlex.quote(sys.executable)} -m ragtui "
         f"--golden {shlex.quote(str(golden))} --annotator bench; sleep 60"
@@ -305,8 +315,16 @@ def _ms(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} ms (p95 {percentile(values, 95):.1f})"
 
 
+#: A cache folder for the large golden set only (its 100,000 question embeddings make a 150 MB
+#: cache that every other figure would then read); default: ragtui's own cache.
+LARGE_CACHE_ENV = "RAGTUI_BENCH_LARGE_CACHE"
+
+
 def add_app_figures(report: Report, large: int = 100_000) -> None:
-    """Measure the app and add its figures to ``report`` (``large``: the big golden set)."""
+    """Measure the app and add its figures to ``report`` (``large``: the big golden set, in the
+    cache folder named by $RAGTUI_BENCH_LARGE_CACHE when set)."""
+    large_cache = Path(os.environ[LARGE_CACHE_ENV]) if os.environ.get(LARGE_CACHE_ENV) else None
+    large_env = {"RAGTUI_CACHE_DIR": str(large_cache)} if large_cache else None
     subprocess.run(
         [sys.executable, "-m", "ragtui", "eval"],
         check=True,
@@ -363,9 +381,17 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
     )
     # The large set: one start first fills the caches (the first run ever also embeds its texts).
     print(f"  warming the caches for {large:,} questions ...", file=sys.stderr, flush=True)
-    run_child("bench.app", "inprocess", "--questions", str(large))
+    run_child("bench.app", "inprocess", "--questions", str(large), env=large_env)
     big = run_child(
-        "bench.app", "inprocess", "--questions", str(large), "--edits", "40", "--scrolls", "30"
+        "bench.app",
+        "inprocess",
+        "--questions",
+        str(large),
+        "--edits",
+        "40",
+        "--scrolls",
+        "30",
+        env=large_env,
     )
     edit = [float(x) for x in big["edit_ms"]]  # type: ignore[union-attr]
     report.add(
@@ -392,9 +418,9 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
         None,
         "",
     )
-    warm = tmux_startup(repeat=3, questions=large)
+    warm = tmux_startup(repeat=3, questions=large, cache=large_cache)
     if warm:
-        cold = tmux_startup(repeat=1, questions=large, cold=True, timeout=900)
+        cold = tmux_startup(repeat=1, questions=large, cold=True, timeout=900, cache=large_cache)
         value = statistics.median(warm)
         report.add(
             f"first full screen, warm, {large:,} q, real terminal (tmux 120x40)",

@@ -130,6 +130,20 @@ def test_encoding_in_length_order_gives_each_text_its_own_row():
     assert calls[-1] == (len(texts), len(texts))
 
 
+def test_one_library_call_reports_progress_after_every_batch():
+    """The whole list goes to the library at once (its own length sort), and progress is heard
+    after each of its batches of 32, never past the total."""
+    texts = [
+        f"question {i} about pumping station PS-{i:02d}" + " and more" * (i % 7) for i in range(70)
+    ]
+    calls: list[tuple[int, int]] = []
+    rows = Embedder().encode(texts, lambda done, total: calls.append((done, total)))
+    assert rows.shape == (70, 384) and rows.dtype == np.float32
+    assert [d for d, _ in calls] == [32, 64, 70]
+    assert all(t == 70 for _, t in calls)
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+
+
 def test_a_model_saved_again_in_the_same_folder_gets_a_cache_of_its_own(tmp_path, cache_dir):
     model = tmp_path / "model"
     shutil.copytree(default_model_path(), model)

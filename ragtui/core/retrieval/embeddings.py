@@ -14,7 +14,7 @@ import io
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -119,31 +119,45 @@ class Embedder:
         return int(length)
 
     def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        """Unit-length float32 embeddings of ``texts``, one row each.
+        """Unit-length float32 embeddings of ``texts``, one row each, in the order given.
 
-        The texts are encoded longest first in batches of similar length (as the library does within
-        one call, so little padding is computed) and ``progress`` hears after every batch."""
+        The whole list goes to the library in one call, which sorts it by length and encodes it in
+        batches of ``ENCODE_BATCH`` (so little padding is computed); ``progress`` hears after every
+        batch, from a forward hook on the model that counts the batch's rows (only this thread's:
+        another thread may be encoding a question at the same time)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         model = self._load()
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out: np.ndarray | None = None
-        for start in range(0, len(order), ENCODE_BATCH):
-            index = order[start : start + ENCODE_BATCH]
+        total = len(texts)
+        done = 0
+        caller = threading.get_ident()
+
+        def batch_done(_module: object, args: tuple[object, ...], _output: object) -> None:
+            nonlocal done
+            # The batch's features: a mapping (the tokenizer's BatchEncoding, or a dict).
+            if threading.get_ident() != caller or not args or not isinstance(args[0], Mapping):
+                return
+            ids = args[0].get("input_ids")
+            shape = getattr(ids, "shape", None)
+            if progress is not None and shape:
+                done = min(total, done + int(shape[0]))
+                progress(done, total)
+
+        handle = model.register_forward_hook(batch_done) if progress is not None else None
+        try:
             rows = model.encode(
-                [texts[i] for i in index],
+                list(texts),
                 batch_size=ENCODE_BATCH,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-            if out is None:
-                out = np.empty((len(texts), rows.shape[1]), dtype=np.float32)
-            out[index] = rows
-            if progress:
-                progress(min(start + ENCODE_BATCH, len(texts)), len(texts))
-        assert out is not None
-        return out
+        finally:
+            if handle is not None:
+                handle.remove()
+        if progress is not None and done < total:
+            progress(total, total)
+        return np.ascontiguousarray(rows, dtype=np.float32)
 
 
 class EmbeddingCache:

@@ -5,8 +5,9 @@ lengths vary as a real corpus's do), the same loaded model, the same process. ra
 one a cold start takes: ``EmbeddingCache.embed`` on an empty cache folder (hash the texts, find them
 missing, encode them longest first in batches with progress after each, write the cache). The
 baseline is one ``model.encode(texts, batch_size=32, normalize_embeddings=True)`` call, which sorts
-by length itself. The two alternate (plain, ragtui, ragtui, plain) so that a machine that warms up
-or slows down during the run favours neither. Prints JSON.
+by length itself. The two alternate (plain, ragtui, ragtui, plain, twice by default) so that a
+machine that warms up or slows down during the run favours neither; the medians are compared (on a
+shared 2-core virtual machine one call's time varies by up to 10 % from run to run). Prints JSON.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def cranfield_texts(count: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--texts", type=int, default=400, help="how many texts to embed each time")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="plain, ragtui, ragtui, plain: how many times"
+    )
     args = parser.parse_args()
     texts = cranfield_texts(args.texts)
     embedder = Embedder()
@@ -66,7 +70,7 @@ def main() -> None:
         return seconds
 
     timings: dict[str, list[float]] = {"plain": [], "ragtui": []}
-    for kind in ("plain", "ragtui", "ragtui", "plain"):
+    for kind in ("plain", "ragtui", "ragtui", "plain") * args.rounds:
         timings[kind].append(plain() if kind == "plain" else ragtui())
         print(f"  {kind}: {timings[kind][-1]:.1f} s", file=sys.stderr, flush=True)
     plain_s = statistics.median(timings["plain"])

@@ -97,7 +97,7 @@ def main() -> int:
         ">= 1.0x one plain encode call",
         f"plain encode {emb['plain_texts_per_s']:.1f} texts/s",
         emb["ratio"] >= 1.0,
-        "ragtui: hashing, encoding with progress, writing the cache (median of 2 each, alternating)",
+        "ragtui: hashing, encoding with progress, writing the cache (median of 4 each, alternating)",
     )
 
     if not args.skip_app:

@@ -258,3 +258,18 @@ def check_writable(folder: str | Path, what: str = "folder") -> None:
         raise ReadOnlyFolderError(target, f"the {what} is not a folder; nothing was written")
     if not os.access(target, os.W_OK) or not mode & 0o222:
         raise ReadOnlyFolderError(target, f"the {what} is read-only; nothing was written")
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, shared: bool) -> Iterator[None]:
+    """A cache folder's lock (its ``.lock`` file): exclusive to write, creating the folder; shared
+    to read, and none to read a folder that cannot hold one (read-only, or not there yet: a cache
+    nobody can write has no writer to wait for)."""
+    with contextlib.ExitStack() as stack:
+        if not shared:
+            folder.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(locked(folder / ".lock"))
+        elif folder.is_dir():
+            with contextlib.suppress(OSError):
+                stack.enter_context(locked(folder / ".lock", shared=True))
+        yield

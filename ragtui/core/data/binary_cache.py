@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ import numpy as np
 import orjson
 
 from ragtui.core.errors import InputError
-from ragtui.core.files import locked, read_regular, write_atomic
+from ragtui.core.files import folder_lock, read_regular, write_atomic
 
 __all__ = ["ALLOWED_DTYPES", "ArrayStore", "CacheMismatch", "digest", "read_npy"]
 
@@ -87,17 +87,9 @@ class ArrayStore:
         """The manifest file."""
         return self.folder / "manifest.json"
 
-    @contextlib.contextmanager
-    def _lock(self, shared: bool) -> Iterator[None]:
-        """The folder's lock (shared to read, exclusive to write); none to read a folder nobody can write."""
-        with contextlib.ExitStack() as stack:
-            if not shared:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                stack.enter_context(locked(self.folder / ".lock"))
-            elif self.folder.is_dir():
-                with contextlib.suppress(OSError):
-                    stack.enter_context(locked(self.folder / ".lock", shared=True))
-            yield
+    def _lock(self, shared: bool) -> contextlib.AbstractContextManager[None]:
+        """The folder's lock (shared to read, exclusive to write)."""
+        return folder_lock(self.folder, shared)
 
     def read(
         self, expect: Mapping[str, Any] | None = None

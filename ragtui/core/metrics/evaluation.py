@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -101,42 +102,39 @@ class _Values:
         self.judged[i] = judged
 
 
-class PerQuestion(Mapping[str, QuestionMetrics]):
-    """Question id -> its ``QuestionMetrics`` for one retriever, built from the arrays when asked."""
+#: The value type of a row view.
+_V = TypeVar("_V")
+
+
+class _RowView(Mapping[str, _V]):
+    """Question id -> one retriever's value, read from the arrays when asked (the keys are the
+    evaluated questions, in order)."""
 
     def __init__(self, rows: Mapping[str, int], order: Sequence[str], values: _Values) -> None:
         self._rows, self._order, self._values = rows, order, values
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+class PerQuestion(_RowView[QuestionMetrics]):
+    """Question id -> its ``QuestionMetrics`` for one retriever, built from the arrays when asked."""
 
     def __getitem__(self, qid: str) -> QuestionMetrics:
         return self._values.get(self._rows[qid])
 
-    def __contains__(self, qid: object) -> bool:
-        return qid in self._rows
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._order)
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-
-class JudgedValues(Mapping[str, float]):
+class JudgedValues(_RowView[float]):
     """Question id -> Judged@k for one retriever, read from the arrays."""
-
-    def __init__(self, rows: Mapping[str, int], order: Sequence[str], values: _Values) -> None:
-        self._rows, self._order, self._values = rows, order, values
 
     def __getitem__(self, qid: str) -> float:
         return float(self._values.judged[self._rows[qid]])
-
-    def __contains__(self, qid: object) -> bool:
-        return qid in self._rows
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._order)
-
-    def __len__(self) -> int:
-        return len(self._order)
 
 
 class EvaluatedSet(AbstractSet[str]):

@@ -14,7 +14,7 @@ import io
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ import orjson
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import model_fingerprint, resolve_model
 from ragtui.core.errors import InputError
-from ragtui.core.files import locked, read_regular, write_atomic
+from ragtui.core.files import folder_lock, read_regular, write_atomic
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -194,18 +194,9 @@ class EmbeddingCache:
     def _manifest(self) -> Path:
         return self.folder / "manifest.json"
 
-    @contextlib.contextmanager
-    def _disk_lock(self, shared: bool) -> Iterator[None]:
-        """The folder's lock (shared to read, exclusive to write); none to read a folder that cannot hold one (read-only)."""
-        with contextlib.ExitStack() as stack:
-            if not shared:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                stack.enter_context(locked(self.folder / ".lock"))
-            elif self.folder.is_dir():
-                # A cache nobody can write (a read-only folder) has no writer to wait for.
-                with contextlib.suppress(OSError):
-                    stack.enter_context(locked(self.folder / ".lock", shared=True))
-            yield
+    def _disk_lock(self, shared: bool) -> contextlib.AbstractContextManager[None]:
+        """The folder's lock (shared to read, exclusive to write)."""
+        return folder_lock(self.folder, shared)
 
     def _manifest_stamp(self) -> tuple[int, int, int] | None:
         try:

@@ -47,6 +47,25 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
+def cli_cache_env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands run in the test's process use the shared test cache (``RAGTUI_CACHE_DIR``)."""
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+
+
+def mini_args(mini: Path, *extra: str) -> list[str]:
+    """Command-line options for the small corpus copy made by the ``mini`` fixture, then ``extra``."""
+    return [
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+        *extra,
+    ]
+
+
+@pytest.fixture
 def mini(tmp_path: Path) -> Path:
     """A writable copy of the small corpus and golden set: ``<tmp>/corpus`` and ``<tmp>/golden``."""
     shutil.copytree(MINI / "corpus", tmp_path / "corpus")

@@ -20,21 +20,11 @@ from ragtui.core.labelling.agreement import (
 from ragtui.core.labelling.journal import Label
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import MINI_CHUNK_SIZE, mini_args
 
 
 def _args(mini, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        "--retrievers",
-        "bm25",
-        *extra,
-    ]
+    return mini_args(mini, "--retrievers", "bm25", *extra)
 
 
 def test_cohen_kappa_hand_computed():

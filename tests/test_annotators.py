@@ -23,21 +23,11 @@ from ragtui.core.labelling.agreement import annotator_agreement, annotators, las
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, Workspace
-from tests.conftest import MINI_CHUNK_SIZE, ROOT
+from tests.conftest import ROOT, mini_args
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        "--retrievers",
-        "bm25",
-        *extra,
-    ]
+    return mini_args(mini, "--retrievers", "bm25", *extra)
 
 
 def _as(settings: Settings, who: str) -> Workspace:

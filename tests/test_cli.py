@@ -14,24 +14,12 @@ import pytrec_eval
 
 from ragtui.cli import main
 from ragtui.core.data.trec import read_trec_qrels, read_trec_run
-from tests.conftest import CRANFIELD, MINI_CHUNK_SIZE, ROOT
+from tests.conftest import CRANFIELD, MINI_CHUNK_SIZE, ROOT, mini_args
+
+_args = mini_args
 
 
-def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
-
-
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir, monkeypatch):
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
 def _run(*argv: str, cache_dir: Path) -> subprocess.CompletedProcess:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,24 +18,12 @@ from ragtui.core.metrics.significance import (
     paired_randomization_test,
     win_tie_loss,
 )
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import mini_args
+
+_args = mini_args
 
 
-def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
-
-
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir, monkeypatch):
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
 def _enumerated_p(diff: list[float]) -> float:

@@ -19,7 +19,7 @@ import pytest
 
 from ragtui.cli import main
 from ragtui.cli.main import build_parser
-from tests.conftest import MINI_CHUNK_SIZE, ROOT
+from tests.conftest import ROOT, mini_args
 
 DOCS = ROOT / "docs"
 JSON_DOC = DOCS / "json.md"
@@ -30,21 +30,10 @@ _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|", re.MULTILINE)
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#([^)\s]*))?\)")
 
 
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
-def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
+_args = mini_args
 
 
 def _json_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> object:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import pytest
 
@@ -15,24 +14,12 @@ from ragtui.core.analysis.slices import slice_names, slice_reports, slices_json
 from ragtui.core.errors import InputError
 from ragtui.core.metrics.formulas import recall_at_k, relevant_ids
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import mini_args
+
+_args = mini_args
 
 
-def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
-
-
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir, monkeypatch):
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
 @pytest.fixture

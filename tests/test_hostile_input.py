@@ -27,25 +27,14 @@ from ragtui.core.errors import InputError
 from ragtui.core.retrieval.embeddings import EmbeddingCache
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import CRANFIELD, MINI_CHUNK_SIZE, ROOT
+from tests.conftest import CRANFIELD, MINI_CHUNK_SIZE, ROOT, mini_args
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--no-project",
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
+    return mini_args(mini, "--no-project", *extra)
 
 
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir, monkeypatch):
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
 def one_error(capsys) -> str:

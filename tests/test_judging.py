@@ -15,7 +15,7 @@ from ragtui.core.labelling.authoring import append_question, next_question_id
 from ragtui.core.labelling.judging import JudgingQueue, judged_summaries, pool_question
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import mini_args
 
 
 @pytest.fixture
@@ -28,16 +28,7 @@ def full_ws(mini_settings: Settings) -> Workspace:
     return Workspace.open(mini_settings)
 
 
-def _args(mini, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
+_args = mini_args
 
 
 # ---- pooling and queue order --------------------------------------------------------------------

@@ -23,7 +23,7 @@ from ragtui.core.retrieval.live import (
     parse_retriever_spec,
 )
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import mini_args
 from tests.live_servers import serve
 
 
@@ -49,20 +49,8 @@ def _with(settings, *specs):
     return replace(settings, live_retrievers=tuple(parse_retriever_spec(s) for s in specs))
 
 
-def _args(mini, *extra):
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        "--retrievers",
-        "bm25",
-        "--bm25-backend",
-        "bm25s",
-        *extra,
-    ]
+def _args(mini, *extra: str) -> list[str]:
+    return mini_args(mini, "--retrievers", "bm25", "--bm25-backend", "bm25s", *extra)
 
 
 def test_a_live_retriever_returning_bm25s_rankings_gives_bm25s_numbers(ws_settings, server):

@@ -25,7 +25,7 @@ import pytest
 from ragtui.cli import main
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
-from tests.conftest import MINI_CHUNK_SIZE, ROOT
+from tests.conftest import MINI_CHUNK_SIZE, ROOT, mini_args
 
 # ---- 1. crash safety: SIGKILL during bursts of grade changes -------------------------------------
 
@@ -420,16 +420,7 @@ def test_labels_compact_without_a_journal_exits_2(tmp_path, capsys):
 # ---- 3. bad input: each gives a clear message (CLI: exit 2, one line naming file and line) ----------
 
 
-def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
+_args = mini_args
 
 
 def _one_line_error(capsys) -> str:

@@ -27,27 +27,16 @@ from ragtui.core.metrics.measures import (
 from ragtui.core.metrics.significance import compare_systems
 from ragtui.core.report import fmt
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import mini_args
 
 #: A slice name that would inject markup, break a table row and retitle a terminal.
 HOSTILE = "<script>alert(1)</script> | *x* \x1b]0;pwned\x07 &amp;"
 
 
-def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
+_args = mini_args
 
 
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir, monkeypatch):
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
 @pytest.fixture

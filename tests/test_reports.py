@@ -54,10 +54,7 @@ from ragtui.tui.widgets.report_view import ReportView, report_plain
 from tests.conftest import MINI_CHUNK_SIZE
 from tests.test_tui import WIDE, make_app, run_async, wait_ready
 
-
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir, monkeypatch):
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
 def _question_file(settings: Settings) -> Path:

@@ -16,24 +16,12 @@ from ragtui.core.metrics.formulas import ndcg_at_k, question_metrics
 from ragtui.core.retrieval.external import parse_run_spec
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import MINI_CHUNK_SIZE, mini_args
+
+_args = mini_args
 
 
-def _args(mini: Path, *extra: str) -> list[str]:
-    return [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        *extra,
-    ]
-
-
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir, monkeypatch):
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
 def _json(capsys) -> dict:

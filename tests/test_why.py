@@ -224,9 +224,7 @@ def _args(settings: Settings, *extra: str) -> list[str]:
     ]
 
 
-@pytest.fixture(autouse=True)
-def _cache_env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
 
 def _miss(index: WhyIndex, qid: str, retriever: str, chunk: str | None = None):

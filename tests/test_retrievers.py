@@ -137,7 +137,18 @@ def test_one_library_call_reports_progress_after_every_batch():
         f"question {i} about pumping station PS-{i:02d}" + " and more" * (i % 7) for i in range(70)
     ]
     calls: list[tuple[int, int]] = []
-    rows = Embedder().encode(texts, lambda done, total: calls.append((done, total)))
+    embedder = Embedder()
+    model = embedder._load()
+    library_calls: list[int] = []
+    encode = model.encode
+
+    def counted(inputs, **kwargs):
+        library_calls.append(len(inputs))
+        return encode(inputs, **kwargs)
+
+    model.encode = counted  # type: ignore[method-assign]
+    rows = embedder.encode(texts, lambda done, total: calls.append((done, total)))
+    assert library_calls == [70], "the whole list in one call: the library sorts it by length"
     assert rows.shape == (70, 384) and rows.dtype == np.float32
     assert [d for d, _ in calls] == [32, 64, 70]
     assert all(t == 70 for _, t in calls)

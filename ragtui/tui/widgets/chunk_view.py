@@ -217,16 +217,14 @@ class ChunkView(VerticalScroll, can_focus=False):
             return lines(header_content, at) if shown and isinstance(header_content, Text) else 0
 
         bar = self.styles.scrollbar_size_vertical
-        # The new text may not be laid out yet: if it is taller than the view, a scrollbar will
-        # appear and narrow it, and the lines must be counted at that width.
-        if (
-            not self.show_vertical_scrollbar
-            and 0 < bar < width
-            and header_lines(width) + margin + lines(text, width) > height
-        ):
-            width -= bar
         above = header_lines(width) + margin
         total = above + lines(text, width)
+        # The new text may not be laid out yet: if it is taller than the view, a scrollbar will
+        # appear and narrow it, and the lines must be counted at that width.
+        if not self.show_vertical_scrollbar and 0 < bar < width and total > height:
+            width -= bar
+            above = header_lines(width) + margin
+            total = above + lines(text, width)
         line = above + lines(text[:offset], width) - 1
         return (max(0, line - 1) if line >= height else 0), total
 

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
+from textual.app import ScreenStackError
 from textual.content import Content
 from textual.geometry import Region
 from textual.screen import Screen
@@ -154,6 +155,6 @@ def covered(screen: Screen[Any]) -> bool:
     keeps its changes until it is shown again."""
     try:
         top = screen.app.screen
-    except Exception:  # no screen stack yet (starting, or shutting down)
+    except ScreenStackError:  # no screen stack yet (starting, or shutting down)
         return False
     return top is not screen and top.styles.background.a == 1

@@ -21,7 +21,7 @@ from ragtui.core.data.chunk_cache import cached_chunks, chunks_digest
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.chunks_file import load_chunks_file
 from ragtui.core.data.corpus import Corpus, load_folder
-from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question
+from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, normalize_ws
 from ragtui.core.data.paths import is_bundled, writable_golden
 from ragtui.core.data.questions_cache import cached_questions
 from ragtui.core.data.tokenizer import model_fingerprint, model_limit, token_counter
@@ -33,8 +33,8 @@ from ragtui.core.labelling.authoring import (
     validate_new_question,
 )
 from ragtui.core.labelling.journal import Label, LabelJournal
-from ragtui.core.metrics.evaluation import Evaluation
-from ragtui.core.metrics.formulas import QuestionMetrics
+from ragtui.core.metrics.evaluation import Evaluation, OwnPassages
+from ragtui.core.metrics.formulas import QuestionMetrics, recall_at_k, relevant_ids
 from ragtui.core.metrics.tables import GradeArrays, GradeRows, RankingTable
 from ragtui.core.retrieval.base import RETRIEVER_NAMES, Hit, Ranking
 from ragtui.core.retrieval.bm25 import BM25Retriever
@@ -71,6 +71,9 @@ SOURCE_HAND = "hand"
 #: A hand grade that settles a dispute: it wins over every annotator's grade of the pair.
 SOURCE_ADJUDICATED = "adjudicated"
 
+#: The kinds of passage a live retriever returns, in ``PassageCounts`` order.
+_PASSAGE_KINDS = ("chunk_ids", "mapped", "own", "unknown")
+
 #: The levels a workspace evaluates at: chunks, or documents (a document ranks at its best chunk's rank).
 LEVEL_CHUNK = "chunk"
 LEVEL_DOCUMENT = "document"
@@ -97,6 +100,58 @@ class GradeChange:
     label: Label
     changes: dict[str, tuple[QuestionMetrics, QuestionMetrics]]
     warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PassageCounts:
+    """What a live retriever returned for the golden questions, counted by distinct passage: ids that
+    are ragtui's chunks, passages under other ids whose text is one of ragtui's chunks (white space
+    collapsed: mapped onto it), passages ragtui does not hold (its own), and ids with neither."""
+
+    chunk_ids: int = 0
+    mapped: int = 0
+    own: int = 0
+    unknown: int = 0
+
+    @property
+    def returned(self) -> int:
+        """Every distinct passage returned."""
+        return self.chunk_ids + self.mapped + self.own + self.unknown
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts as ``ragtui eval --json`` gives them (``passages``)."""
+        return {
+            "returned": self.returned,
+            "chunk_ids": self.chunk_ids,
+            "mapped": self.mapped,
+            "own": self.own,
+            "unknown": self.unknown,
+        }
+
+    def describe(self, name: str, k: int, evidence: bool) -> str:
+        """One line: what was mapped, what is its own, and how it is scored."""
+        parts = [f"{self.chunk_ids} by ragtui's chunk id"]
+        parts.append(f"{self.mapped} mapped onto ragtui's chunks by their text")
+        parts.append(f"{self.own} its own")
+        if self.unknown:
+            parts.append(
+                f"{self.unknown} unknown id{'s' if self.unknown != 1 else ''} without text"
+            )
+        line = (
+            f"{name}: {self.returned} passage{'s' if self.returned != 1 else ''} returned: "
+            + ", ".join(parts)
+        )
+        if self.own:
+            recall = (
+                f"its recall@{k} is evidence recall (the share of evidence strings found in a relevant passage of its top {k})"
+                if evidence
+                else f"its recall@{k} is over ragtui's judgements and its own judged passages"
+            )
+            line += (
+                f"; its own passages are judged for {name} alone and {recall}; to score it on "
+                "ragtui's chunks, give ragtui the service's chunks with --chunks FILE.jsonl"
+            )
+        return line
 
 
 @dataclass(frozen=True)
@@ -188,8 +243,16 @@ class Workspace:
     live: dict[str, LiveRetriever] = field(default_factory=dict)
     #: Each live retriever's state and error message, for its list header.
     live_status: dict[str, LiveStatus] = field(default_factory=dict)
-    #: Chunks a live retriever returned with their text that the corpus does not hold.
+    #: Chunks a live retriever returned with their text that the corpus does not hold (its own
+    #: passages): shown, labelled and judged, but counted only for the retriever that returned them.
     foreign: dict[str, Chunk] = field(default_factory=dict)
+    #: The evidence rule's (or the qrels') grades of the own passages: question -> passage -> grade.
+    own_grades: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: What each live retriever returned for the golden questions (see ``PassageCounts``).
+    passages: dict[str, PassageCounts] = field(default_factory=dict)
+    #: ragtui's chunk ids by their white-space-collapsed text (built on the first live answer).
+    _by_text: dict[str, str] | None = None
+    _normalized: dict[str, str] = field(default_factory=dict)
     #: ``chunk`` or ``document``: what the metrics rank and judge (see ``evaluation_grades``).
     level: str = LEVEL_CHUNK
     #: The qrels as the data set gives them (BEIR: question -> document -> grade).
@@ -843,44 +906,43 @@ class Workspace:
         return self.compute_live(names, refresh=True, progress=progress, cancelled=cancelled)
 
     def apply_live(self, result: LiveResult) -> None:
-        """Add live answers computed by ``compute_live``: rankings, statuses, the chunks they brought, then the numbers.
+        """Add live answers computed by ``compute_live``: rankings, statuses, the passages they brought, then the numbers.
 
-        A retriever that answered no question keeps whatever rankings it had (none on the first
-        run) and shows its error; one that answered some shows how many it could not answer, and
-        those count as empty runs.
+        Each answer is read through ``map_hits``: an id that is a chunk is that chunk, a passage
+        whose text is one of ragtui's chunks is that chunk, and any other passage with a text is
+        the retriever's own, judged for it alone (``own_passages``). No other retriever's numbers
+        change. A retriever that answered no question keeps whatever rankings it had (none on the
+        first run) and shows its error; one that answered some shows how many it could not answer,
+        and those count as empty runs.
         """
         assert self.evaluation is not None
-        touched: set[str] = set()
         for name, run in result.runs.items():
             self.live_status[name] = run.status
             if not run.hits:
                 continue
-            touched |= self._add_foreign(
-                [h for hits in run.hits.values() for h in hits], origin=name
-            )
+            counts: dict[str, set[str]] = {kind: set() for kind in _PASSAGE_KINDS}
+            mapped = {qid: self.map_hits(name, hits, counts) for qid, hits in run.hits.items()}
+            self._add_foreign([h for hits in mapped.values() for h in hits], origin=name)
+            self.passages[name] = PassageCounts(*(len(counts[kind]) for kind in _PASSAGE_KINDS))
             previous = self.rankings.get(name, {})
             by_question: dict[str, Ranking] = {}
             for q in self.questions:
-                if q.id in run.hits:
-                    by_question[q.id] = [(h.id, h.score) for h in run.hits[q.id]]
+                if q.id in mapped:
+                    by_question[q.id] = [(h.id, h.score) for h in mapped[q.id]]
                 elif q.id in run.failed:
                     by_question[q.id] = []
                 else:  # a question added while the worker ran keeps the ranking it was given
                     by_question[q.id] = previous.get(q.id, [])
             self.rankings[name] = by_question
-            self._warn_unknown(name, run)
-        for qid in touched:
-            if qid in self.question_by_id:
-                self.evaluation.update_question(qid)
+            self._warn_unknown(name, counts["unknown"])
         for name, run in result.runs.items():
             if run.hits and name in self.rankings:
-                self.evaluation.set_rankings(name, self.evaluated_rankings(self.rankings[name]))
+                self.evaluation.set_rankings(
+                    name, self.evaluated_rankings(self.rankings[name]), self.own_passages(name)
+                )
 
-    def _warn_unknown(self, name: str, run: LiveRun) -> None:
-        unknown = sorted(
-            {h.id for hits in run.hits.values() for h in hits if h.id not in self.chunk_by_id}
-            - {c.doc for c in self.chunks}
-        )
+    def _warn_unknown(self, name: str, ids: Iterable[str]) -> None:
+        unknown = sorted(set(ids) - {c.doc for c in self.chunks})
         if unknown:
             self.warnings.append(
                 f"{name}: {len(unknown)} result id{'s' if len(unknown) != 1 else ''} neither among the "
@@ -888,17 +950,74 @@ class Workspace:
                 "they count as not relevant and are shown by id"
             )
 
-    def add_foreign(self, hits: Iterable[Hit], origin: str) -> set[str]:
-        """Keep the chunks a live retriever brought with their text (an ad-hoc search done off the
-        UI thread with ``run_live``); returns the questions whose grades changed."""
-        touched = self._add_foreign(hits, origin)
-        if touched and self.evaluation is not None:
-            for qid in touched:
-                self.evaluation.update_question(qid)
-        return touched
+    def _chunk_of_text(self, text: str) -> str | None:
+        """The ragtui chunk whose text is ``text`` with white space collapsed (the first in chunk order), or None."""
+        by_text = self._by_text
+        if by_text is None:
+            by_text = {}
+            for c in self.chunks:
+                by_text.setdefault(normalize_ws(c.text), c.id)
+            self._by_text = by_text
+        return by_text.get(normalize_ws(text))
 
-    def _add_foreign(self, hits: Iterable[Hit], origin: str) -> set[str]:
-        """Keep the chunks of ``hits`` that the corpus lacks and that came with their text; returns the questions whose grades changed."""
+    def is_own(self, cid: str) -> bool:
+        """Whether an id is a live retriever's own passage (one ragtui's chunks do not hold)."""
+        return cid in self.foreign
+
+    def map_hits(
+        self, name: str, hits: Iterable[Hit], counts: dict[str, set[str]] | None = None
+    ) -> list[Hit]:
+        """A live retriever's answer as ragtui judges it, best first.
+
+        An id that is one of ragtui's chunks stays as it is; a passage under another id whose text
+        (white space collapsed) is one of ragtui's chunks becomes that chunk (so it scores exactly as
+        the chunk's id would); any other passage with a text is the retriever's own, kept under its
+        id (or ``id@name`` when another retriever returned that id with another text). A passage met
+        twice keeps its first place. ``counts`` gathers the returned ids by kind. Reads the
+        workspace only, so a worker may call it.
+        """
+        out: list[Hit] = []
+        seen: set[str] = set()
+        foreign = self.foreign
+        for hit in hits:
+            kind = "chunk_ids"
+            if hit.id in self.chunk_by_id and hit.id not in foreign:
+                mapped = Hit(hit.id, hit.score, None, hit.doc)
+            elif hit.text is None:
+                kind = "unknown" if hit.id not in foreign else "own"
+                mapped = hit
+            else:
+                cid = self._chunk_of_text(hit.text)
+                if cid is not None:
+                    kind = "mapped"
+                    mapped = Hit(cid, hit.score, None, None)
+                else:
+                    kind = "own"
+                    own_id = hit.id
+                    known = foreign.get(own_id)
+                    if known is not None and known.text != hit.text:
+                        # Another passage under this id (another retriever's, or an earlier text):
+                        # the first text keeps the id.
+                        own_id = f"{hit.id}@{name}"
+                    mapped = Hit(own_id, hit.score, hit.text, hit.doc)
+            if counts is not None:
+                counts[kind].add(hit.id)
+            if mapped.id in seen:
+                continue
+            seen.add(mapped.id)
+            out.append(mapped)
+        return out
+
+    def add_foreign(self, hits: Iterable[Hit], origin: str) -> set[str]:
+        """Keep the passages a live retriever brought with their text (an ad-hoc search done off the
+        UI thread with ``run_live`` and ``map_hits``); returns the golden questions whose numbers
+        changed: none, since a retriever's own passages count only for its golden rankings."""
+        self._add_foreign(hits, origin)
+        return set()
+
+    def _add_foreign(self, hits: Iterable[Hit], origin: str) -> None:
+        """Keep the passages of ``hits`` (already through ``map_hits``) that ragtui's chunks do not
+        hold, and their evidence-rule (or qrels) grades, which only their retriever's numbers read."""
         new: list[Chunk] = []
         for hit in hits:
             if hit.text is None or hit.id in self.chunk_by_id:
@@ -919,37 +1038,89 @@ class Workspace:
             self.chunk_order[hit.id] = len(self.chunk_order)
             new.append(chunk)
         if not new:
-            return set()
-        touched: set[str] = set()
+            return
         if self.base_source == SOURCE_EVIDENCE:
             index = EvidenceIndex([c.id for c in new], [c.text for c in new])
             for q in self.questions:
                 found = index.matching_chunks(q.evidence)
                 if found:
-                    self.base_grades.setdefault(q.id, {}).update(
+                    self.own_grades.setdefault(q.id, {}).update(
                         dict.fromkeys(found, EVIDENCE_GRADE)
                     )
-                    touched.add(q.id)
         else:
             for q in self.questions:
                 graded = self.qrels.get(q.id, {})
                 for chunk in new:
                     if chunk.doc in graded:
-                        self.base_grades.setdefault(q.id, {})[chunk.id] = graded[chunk.doc]
-                        touched.add(q.id)
-        return touched
+                        self.own_grades.setdefault(q.id, {})[chunk.id] = graded[chunk.doc]
+
+    def own_passages(self, name: str) -> OwnPassages | None:
+        """How ``name`` is judged when its golden rankings hold passages of its own (None: like
+        ragtui's retrievers, on ragtui's chunks alone): their grades count for it, and its recall is
+        evidence recall (or, on qrels, over the judged passages)."""
+        if self.level != LEVEL_CHUNK or name not in self.live:
+            return None
+        if not any(
+            cid in self.foreign
+            for ranking in self.rankings.get(name, {}).values()
+            for cid, _ in ranking
+        ):
+            return None
+        recall = self._evidence_recall if self.base_source == SOURCE_EVIDENCE else None
+        return OwnPassages(self._own_gains, recall)
+
+    def _own_gains(
+        self, qid: str, ranked: Iterable[str], shared: Mapping[str, int]
+    ) -> Mapping[str, int]:
+        """The shared grades and those of the retriever's own passages in ``ranked`` (a hand grade wins)."""
+        own = [cid for cid in ranked if cid in self.foreign]
+        if not own:
+            return shared
+        grades = dict(shared)
+        hand = self.hand_grades(qid, own=True)
+        base = self.own_grades.get(qid, {})
+        for cid in own:
+            if cid in hand:
+                grades[cid] = hand[cid]
+            elif cid in base:
+                grades[cid] = base[cid]
+        return grades
+
+    def _evidence_recall(self, qid: str, top: Iterable[str], gains: Mapping[str, int]) -> float:
+        """The share of a question's evidence strings found in a relevant passage of ``top`` (the top k).
+
+        A question without evidence strings (its grades all by hand) falls back to recall over its
+        judged passages.
+        """
+        question = self.question_by_id.get(qid)
+        needles = [] if question is None else [n for n in map(normalize_ws, question.evidence) if n]
+        ranked = list(top)
+        threshold = self.settings.threshold
+        if not needles:
+            return recall_at_k(ranked, relevant_ids(gains, threshold), max(len(ranked), 1))
+        texts = []
+        for cid in dict.fromkeys(ranked):
+            if gains.get(cid, 0) < threshold:
+                continue
+            text = self._normalized.get(cid)
+            if text is None:
+                chunk = self.chunk_by_id.get(cid)
+                text = self._normalized[cid] = normalize_ws(chunk.text) if chunk is not None else ""
+            texts.append(text)
+        found = sum(1 for needle in needles if any(needle in text for text in texts))
+        return found / len(needles)
 
     def search_live(self, name: str, text: str, depth: int | None = None) -> Ranking:
         """One live retriever's ranking of any text (an ad-hoc query, a new question), through its cache.
 
-        The chunks it brings with their text are kept, so the chunk view can show them; an error
+        The passages it brings with their text are kept, so the chunk view can show them; an error
         is raised as LiveError with its one-line reason.
         """
         depth = depth if depth is not None else self.settings.depth
         run = run_live(self.live[name], [("", text)], depth, root=self.settings.cache_dir)
         if "" in run.failed:
             raise LiveError(run.failed[""])
-        hits = run.hits.get("", [])
+        hits = self.map_hits(name, run.hits.get("", []))
         self._add_foreign(hits, origin=name)
         return [(h.id, h.score) for h in hits]
 
@@ -1010,16 +1181,16 @@ class Workspace:
 
     @property
     def retrievers(self) -> list[str]:
-        """The chosen retrievers that have rankings: the built-in ones in the standard order, the
-        reranked one (``hybrid+rerank``), the external runs, then the live ones."""
-        builtin = [
-            n for n in RETRIEVER_NAMES if n in self.settings.retrievers and n in self.rankings
-        ]
+        """The chosen retrievers that have rankings, in the order ``--retrievers`` gives them; then
+        those it does not name: the reranked one (``hybrid+rerank``), the external runs, the live ones."""
+        chosen = [n for n in self.settings.retrievers if n in self.rankings]
+        rest = []
         reranked = self.settings.rerank_name
         if reranked is not None and reranked in self.rankings:
-            builtin.append(reranked)
-        runs = [n for n, _ in self.settings.runs if n in self.rankings]
-        return builtin + runs + [n for n in self.live if n in self.rankings]
+            rest.append(reranked)
+        rest += [n for n, _ in self.settings.runs if n in self.rankings]
+        rest += [n for n in self.live if n in self.rankings]
+        return list(dict.fromkeys(chosen + rest))
 
     def label_status(self, label: Label) -> str | None:
         """Why a hand label does not apply (unknown question, missing or edited chunk), or None if it applies."""
@@ -1050,18 +1221,32 @@ class Workspace:
                 out[cid] = label
         return out
 
-    def hand_grades(self, qid: str) -> dict[str, int]:
-        """The hand grades of a question that apply (stale labels left out; one grade per pair, see ``hand_label``)."""
+    def hand_grades(self, qid: str, own: bool = False) -> dict[str, int]:
+        """The hand grades of a question that apply (stale labels left out; one grade per pair, see
+        ``hand_label``): of ragtui's chunks, and with ``own`` of live retrievers' own passages too."""
+        foreign = self.foreign
         return {
             cid: label.grade
             for cid, label in self.hand_labels(qid).items()
-            if label.grade is not None
+            if label.grade is not None and (own or cid not in foreign)
         }
 
     def effective_grades(self, qid: str) -> dict[str, int]:
-        """The grades metrics use: the evidence rule (or qrels), overridden by hand grades."""
+        """The grades ragtui's retrievers are judged by: the evidence rule (or qrels) over ragtui's
+        chunks, overridden by hand grades (a live retriever's own passages are not among them)."""
         grades = dict(self.base_grades.get(qid, {}))
         grades.update(self.hand_grades(qid))
+        return grades
+
+    def shown_grades(self, qid: str) -> dict[str, int]:
+        """Every grade a question's passages show: ``effective_grades`` and those of the live
+        retrievers' own passages (what the judging queue counts as judged)."""
+        grades = self.effective_grades(qid)
+        if self.foreign:
+            grades.update(self.own_grades.get(qid, {}))
+            grades.update(
+                {c: g for c, g in self.hand_grades(qid, own=True).items() if c in self.foreign}
+            )
         return grades
 
     def grade_source(self, qid: str, cid: str) -> tuple[int | None, str | None]:
@@ -1072,6 +1257,9 @@ class Workspace:
         base = self.base_grades.get(qid, {})
         if cid in base:
             return base[cid], self.base_source
+        own = self.own_grades.get(qid, {})
+        if cid in own:
+            return own[cid], self.base_source
         return None, None
 
     def annotator_grades(self, qid: str, cid: str) -> dict[str, int]:
@@ -1254,6 +1442,7 @@ class Workspace:
             self.settings.threshold,
             grade_arrays=arrays,
             regraded=regraded,
+            own={n: own for n in shown if (own := self.own_passages(n)) is not None},
         )
         return self.evaluation
 

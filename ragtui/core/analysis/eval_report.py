@@ -42,6 +42,13 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
             "judged": judged[name].mean,
             "thinly_judged": judged[name].thin,
         }
+        # Which recall the row holds: "chunks", "evidence" (a live retriever with passages of its
+        # own: the share of evidence strings found) or "judged" (on qrels: over the judged passages).
+        retrievers[name]["recall_definition"] = ev.recall_definition(name)
+        counts = ws.passages.get(name)
+        if counts is not None:
+            # What a live retriever returned: ragtui's chunks by id or by text, its own passages.
+            retrievers[name]["passages"] = counts.as_dict()
         status = ws.live_status.get(name)
         if status is not None:
             # Questions a live retriever could not answer (they count as empty runs), with reasons.

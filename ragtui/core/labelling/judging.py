@@ -83,6 +83,10 @@ class Pooled(Protocol):
         """The grades the metrics use."""
         ...
 
+    def shown_grades(self, qid: str) -> dict[str, int]:
+        """Every grade a question's passages show (live retrievers' own passages included)."""
+        ...
+
     def ranking(self, name: str, qid: str) -> Ranking:
         """A retriever's ranking of a question."""
         ...
@@ -374,8 +378,9 @@ class JudgedSummary:
 
 
 def judged_ids(ws: Pooled, qid: str) -> set[str]:
-    """The chunks of a question that carry a grade the metrics use: a hand grade or a base grade (evidence or qrels)."""
-    return set(ws.effective_grades(qid))
+    """The passages of a question that carry a grade: a hand grade or a base grade (evidence or
+    qrels), of ragtui's chunks and of live retrievers' own passages."""
+    return set(ws.shown_grades(qid))
 
 
 def judged_summaries(
@@ -399,10 +404,11 @@ def judged_summaries(
                 out[name] = JudgedSummary(name, k, mean, ev.judged[name], mean < threshold)
         return out
     # The evaluation's rankings and grades: chunks, or documents at document level.
-    judged = {q.id: set(ev.gains(q.id)) for q in ws.questions}
     for name in ws.retrievers:
         per_question = {
-            q.id: judged_at_k([cid for cid, _ in ev.rankings[name].get(q.id, ())], judged[q.id], k)
+            q.id: judged_at_k(
+                [cid for cid, _ in ev.rankings[name].get(q.id, ())], ev.gains_for(name, q.id), k
+            )
             for q in ws.questions
         }
         averaged = [per_question[q.id] for q in ws.questions if q.id in ev.evaluated]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
@@ -31,6 +31,20 @@ Ranking = list[tuple[str, float]]
 
 #: The per-question values that are averaged, in display order.
 MEAN_FIELDS = ("recall", "precision", "precision_ceiling", "rr", "ndcg")
+
+
+@dataclass(frozen=True)
+class OwnPassages:
+    """How to judge a retriever that returns passages of its own (a live retriever's passages that
+    ragtui does not hold): they count for it alone, never for the retrievers that search ragtui's chunks.
+
+    ``gains(qid, ranked, shared)`` gives the grades it is judged by: the shared ones (ragtui's
+    chunks) and those of its own passages in ``ranked``. ``recall(qid, top, gains)``, when set,
+    replaces recall@k (``top`` is the top k; the evidence recall of docs/retrievers.md).
+    """
+
+    gains: Callable[[str, Sequence[str], Mapping[str, int]], Mapping[str, int]]
+    recall: Callable[[str, Sequence[str], Mapping[str, int]], float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +187,7 @@ class Evaluation:
         *,
         grade_arrays: GradeArrays | None = None,
         regraded: Iterable[str] = (),
+        own: Mapping[str, OwnPassages] | None = None,
     ) -> None:
         self.question_ids = list(question_ids)
         self.grades = grades
@@ -184,6 +199,8 @@ class Evaluation:
         #: Judged@k per retriever and question: the share of the top k that carries any grade.
         self.judged: dict[str, JudgedValues] = {}
         self._values: dict[str, _Values] = {}
+        #: Retrievers judged with passages of their own (see ``OwnPassages``).
+        self.own: dict[str, OwnPassages] = {}
         self._sums: dict[str, list[float]] = {}
         self._judged_sums: dict[str, float] = {}
         if grade_arrays is None:
@@ -204,15 +221,15 @@ class Evaluation:
         self._mask = np.diff(offsets) > 0
         self._arrays = grade_arrays
         order = self.question_ids
-        own = set(regraded) | {order[i] for i in np.flatnonzero(source < 0).tolist()}
-        for qid in own:
+        asked = set(regraded) | {order[i] for i in np.flatnonzero(source < 0).tolist()}
+        for qid in asked:
             if qid in self._rows:
                 gains = grades(qid)
                 self._gains[qid] = gains
                 self._mask[self._rows[qid]] = bool(gains)
         self.evaluated = EvaluatedSet(self._rows, self.question_ids, self._mask)
         for name, by_question in rankings.items():
-            self.set_rankings(name, by_question)
+            self.set_rankings(name, by_question, (own or {}).get(name))
 
     def _encode_ids(self, ids: Sequence[str]) -> np.ndarray:
         """This evaluation's code of every id in ``ids`` (new ids get new codes)."""
@@ -275,9 +292,16 @@ class Evaluation:
                 matrix[i, : len(row)] = row
         return matrix, slow, False
 
-    def set_rankings(self, name: str, by_question: Mapping[str, Ranking]) -> None:
-        """Add (or replace) a retriever's rankings and compute its values."""
+    def set_rankings(
+        self, name: str, by_question: Mapping[str, Ranking], own: OwnPassages | None = None
+    ) -> None:
+        """Add (or replace) a retriever's rankings and compute its values; with ``own``, it is
+        judged with its own passages too (every other retriever's values stay as they are)."""
         self.rankings[name] = by_question
+        if own is None:
+            self.own.pop(name, None)
+        else:
+            self.own[name] = own
         matrix, slow, distinct = self._ranked_codes(by_question)
         batch = batch_metrics(
             matrix,
@@ -301,7 +325,9 @@ class Evaluation:
         if not distinct:
             redo |= set(np.flatnonzero(duplicate_rows(matrix)).tolist())
         redo |= {self._rows[q] for q in self._gains}
-        for i in redo:
+        if own is not None:
+            redo = set(range(len(self.question_ids)))
+        for i in sorted(redo):
             qid = self.question_ids[i]
             values.put(i, self._compute(name, qid), self._judged(name, qid))
         self._values[name] = values
@@ -312,10 +338,34 @@ class Evaluation:
         self._judged_sums[name] = math.fsum(values.judged[mask].tolist())
 
     def _compute(self, name: str, qid: str) -> QuestionMetrics:
-        return question_metrics(self._ranked(name, qid), self.gains(qid), self.k, self.threshold)
+        ranked = self._ranked(name, qid)
+        gains = self.gains_for(name, qid)
+        metrics = question_metrics(ranked, gains, self.k, self.threshold)
+        own = self.own.get(name)
+        if own is not None and own.recall is not None:
+            metrics = replace(metrics, recall=own.recall(qid, ranked[: self.k], gains))
+        return metrics
 
     def _judged(self, name: str, qid: str) -> float:
-        return judged_at_k(self._ranked(name, qid), self.gains(qid), self.k)
+        return judged_at_k(self._ranked(name, qid), self.gains_for(name, qid), self.k)
+
+    def gains_for(self, name: str, qid: str) -> Mapping[str, int]:
+        """The grades one retriever's values of ``qid`` were computed from: ``gains`` (ragtui's
+        chunks), and for a retriever with passages of its own, theirs too."""
+        shared = self.gains(qid)
+        own = self.own.get(name)
+        if own is None:
+            return shared
+        return own.gains(qid, self._ranked(name, qid), shared)
+
+    def recall_definition(self, name: str) -> str:
+        """``chunks`` (the share of the relevant set in the top k), ``evidence`` (the share of the
+        evidence strings found in the top k) or ``judged`` (over ragtui's judgements and the
+        retriever's own judged passages): which recall a retriever's row holds."""
+        own = self.own.get(name)
+        if own is None:
+            return "chunks"
+        return "evidence" if own.recall is not None else "judged"
 
     def _add(self, name: str, qid: str, sign: int) -> None:
         values = self._values[name]

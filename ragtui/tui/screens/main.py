@@ -504,6 +504,7 @@ class MainScreen(Screen[None]):
         elif kind == "retrievers":
             self._walk = None
             self.update_notes()
+            self.update_header()
             self.hide_progress()
             self.refresh_all()
         elif kind == "grades":
@@ -600,7 +601,22 @@ class MainScreen(Screen[None]):
                 doing = "asking it" if ws is not None and name in ws.live else "embedding chunks"
                 self.pane(name).set_note(f"{name}: {doing}… the list fills in when ready")
             else:
-                self.pane(name).set_note(None)
+                self.pane(name).set_note(self._own_note(name))
+
+    def _own_note(self, name: str) -> str | None:
+        """A live retriever's note when it returned passages of its own: they count for it alone."""
+        ws = self.ws
+        counts = ws.passages.get(name) if ws is not None else None
+        if ws is None or ws.evaluation is None or counts is None or not counts.own:
+            return None
+        definition = ws.evaluation.recall_definition(name)
+        recall = (
+            "recall counts the evidence strings found"
+            if definition == "evidence"
+            else "recall is over the judged passages"
+        )
+        plural = "s" if counts.own != 1 else ""
+        return f"{name}: {counts.own} passage{plural} of its own, judged for {name} alone; {recall}"
 
     def update_header(self) -> None:
         """The subtitle: data, sizes, k and depth, and read-only when labels cannot be saved."""
@@ -616,6 +632,10 @@ class MainScreen(Screen[None]):
             f"k={settings.k}",
             f"depth {settings.depth}",
         ]
+        for name, counts in ws.passages.items():
+            # What a live retriever returned: passages mapped onto ragtui's chunks, passages of its own.
+            if counts.mapped or counts.own:
+                parts.append(f"{visible_line(name)} {counts.mapped} mapped, {counts.own} own")
         if ws.labels.read_only:
             parts.append("labels read-only")
         self.sub_title = " · ".join(parts)

@@ -3,23 +3,78 @@
 Each browser tab gets its own app process, started as ``python -m ragtui`` with the flags this
 command was given (the project file is read by the app itself, from the same working folder), so
 the app in the browser is the one in the terminal. It listens on 127.0.0.1 unless told otherwise;
-anything else is said loudly, since there is no login and the app writes labels.
+anything else is said loudly, since whoever holds the address can write labels.
+
+Who may use it (docs/serve.md has the threat model):
+
+- every request must name this server in its ``Host`` header (the served address, ``--public-url``'s
+  host, or localhost, 127.0.0.1 and [::1] on the served port): a DNS-rebinding page names its own;
+- a request that carries an ``Origin`` (a browser's websocket always does) must come from one of the
+  same addresses: a page served from anywhere else, another local port included, is refused;
+- the page and the websocket need the random token printed with the address (``?token=``; the page
+  gives its websocket the token in the websocket's path), unless ``--no-token``;
+- at most ``--max-sessions`` app processes run at once, and each ends with its socket: asked to quit,
+  then its process group is terminated, then killed.
+
+Refusals are HTTP 403 (503 for a full server) with one plain line, also printed on the server's
+stderr; nothing reaches a log with a traceback, and the access log (which would show tokens) is off.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import hmac
 import ipaddress
+import json
+import os
+import re
+import secrets
 import shlex
+import signal
 import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
 
 from ragtui.cli.output import err, warn
 from ragtui.core.errors import InputError
 from ragtui.core.options import OPTIONS
+from ragtui.core.text import visible_line
 
-#: The page template: textual-serve's, without the web-font link (the page fetches nothing).
+if TYPE_CHECKING:
+    from aiohttp import web
+
+#: The page template: textual-serve's, without the web-font link (the page fetches nothing), its
+#: websocket address carrying the token.
 TEMPLATES = Path(__file__).resolve().parent / "serve_templates"
+#: A token given by the environment instead of a fresh random one (not a flag: other local users
+#: can read a process's command line, not its environment).
+TOKEN_ENV = "RAGTUI_SERVE_TOKEN"
+#: The names of this machine a browser may use on the served port.
+LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+#: Seconds an app process has to quit when its socket closes, then to end on SIGTERM.
+QUIT_GRACE = 3.0
+TERM_GRACE = 2.0
+#: Refusals printed on stderr (each kind once) before the server stops printing them: a page can
+#: send thousands.
+MAX_REFUSALS_SHOWN = 50
+#: Headers on every page and refusal: no framing (clickjacking), no token in a Referer, no caching.
+PAGE_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{16,256}")
+_AUTHORIZATION = re.compile(r"(?:token|bearer)\s+(\S+)\s*", re.IGNORECASE)
+
+#: A host as a browser names it: lower case, IPv6 without brackets, and the port (None: not given).
+Address = tuple[str, int | None]
 
 
 def is_loopback(host: str) -> bool:
@@ -32,8 +87,8 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve to anything
 
 
-def app_command(args: argparse.Namespace) -> str:
-    """The shell command each browser session runs: this Python, ``-m ragtui``, and the shared flags given."""
+def app_argv(args: argparse.Namespace) -> list[str]:
+    """The command each browser session runs: this Python, ``-m ragtui``, and the shared flags given."""
     argv = [sys.executable, "-m", "ragtui"]
     given = vars(args)
     for option in OPTIONS:
@@ -43,7 +98,434 @@ def app_command(args: argparse.Namespace) -> str:
         argv += ["--project", str(Path(given["project"]).resolve())]
     if given.get("no_project"):
         argv.append("--no-project")
-    return shlex.join(argv)
+    return argv
+
+
+# ---- who may use the server ---------------------------------------------------------------------
+
+
+def parse_address(netloc: str) -> Address | None:
+    """``host[:port]`` (a Host header, a URL's authority) as an :data:`Address`; None if it is not one."""
+    if not netloc or any(c in netloc for c in "/\\@?# \t"):
+        return None
+    try:
+        parts = urlsplit("//" + netloc)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port out of range or not a number, a bad IPv6 literal
+        return None
+    if not host:
+        return None
+    return host, port
+
+
+def _named(host: str, port: int) -> set[Address]:
+    """The addresses a browser may write for ``host`` on ``port`` (without the port when it is 80 or 443)."""
+    names: set[Address] = {(host, port)}
+    if port in (80, 443):
+        names.add((host, None))
+    return names
+
+
+def _shown(address: Address) -> str:
+    host, port = address
+    host = f"[{host}]" if ":" in host else host
+    return host if port is None else f"{host}:{port}"
+
+
+def _quoted(value: str) -> str:
+    """A header value from the request, shortened and made printable, in quotes."""
+    value = visible_line(value)
+    return repr(value if len(value) <= 80 else value[:77] + "...")
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The addresses browsers may name this server by, and the token (None: ``--no-token``)."""
+
+    addresses: frozenset[Address]
+    token: str | None
+
+    @classmethod
+    def build(cls, host: str, port: int, public_url: str | None, token: str | None) -> Guard:
+        """The served address, ``public_url``'s host and the localhost names on ``port``."""
+        addresses: set[Address] = set()
+        for name in (*LOCAL_NAMES, host.strip("[]").lower()):
+            addresses |= _named(name, port)
+        if public_url is not None:
+            parts = urlsplit(public_url)
+            if parts.hostname:
+                default = 443 if parts.scheme == "https" else 80
+                addresses |= _named(parts.hostname, parts.port or default)
+        return cls(frozenset(addresses), token)
+
+    def known(self) -> str:
+        """The addresses accepted, for a refusal's message (without the portless duplicates)."""
+        return ", ".join(sorted(_shown(a) for a in self.addresses if a[1] is not None))
+
+    def host_problem(self, value: str | None) -> str | None:
+        """Why a request with this ``Host`` header is refused, or None."""
+        if value is None:
+            return "the request names no Host"
+        address = parse_address(value.strip())
+        if address is None or address not in self.addresses:
+            return (
+                f"the Host header {_quoted(value)} is not this server's address ({self.known()}); "
+                "behind a proxy or on another name, give that address as --public-url"
+            )
+        return None
+
+    def origin_problem(self, value: str | None) -> str | None:
+        """Why a request from a page of this ``Origin`` is refused, or None (no Origin: not a page's)."""
+        if value is None:
+            return None
+        parts = urlsplit(value.strip())
+        address = parse_address(parts.netloc) if parts.scheme in ("http", "https") else None
+        if address is not None and parts.path in ("", "/"):
+            default = 443 if parts.scheme == "https" else 80
+            if address in self.addresses or (
+                address[1] == default and (address[0], None) in self.addresses
+            ):
+                return None
+        return (
+            f"a page from {_quoted(value)} may not use this server "
+            f"(only pages from {self.known()} may)"
+        )
+
+    def token_problem(self, given: str | None) -> str | None:
+        """Why a request with this token (None: none given) is refused, or None."""
+        if self.token is None:
+            return None
+        if not given:
+            return (
+                "this server needs the token printed by `ragtui serve`: "
+                "open the address it printed, ending in ?token=..."
+            )
+        if not hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8")):
+            return "wrong token: open the address `ragtui serve` printed"
+        return None
+
+
+def given_token(request: web.Request) -> str | None:
+    """The token a request carries: in the path (the page's websocket), ``?token=``, or an
+    ``Authorization: token …`` header (scripts), first found."""
+    token = request.match_info.get("token") or request.query.get("token")
+    if not token:
+        match = _AUTHORIZATION.fullmatch(request.headers.get("Authorization", ""))
+        token = match.group(1) if match else None
+    return token or None
+
+
+def server_token(token_required: bool) -> tuple[str | None, bool]:
+    """The token (None without one) and whether it came from ``RAGTUI_SERVE_TOKEN``."""
+    if not token_required:
+        return None, False
+    given = os.environ.get(TOKEN_ENV)
+    if given is None or given == "":
+        return secrets.token_urlsafe(32), False
+    if not _TOKEN_SHAPE.fullmatch(given):
+        raise InputError(
+            None,
+            f"{TOKEN_ENV}: a token is 16 to 256 letters, digits and . _ ~ - "
+            f"(got {len(given)} characters); unset it for a random one",
+        )
+    return given, True
+
+
+# ---- the app processes --------------------------------------------------------------------------
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to the process group led by ``pid`` (each app process leads its own)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+async def _exited(process: asyncio.subprocess.Process, seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(process.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
+def _service_class() -> type:
+    """textual-serve's AppService, starting the app without a shell, in its own process group,
+    and ending it (and anything it started) for sure."""
+    from textual_serve.app_service import AppService
+
+    class AppProcess(AppService):
+        def __init__(self, argv: list[str], **kwargs: Any) -> None:
+            super().__init__(shlex.join(argv), **kwargs)
+            self.argv = argv
+            self._ending: asyncio.Future[None] | None = None
+
+        async def _open_app_process(
+            self, width: int = 80, height: int = 24
+        ) -> asyncio.subprocess.Process:
+            environment = self._build_environment(width=width, height=height)
+            environment.pop(TOKEN_ENV, None)  # the app has no use for it
+            process = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=environment,
+                start_new_session=True,  # ctrl+c on the server reaches the server only; it ends these
+            )
+            self._process = process
+            self._stdin = process.stdin
+            return process
+
+        @property
+        def pid(self) -> int | None:
+            return None if self._process is None else int(self._process.pid)
+
+        @property
+        def ended(self) -> bool:
+            """Whether the app process has ended (a session still starting counts as running)."""
+            return self._process is not None and self._process.returncode is not None
+
+        @property
+        def running(self) -> asyncio.Task[None] | None:
+            """The task reading the app's output: done when the app has ended."""
+            task: asyncio.Task[None] | None = self._task
+            return task
+
+        async def stop(self) -> None:
+            """End the app: ask it to quit, then terminate, then kill its process group. Once."""
+            if self._ending is None:
+                self._ending = asyncio.ensure_future(self._end())
+            await asyncio.shield(self._ending)
+
+        async def _end(self) -> None:
+            process = self._process
+            if process is None:
+                return
+            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+            if process.returncode is None:
+                await self.send_meta({"type": "quit"})
+                if not await _exited(process, QUIT_GRACE):
+                    _signal_group(process.pid, signal.SIGTERM)
+                    if not await _exited(process, TERM_GRACE):
+                        _signal_group(process.pid, signal.SIGKILL)
+                        await process.wait()
+            _signal_group(process.pid, signal.SIGKILL)  # anything the app started and left behind
+            task = self._task
+            if task is not None:
+                try:
+                    await asyncio.wait_for(task, TERM_GRACE)
+                except (TimeoutError, asyncio.CancelledError):
+                    task.cancel()
+                self._task = None
+
+    return AppProcess
+
+
+# ---- the server ---------------------------------------------------------------------------------
+
+
+def _bounded(raw: str | None, default: int, low: int, high: int) -> int:
+    try:
+        value = int(raw) if raw is not None else default
+    except ValueError:
+        return default
+    return min(max(value, low), high)
+
+
+def _server_class() -> type:
+    """textual-serve's server behind the guard, with its app processes capped and ended."""
+    from aiohttp import WSMsgType, web
+    from aiohttp_jinja2 import render_template
+    from aiohttp_jinja2 import setup as setup_templates
+    from jinja2 import FileSystemLoader
+    from textual_serve.server import Server
+
+    app_process = _service_class()
+    token_routes = {"index", "websocket", "websocket-token"}
+    what = {
+        "index": "the page",
+        "websocket": "a websocket",
+        "websocket-token": "a websocket",
+        "static": "a static file",
+        "download": "a download",
+    }
+
+    class RagtuiServer(Server):
+        def __init__(
+            self, argv: list[str], *, guard: Guard, max_sessions: int, **kwargs: Any
+        ) -> None:
+            super().__init__(shlex.join(argv), title="ragtui", templates_path=TEMPLATES, **kwargs)
+            self.argv = argv
+            self.guard = guard
+            self.max_sessions = max_sessions
+            self.public_url = self.public_url.rstrip("/")
+            #: The open sessions: each app process and its browser's socket.
+            self.sessions: dict[Any, web.WebSocketResponse] = {}
+            self.refusals_shown: set[str] = set()
+
+        # -- serving
+
+        def serve(self, debug: bool = False) -> None:
+            """Serve until SIGINT or SIGTERM, without textual-serve's log (its access lines hold tokens)."""
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self.request_exit)
+            web.run_app(
+                self._make_app(),
+                host=self.host,
+                port=self.port,
+                handle_signals=False,
+                loop=loop,
+                print=None,
+                access_log=None,
+            )
+
+        async def _make_app(self) -> web.Application:
+            @web.middleware
+            async def guard(
+                request: web.Request,
+                handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+            ) -> web.StreamResponse:
+                route = request.match_info.route.name
+                problem = self.guard.host_problem(
+                    request.headers.get("Host")
+                ) or self.guard.origin_problem(request.headers.get("Origin"))
+                if problem is None and route in token_routes:
+                    problem = self.guard.token_problem(given_token(request))
+                if problem is not None:
+                    return self.refuse(403, what.get(route or "", "a request"), problem)
+                response = await handler(request)
+                if not response.prepared and route != "static":
+                    response.headers.update(PAGE_HEADERS)
+                return response
+
+            app = web.Application(middlewares=[guard])
+            setup_templates(app, loader=FileSystemLoader(TEMPLATES))
+            app.add_routes(
+                [
+                    web.get("/", self.page, name="index"),
+                    web.get("/ws", self.app_socket, name="websocket"),
+                    web.get("/ws/{token}", self.app_socket, name="websocket-token"),
+                    web.get("/download/{key}", self.handle_download, name="download"),
+                    web.static("/static", self.statics_path, name="static"),
+                ]
+            )
+            app.on_shutdown.append(self.on_shutdown)
+            return app
+
+        def refuse(self, status: int, what: str, reason: str) -> web.Response:
+            """A plain one-line refusal, also said on stderr (each kind once, the first few kinds)."""
+            line = f"ragtui serve: refused {what}: {reason}"
+            if line not in self.refusals_shown and len(self.refusals_shown) < MAX_REFUSALS_SHOWN:
+                self.refusals_shown.add(line)
+                err(line)
+                if len(self.refusals_shown) == MAX_REFUSALS_SHOWN:
+                    err("ragtui serve: further refusals are not printed")
+            return web.Response(
+                status=status, text=f"ragtui serve refused this: {reason}\n", headers=PAGE_HEADERS
+            )
+
+        def full(self) -> str | None:
+            """Why no other app may start now, or None (an app that has ended frees its place)."""
+            running = sum(1 for service in self.sessions if not service.ended)
+            if running < self.max_sessions:
+                return None
+            return (
+                f"{running} app sessions are open, the most --max-sessions allows; "
+                "close a tab (its app ends with it), then reload"
+            )
+
+        # -- the page
+
+        async def page(self, request: web.Request) -> web.StreamResponse:
+            problem = self.full()
+            if problem is not None:
+                return self.refuse(503, "the page", problem)
+            websocket_url = self.public_url + "/ws"
+            if self.guard.token is not None:
+                websocket_url += "/" + quote(self.guard.token, safe="")
+            scheme, rest = websocket_url.split(":", 1)
+            context = {
+                "font_size": _bounded(request.query.get("fontsize"), 16, 6, 64),
+                "app_websocket_url": ("wss:" if scheme == "https" else "ws:") + rest,
+                "config": {"static": {"url": self.public_url + "/static/"}},
+                "application": {"name": self.title},
+            }
+            return render_template("app_index.html", request, context)
+
+        # -- the websocket: one app process each
+
+        async def app_socket(self, request: web.Request) -> web.StreamResponse:
+            websocket = web.WebSocketResponse(heartbeat=15)
+            if not websocket.can_prepare(request).ok:
+                return self.refuse(400, "a request for /ws", "not a websocket handshake")
+            problem = self.full()
+            if problem is not None:
+                return self.refuse(503, "a websocket", problem)
+            service = app_process(
+                self.argv,
+                write_bytes=websocket.send_bytes,
+                write_str=websocket.send_str,
+                close=websocket.close,
+                download_manager=self.download_manager,
+            )
+            self.sessions[service] = (
+                websocket  # counted before the first await: no race past the cap
+            )
+            try:
+                await websocket.prepare(request)
+                await service.start(
+                    _bounded(request.query.get("width"), 80, 10, 1000),
+                    _bounded(request.query.get("height"), 24, 5, 1000),
+                )
+                messages = asyncio.ensure_future(self._messages(websocket, service))
+                ended = service.running
+                waiting = {messages, ended} if ended is not None else {messages}
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                messages.cancel()
+            except (asyncio.CancelledError, ConnectionError, OSError):
+                pass
+            finally:
+                await service.stop()
+                del self.sessions[service]
+                await websocket.close()
+            return websocket
+
+        async def _messages(self, websocket: web.WebSocketResponse, service: Any) -> None:
+            """The browser's keys, sizes and pings, passed to the app; anything malformed is ignored."""
+            async for message in websocket:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                try:
+                    envelope = json.loads(message.data)
+                except ValueError:
+                    continue
+                if not isinstance(envelope, list) or not envelope:
+                    continue
+                kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+                if kind == "stdin" and isinstance(data, str):
+                    await service.send_bytes(data.encode("utf-8"))
+                elif kind == "resize" and isinstance(data, dict):
+                    await service.set_terminal_size(
+                        _bounded(str(data.get("width")), 80, 10, 1000),
+                        _bounded(str(data.get("height")), 24, 5, 1000),
+                    )
+                elif kind == "ping":
+                    await websocket.send_json(["pong", data])
+                elif kind == "blur":
+                    await service.blur()
+                elif kind == "focus":
+                    await service.focus()
+
+        async def on_shutdown(self, app: web.Application) -> None:
+            """Close every socket and end every app process before the server exits."""
+            sessions = list(self.sessions.items())
+            for _service, websocket in sessions:
+                await websocket.close(code=1001, message=b"ragtui serve stopped")
+            await asyncio.gather(*(service.stop() for service, _ in sessions))
+
+    return RagtuiServer
 
 
 def run_serve(
@@ -51,36 +533,56 @@ def run_serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     public_url: str | None = None,
+    max_sessions: int = 3,
+    token_required: bool = True,
 ) -> int:
     """Serve the app until interrupted (ctrl+c)."""
     try:
-        from textual_serve.server import Server
+        server_class = _server_class()
     except ImportError:
         raise InputError(
             None, "ragtui serve needs textual-serve: pip install 'textual-serve==1.1.3'"
         ) from None
     if port > 65535:
         raise InputError(None, f"--port: {port} is not a port (1-65535)")
+    if public_url is not None:
+        parts = urlsplit(public_url)
+        if parts.scheme not in ("http", "https") or parse_address(parts.netloc) is None:
+            raise InputError(
+                None, f"--public-url: {public_url!r} is not an http:// or https:// address"
+            )
+    token, from_environment = server_token(token_required)
+    guard = Guard.build(host, port, public_url, token)
     if not is_loopback(host):
         warn(
-            f"serving on {host}:{port}, beyond this machine: anyone who can reach it can use the app "
-            "and change labels (there is no login); use --host 127.0.0.1 and an SSH tunnel unless you mean it"
+            f"serving on {host}:{port}, beyond this machine: anyone who can reach it "
+            + ("and has the address with its token " if token else "")
+            + "can use the app and change labels; use --host 127.0.0.1 and an SSH tunnel unless you mean it"
         )
-    command = app_command(args)
-    url = public_url or f"http://{host if ':' not in host else f'[{host}]'}:{port}"
-    server = _quiet_server(Server)(
-        command, host=host, port=port, title="ragtui", public_url=url, templates_path=TEMPLATES
+    if host in ("0.0.0.0", "::") and public_url is None:
+        warn(
+            "browsers reaching this server by another name or address are refused (DNS rebinding); "
+            "give the address they use as --public-url"
+        )
+    if token is None:
+        warn(
+            "--no-token: every user and program on this machine (and anything that reaches the "
+            "port) can use the app and change labels"
+        )
+    argv = app_argv(args)
+    base = public_url.rstrip("/") if public_url else f"http://{_shown((host.strip('[]'), port))}"
+    server = server_class(
+        argv, host=host, port=port, public_url=base, guard=guard, max_sessions=max_sessions
     )
+    if token is None:
+        url = f"{base}/"
+    elif from_environment:
+        url = f"{base}/?token=... (the token in {TOKEN_ENV})"
+    else:
+        url = f"{base}/?token={token}"
     err(f"ragtui: serving the app on {url} (ctrl+c stops)")
-    server.serve()
+    try:
+        server.serve()
+    except OSError as exc:
+        raise InputError(None, f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return 0
-
-
-def _quiet_server(base: type) -> type:
-    """textual-serve's server with its banner replaced by ragtui's own line."""
-
-    class RagtuiServer(base):
-        async def on_startup(self, app: object) -> None:
-            """Print nothing: ``run_serve`` already said where the app is."""
-
-    return RagtuiServer

@@ -462,6 +462,18 @@ def _project_commands(sub: Any) -> None:
         metavar="URL",
         help="the address browsers use, when it differs from http://HOST:PORT (a proxy, 0.0.0.0)",
     )
+    p_serve.add_argument(
+        "--max-sessions",
+        type=_argparse_type(whole_number(1)),
+        default=3,
+        metavar="N",
+        help="at most N app processes (browser tabs) at once (default 3)",
+    )
+    p_serve.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve without the token in the printed address (any local user can then use the app)",
+    )
     _shared_options(p_serve)
 
 
@@ -535,7 +547,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             from ragtui.cli.serve import run_serve
 
-            return run_serve(args, host=args.host, port=args.port, public_url=args.public_url)
+            return run_serve(
+                args,
+                host=args.host,
+                port=args.port,
+                public_url=args.public_url,
+                max_sessions=args.max_sessions,
+                token_required=not args.no_token,
+            )
         return _run(args, settings)
     except InputError as exc:
         print(f"ragtui: error: {exc.message}", file=sys.stderr)  # message is made visible

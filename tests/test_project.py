@@ -397,3 +397,144 @@ def test_the_mini_set_runs_from_a_project_file_in_a_subprocess(tmp_path, cache_d
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].endswith("; 9 chunks; k=2, depth=10")
     assert [line.split()[0] for line in done.stdout.splitlines()[2:]] == ["bm25"]
+
+
+# ---- a project file runs only what you meant ------------------------------------------------------
+
+#: A project two folders above the working folder whose plugin is ``os.system``: if the file is
+#: read and its plugin run, the command writes a marker file.
+HOSTILE_PROJECT = """corpus = "corpus"
+golden = "golden"
+chunk-size = {chunk_size}
+
+[retrievers.p]
+factory = "os:system"
+options = {{ command = "touch {marker}" }}
+"""
+
+
+def _hostile(mini: Path) -> tuple[Path, Path, Path]:
+    """The hostile ragtui.toml in ``mini``, a working folder two levels below it, and the marker."""
+    marker = mini / "MARKER"
+    project = _write(
+        mini / "ragtui.toml", HOSTILE_PROJECT.format(chunk_size=MINI_CHUNK_SIZE, marker=marker)
+    )
+    deep = mini / "a" / "b"
+    deep.mkdir(parents=True)
+    return project, deep, marker
+
+
+@pytest.mark.parametrize("command", [["check"], ["eval", "--retrievers", "bm25"], ["config"]])
+def test_a_world_writable_project_file_two_folders_up_is_refused(
+    mini, monkeypatch, capsys, cli_cache_env, command
+):
+    project, deep, marker = _hostile(mini)
+    project.chmod(0o666)
+    monkeypatch.chdir(deep)
+    line = _error(capsys, *command)
+    assert line == (
+        f"ragtui: error: {project}: refused: writable by every user (mode 0666); a project file "
+        f"can run code (plugins), so only its owner may change it: chmod go-w {project}"
+    )
+    assert not marker.exists()
+
+
+def test_the_hostile_project_in_a_subprocess_runs_nothing(mini, cache_dir):
+    # The real command line, as the issue ran it: ragtui eval two folders below the file.
+    project, deep, marker = _hostile(mini)
+    project.chmod(0o666)
+    env = {**os.environ, "RAGTUI_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "ragtui", "eval"], capture_output=True, text=True, cwd=deep, env=env
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith(f"ragtui: error: {project}: refused: writable by every user")
+    assert len(done.stderr.splitlines()) == 1
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_project_file_owned_by_another_user_or_writable_by_a_group_is_refused(
+    mini, monkeypatch, capsys
+):
+    project, deep, marker = _hostile(mini)
+    monkeypatch.chdir(deep)
+    os.chown(project, 65534, -1)  # nobody
+    line = _error(capsys, "check")
+    assert line == (
+        f"ragtui: error: {project}: refused: owned by nobody (uid 65534), not by you (root); a "
+        "project file can run code (plugins), so ragtui reads only yours: if you trust it, "
+        f"chown root {project} (or --no-project to read none)"
+    )
+    # --project FILE is checked the same way; --no-project reads none.
+    assert _error(capsys, "config", "--project", str(project)) == line
+    assert main(["config", "--no-project", "--json"]) == 0
+    capsys.readouterr()
+    os.chown(project, 0, 65534)  # root's again, in group nogroup
+    project.chmod(0o664)
+    assert _error(capsys, "config").endswith(
+        f"refused: writable by its group (mode 0664); a project file can run code (plugins), so "
+        f"only its owner may change it: chmod go-w {project}"
+    )
+    # A user private group (named as the user, holding only the user) is the user: accepted.
+    os.chown(project, 0, 0)
+    assert main(["config", "--json"]) == 0
+    assert not marker.exists()
+
+
+#: A plugin module whose import leaves a marker: imported means run.
+MARKING_PLUGIN = """import pathlib
+
+pathlib.Path({marker!r}).write_text("imported")
+
+
+def make():
+    return lambda question, depth: []
+"""
+
+
+def test_a_project_plugin_is_imported_only_when_its_retriever_is_used(
+    mini, monkeypatch, capsys, cli_cache_env
+):
+    marker = mini / "IMPORTED"
+    site = mini / "site"
+    _write(site / "marking.py", MARKING_PLUGIN.format(marker=str(marker)))
+    monkeypatch.syspath_prepend(str(site))
+    _write(
+        mini / "ragtui.toml",
+        f'corpus = "corpus"\ngolden = "golden"\nchunk-size = {MINI_CHUNK_SIZE}\n\n'
+        '[retrievers.p]\nfactory = "marking:make"\n',
+    )
+    monkeypatch.chdir(mini)
+    try:
+        for argv in (["check"], ["config"], ["eval", "--retrievers", "bm25"], ["retire", "m01"]):
+            assert main(argv) in (0, 1), argv
+            assert not marker.exists(), argv
+            assert "marking" not in sys.modules, argv
+        assert main(["retire", "m01", "--restore"]) == 0
+        capsys.readouterr()
+        # Named, it is used: imported, built and asked (an empty answer for every question).
+        assert main(["eval", "--json", "--retrievers", "bm25,p"]) == 0
+        assert marker.read_text() == "imported"
+        report = json.loads(capsys.readouterr().out)
+        assert list(report["retrievers"]) == ["bm25", "p"]
+    finally:
+        sys.modules.pop("marking", None)
+
+
+def test_a_project_file_in_a_parent_folder_is_named_on_stderr(tmp_path, monkeypatch, capsys):
+    path = _write(tmp_path / "ragtui.toml", "k = 5\n")
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    assert main(["config", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["project"] == str(path)  # stdout holds the JSON alone
+    assert captured.err == (f"ragtui: using project file {path} (found in a parent folder)\n")
+    # Not when it is in the working folder, nor when --project names it.
+    assert main(["config", "--json", "--project", str(path)]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", "--json"]) == 0
+    assert capsys.readouterr().err == ""

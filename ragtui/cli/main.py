@@ -535,6 +535,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_init(args.dir, handbook=args.handbook, from_beir=args.from_beir)
         effective = effective_from(args)
+        if effective.project is not None and effective.project.found_in_parent:
+            # Said by every command (on stderr: stdout may be JSON): it may not be the file meant.
+            print(
+                visible_line(
+                    f"ragtui: using project file {effective.project.path} (found in a parent folder)"
+                ),
+                file=sys.stderr,
+            )
         settings = effective.settings
         if args.command is None:
             from ragtui.tui.app import run_app

@@ -7,15 +7,22 @@ relative to the file's folder. Tables are sections, each read by the parser ``SE
 define them). An unknown key or section, or a bad value, is an ``InputError`` naming the file, the
 line, the key and the problem. Flags override the file; ``effective_settings`` says where each value
 came from, for ``ragtui config``.
+
+A project file can run code (a ``[retrievers.NAME]`` plugin is imported and called), so one that
+is not owned by the user (or root), or that others may write, is refused with the reason and the
+fix (:func:`distrust`), as git refuses a repository owned by someone else.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import shlex
+import stat
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +88,8 @@ def _retrievers_section(table: Mapping[str, Any], context: SectionContext) -> di
         if not isinstance(entry, Mapping):
             raise OptionError(f"{name}: expected a table [retrievers.{name}] (or show = [...])")
         try:
-            specs.append(parse_retriever_section(str(name), dict(entry)))
+            spec = parse_retriever_section(str(name), dict(entry))
+            specs.append(replace(spec, from_project=True))
         except InputError as exc:
             raise OptionError(exc.problem) from None
     if specs:
@@ -109,6 +117,8 @@ class Project:
     """``Settings`` field -> value, paths made absolute."""
     sources: dict[str, str] = field(default_factory=dict)
     """``Settings`` field -> ``file:key`` (or ``file:[section]``)."""
+    found_in_parent: bool = False
+    """Found by looking up from the working folder, in a parent of it (every command says so)."""
 
 
 # ---- finding and reading ----------------------------------------------------------------------------
@@ -152,13 +162,93 @@ def _shown(path: Path) -> Path:
         return path
 
 
+# ---- trust: a project file can run code ------------------------------------------------------------
+
+
+def _user_name(uid: int) -> str:
+    """The login name of ``uid``, else ``uid N``."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _private_group(gid: int, uid: int) -> bool:
+    """Whether ``gid`` is the user private group of ``uid`` (named as the user, the user's primary
+    group, no other member): writable by that group is writable by the user alone, as Debian's
+    OpenSSH also accepts."""
+    try:
+        import grp
+        import pwd
+
+        user = pwd.getpwuid(uid)
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError):
+        return False
+    return (
+        group.gr_name == user.pw_name and user.pw_gid == gid and set(group.gr_mem) <= {user.pw_name}
+    )
+
+
+def distrust(path: str | Path, status: os.stat_result) -> str | None:
+    """Why a project file must not be read (None when it may): it names plugins ragtui imports and
+    runs, so it must be yours (or root's) and writable by no one else, as git refuses a repository
+    another user owns. The reason is one line with the command that fixes it."""
+    if not hasattr(os, "geteuid"):  # pragma: no cover - no POSIX owners (Windows)
+        return None
+    me = os.geteuid()
+    shown = shlex.quote(str(path))
+    why = "a project file can run code (plugins)"
+    if status.st_uid not in (me, 0):
+        whom = f"you ({_user_name(me)})" + (" or root" if me != 0 else "")
+        return (
+            f"refused: owned by {_user_name(status.st_uid)} (uid {status.st_uid}), not by {whom}; "
+            f"{why}, so ragtui reads only yours: if you trust it, chown {_user_name(me)} {shown} "
+            "(or --no-project to read none)"
+        )
+    mode = stat.S_IMODE(status.st_mode)
+    writable = []
+    if mode & stat.S_IWGRP and not _private_group(status.st_gid, status.st_uid):
+        writable.append("its group")
+    if mode & stat.S_IWOTH:
+        writable.append("every user")
+    if writable:
+        return (
+            f"refused: writable by {' and '.join(writable)} (mode {mode:04o}); "
+            f"{why}, so only its owner may change it: chmod go-w {shown}"
+        )
+    return None
+
+
+def read_trusted(path: str | Path) -> bytes:
+    """A project file's bytes, when :func:`distrust` finds nothing against it (checked on the
+    descriptor read, so the file cannot be swapped in between); InputError naming the reason."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return read_regular(path)  # refuses it, naming what it is
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            return read_regular(path)
+        reason = distrust(path, status)
+        if reason is not None:
+            raise InputError(path, reason)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
 _TOML_WHERE = re.compile(r"\s*\(at line (\d+), column \d+\)\s*$")
 
 
 def _read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     """The parsed file and its lines; InputError with the line for a syntax error."""
     try:
-        raw = read_regular(path)
+        raw = read_trusted(path)
     except OSError as exc:
         raise InputError(path, f"cannot read the project file ({exc.strerror or exc})") from None
     try:
@@ -334,4 +424,8 @@ def project_for(
             raise InputError(path, "project file not found")
         return load_project(path)
     found = find_project_file(folder)
-    return load_project(found) if found is not None else None
+    if found is None:
+        return None
+    project = load_project(found)
+    project.found_in_parent = found.resolve().parent != Path(folder).resolve()
+    return project

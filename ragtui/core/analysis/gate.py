@@ -2,7 +2,8 @@
 
 A threshold without a retriever applies to every retriever shown; the mean is the one every table
 prints (over the evaluated questions, trec_eval's convention), compared unrounded, so a value that
-prints as 0.800 but is 0.7996 falls short of 0.8.
+prints as 0.800 but is 0.7996 falls short of 0.8. A minimum outside the measure's range (every
+measure here lies in [0, 1]) is refused: it could never be met, or would always pass.
 """
 
 from __future__ import annotations
@@ -12,11 +13,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtui.core.errors import InputError
-from ragtui.core.metrics.measures import Measure, measure_means, parse_measure
+from ragtui.core.metrics.measures import FAMILIES, Measure, measure_means, parse_measure
 from ragtui.core.report import Report, Row, Section, table
 from ragtui.core.workspace import Workspace
 
-__all__ = ["GateResult", "Threshold", "check_thresholds", "gate_section", "parse_threshold"]
+__all__ = [
+    "MEASURE_RANGES",
+    "GateResult",
+    "Threshold",
+    "check_thresholds",
+    "gate_section",
+    "measure_range",
+    "parse_threshold",
+]
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,24 @@ def parse_threshold(text: str) -> Threshold:
         measure = parse_measure(name)
     except InputError as exc:
         raise InputError(None, "--fail-under: " + exc.problem.removeprefix("--metrics: ")) from None
+    low, high = measure_range(measure)
+    if not low <= minimum <= high:
+        consequence = "could never be met" if minimum > high else "would always pass"
+        raise InputError(
+            None,
+            f"--fail-under: {measure.name} lies between {low:g} and {high:g}, "
+            f"so {raw_value.strip()} {consequence}",
+        )
     return Threshold(measure, minimum, retriever)
+
+
+#: The values each measure family can take (every one is a mean of per-question values in [0, 1]).
+MEASURE_RANGES: dict[str, tuple[float, float]] = dict.fromkeys(FAMILIES, (0.0, 1.0))
+
+
+def measure_range(measure: Measure) -> tuple[float, float]:
+    """The lowest and highest value ``measure`` can take."""
+    return MEASURE_RANGES[measure.family]
 
 
 def check_thresholds(ws: Workspace, thresholds: Sequence[Threshold]) -> list[GateResult]:

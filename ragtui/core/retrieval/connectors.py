@@ -18,11 +18,15 @@ def live_names(
 ) -> list[str]:
     """The live retrievers a setting shows, in order: Milvus ones, entry points named in ``--retrievers``, then the specs.
 
-    With ``--milvus`` and the default ``--retrievers`` the three Milvus retrievers are added.
+    With ``--milvus`` and the default ``--retrievers`` the three Milvus retrievers are added. So
+    are the project file's ``[retrievers.NAME]``: with any other ``--retrievers`` (or ``show``) only
+    those it names are used, and the others are neither built nor asked. A ``--retriever
+    NAME=SPEC`` from the command line is always used.
     """
     names: list[str] = []
     chosen = list(retrievers)
-    if milvus is not None and tuple(chosen) == RETRIEVER_NAMES:
+    default = tuple(chosen) == RETRIEVER_NAMES
+    if milvus is not None and default:
         chosen += list(MILVUS_RETRIEVERS)
     for name in chosen:
         if name in MILVUS_RETRIEVERS and name not in names:
@@ -36,6 +40,8 @@ def live_names(
         ):
             names.append(name)
     for spec in specs:
+        if spec.from_project and not default and spec.name not in chosen:
+            continue
         if spec.name not in names:
             names.append(spec.name)
     return names
@@ -52,7 +58,8 @@ def build_live_retrievers(
     cache_root: Path | None,
     taken: Sequence[str] = (),
 ) -> dict[str, LiveRetriever]:
-    """The live retrievers, built (plugins imported and called, nothing contacted yet); InputError on a bad spec.
+    """The live retrievers shown, built (nothing contacted and no plugin imported yet: a plugin's
+    code first runs when it is asked); InputError on a bad spec or a plugin that does not exist.
 
     ``taken`` are the names already in use (external runs); a live retriever may not reuse one.
     """

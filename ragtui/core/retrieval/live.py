@@ -88,6 +88,8 @@ class LiveSpec:
     """Kind-specific settings: the HTTP mapping, the plugin factory's keyword arguments."""
     source: str = "--retriever"
     """Where the spec was given, for messages (``--retriever``, ``ragtui.toml [retrievers.es]``)."""
+    from_project: bool = False
+    """Defined in the project file: used only when the retrievers in force are the default or name it."""
 
     def __str__(self) -> str:
         """``NAME=TARGET``, as ``--retriever`` takes it (for ``ragtui config``)."""
@@ -98,9 +100,22 @@ class LiveRetriever(Protocol):
     """What ``run_live`` asks: a name, how many questions at a time, a cache identity, and search."""
 
     name: str
-    concurrency: int
-    batch_size: int
-    cacheable: bool
+
+    # Read-only, so that a plugin may read them from its object when it is first used.
+    @property
+    def concurrency(self) -> int:
+        """Questions asked at once."""
+        ...
+
+    @property
+    def batch_size(self) -> int:
+        """Questions per ``search_batch`` call (1: one ``search`` each)."""
+        ...
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether answers are kept on disk."""
+        ...
 
     def identity(self) -> dict[str, Any]:
         """What the answers depend on (the cache key is its hash); may contact the retriever."""

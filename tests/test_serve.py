@@ -209,7 +209,7 @@ class Served:
 
     def apps(self) -> set[int]:
         """The app processes the server runs now (its children, zombies not counted)."""
-        return _children(self.process.pid)
+        return live_children(self.process.pid)
 
     def stop(self) -> int:
         if self.process.poll() is None:
@@ -231,7 +231,8 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _children(pid: int) -> set[int]:
+def live_children(pid: int) -> set[int]:
+    """The live child processes of ``pid`` (zombies, ended but not yet reaped, not counted)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -594,10 +595,10 @@ def test_an_app_that_ignores_quit_and_sigterm_is_killed_with_what_it_started(tmp
             conn.putheader(name, value)
         conn.endheaders()
         assert conn.getresponse().status == 101
-        _wait_until(lambda: len(_children(server.pid)) == 1, 20, "the app did not start")
-        (app,) = _children(server.pid)
-        _wait_until(lambda: _children(app), 20, "the app's child did not start")
-        (grandchild,) = _children(app)
+        _wait_until(lambda: len(live_children(server.pid)) == 1, 20, "the app did not start")
+        (app,) = live_children(server.pid)
+        _wait_until(lambda: live_children(app), 20, "the app's child did not start")
+        (grandchild,) = live_children(app)
         started = time.monotonic()
         conn.close()  # the socket closes
         _wait_until(

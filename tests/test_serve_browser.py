@@ -4,13 +4,15 @@ The server is started once for the module, the way a user starts it: ``ragtui se
 whose ``ragtui.toml`` names the data. The terminal the page shows is rebuilt from the bytes the page
 received over its websocket (pyte, a VT100 emulator); the screenshot is checked against it cell by
 cell (the highlighted question's colour where the terminal says it is), and a key press in the page
-grades a chunk: the label journal gets the line.
+grades a chunk: the label journal gets the line. The page is opened at the address the server
+printed (with its token); a page served from another local port cannot open the websocket.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -30,6 +32,7 @@ import pytest
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import MINI, MINI_CHUNK_SIZE, ROOT
+from tests.test_serve import live_children
 
 CHROMIUM = "/usr/bin/chromium"
 #: The flags Chromium needs on this kind of machine (no sandbox as root, no GPU, no calls home).
@@ -198,6 +201,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterato
         "TEXTUAL_ANIMATIONS": "none",
         "XDG_DATA_HOME": str(folder / "xdg"),
     }
+    env.pop("RAGTUI_SERVE_TOKEN", None)  # a random token, printed with the address
     log = (folder / "serve.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "ragtui", "serve", "--port", str(port)],
@@ -207,29 +211,46 @@ def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterato
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: the app processes it starts end with it
     )
-    url = f"http://127.0.0.1:{port}/"
+    base = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 30
     while True:
+        # The address to open is the one printed, with its token.
+        printed = re.search(r"serving the app on (\S+)", (folder / "serve.log").read_text())
         try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    break
+            if printed:
+                with urllib.request.urlopen(printed.group(1), timeout=2) as response:
+                    if response.status == 200:
+                        break
         except OSError:
             pass
         if server.poll() is not None or time.monotonic() > deadline:
             server.kill()
             pytest.fail(f"ragtui serve did not start: {(folder / 'serve.log').read_text()}")
         time.sleep(0.2)
+    url = printed.group(1)
+    token = url.split("?token=", 1)[1]
     try:
-        yield {"url": url, "folder": folder, "port": port}
+        yield {
+            "url": url,
+            "base": base,
+            "token": token,
+            "folder": folder,
+            "port": port,
+            "pid": server.pid,
+            "log": folder / "serve.log",
+        }
     finally:
+        apps = live_children(server.pid)
         os.killpg(server.pid, signal.SIGTERM)
         try:
-            server.wait(timeout=10)
+            server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         log.close()
+    # The server ended the app processes it ran (each in a process group of its own) before exiting.
+    assert server.returncode == 0
+    assert not any(Path(f"/proc/{pid}").exists() for pid in apps), apps
 
 
 @pytest.fixture(scope="module")
@@ -317,7 +338,7 @@ def test_the_page_shows_the_question_list(page, served, tmp_path):
         )
     assert terminal_colour(x, first) != terminal_colour(x, second)
     # Nothing was fetched from anywhere but the server.
-    assert terminal.requests and all(u.startswith(served["url"]) for u in terminal.requests)
+    assert terminal.requests and all(u.startswith(served["base"]) for u in terminal.requests)
 
 
 def test_a_key_press_in_the_page_grades_a_chunk(page, served):
@@ -348,3 +369,101 @@ def test_a_key_press_in_the_page_grades_a_chunk(page, served):
         "browser",
     )
     assert label["chunk_sha1"] == ws.chunk_by_id[top_bm25].sha1
+
+
+#: A page another local server serves (what a malicious or compromised local web app, or a site
+#: that reached a local port, would do): it opens the app's websocket, with the right token even
+#: (so only the origin check stands in the way), types Tab then 0 and counts the bytes it reads.
+ATTACK_PAGE = """<!DOCTYPE html>
+<html><body><script>
+function attempt(url) {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.binaryType = "arraybuffer";
+    let bytes = 0, opened = false;
+    ws.onmessage = (e) => { bytes += e.data.byteLength || e.data.length || 0; };
+    ws.onopen = () => {
+      opened = true;
+      ws.send(JSON.stringify(["stdin", "\\t"]));
+      ws.send(JSON.stringify(["stdin", "0"]));
+      setTimeout(() => { ws.close(); resolve("opened, read " + bytes + " bytes"); }, 4000);
+    };
+    ws.onclose = (e) => { if (!opened) resolve("refused (" + e.code + ")"); };
+  });
+}
+window.attack = (port, token) => Promise.all([
+  attempt(`ws://127.0.0.1:${port}/ws/${token}`),
+  attempt(`ws://localhost:${port}/ws/${token}`),
+  attempt(`ws://127.0.0.1:${port}/ws`),
+]);
+</script></body></html>
+"""
+
+
+@pytest.fixture(scope="module")
+def other_origin() -> Iterator[str]:
+    """Another local web server (another port: another origin), serving ATTACK_PAGE."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = ATTACK_PAGE.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_from_another_local_port_cannot_open_the_websocket(browser, served, other_origin):
+    journal = served["folder"] / "golden" / "labels.jsonl"
+    lines_before = journal.read_text().splitlines() if journal.exists() else []
+    apps_before = live_children(served["pid"])
+    tab = browser.new_page()
+    try:
+        tab.goto(other_origin + "/")
+        results = tab.evaluate(
+            "([port, token]) => attack(port, token)", [served["port"], served["token"]]
+        )
+    finally:
+        tab.close()
+    # Each attempt was refused at the handshake: nothing opened, nothing read, no app started,
+    # no grade written.
+    assert results == ["refused (1006)"] * 3, results
+    assert live_children(served["pid"]) <= apps_before
+    lines_after = journal.read_text().splitlines() if journal.exists() else []
+    assert lines_after == lines_before
+    # The server said why, once for each kind.
+    log = served["log"].read_text()
+    assert (
+        f"ragtui serve: refused a websocket: a page from '{other_origin}' may not use this server"
+        in log
+    )
+    assert "Traceback" not in log
+
+
+def test_the_page_without_its_token_is_refused_and_with_it_works(browser, served):
+    tab = browser.new_page()
+    try:
+        response = tab.goto(served["base"])
+        assert response is not None and response.status == 403
+        assert "needs the token printed by `ragtui serve`" in tab.inner_text("body")
+        terminal = Terminal(tab)
+        tab.goto(served["url"])
+        tab.wait_for_selector("body.-first-byte", timeout=60_000)
+        assert terminal.frames  # the app's screen arrived over the websocket the page opened
+    finally:
+        tab.close()

@@ -521,9 +521,14 @@ def _server_class() -> type:
         async def on_shutdown(self, app: web.Application) -> None:
             """Close every socket and end every app process before the server exits."""
             sessions = list(self.sessions.items())
-            for _service, websocket in sessions:
-                await websocket.close(code=1001, message=b"ragtui serve stopped")
-            await asyncio.gather(*(service.stop() for service, _ in sessions))
+            await asyncio.gather(
+                *(
+                    websocket.close(code=1001, message=b"ragtui serve stopped")
+                    for _, websocket in sessions
+                ),
+                *(service.stop() for service, _ in sessions),
+                return_exceptions=True,
+            )
 
     return RagtuiServer
 

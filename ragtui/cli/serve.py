@@ -582,7 +582,7 @@ def run_serve(
     if token is None:
         url = f"{base}/"
     elif from_environment:
-        url = f"{base}/?token=... (the token in {TOKEN_ENV})"
+        url = f"{base}/?token=${TOKEN_ENV}"
     else:
         url = f"{base}/?token={token}"
     err(f"ragtui: serving the app on {url} (ctrl+c stops)")

@@ -77,9 +77,16 @@ def assert_documented(printed: set[tuple[str, ...]], doc: set[tuple[str, ...]], 
     assert not invented, f"{what}: keys in docs/json.md that are never printed: {invented}"
 
 
-def test_json_doc_names_every_key_of_eval_json_and_no_other(mini, capsys, tiny_cross_encoder):
+def test_json_doc_names_every_key_of_eval_json_and_no_other(
+    mini, capsys, tiny_cross_encoder, monkeypatch
+):
     explain_doc = documented("ragtui explain QID --json")
-    plain = _json_of(["eval", "--json", *_args(mini)], capsys)
+    # A live retriever (a plugin with a passage of its own) adds its keys.
+    (mini / "doc_plugin.py").write_text(
+        "def make():\n    return lambda q, d: [('own-1', 1.0, 'A late book costs 0.25 EUR per day')]\n"
+    )
+    monkeypatch.syspath_prepend(str(mini))
+    plain = _json_of(["eval", "--json", *_args(mini), "--retriever", "own=doc_plugin:make"], capsys)
     extras = _json_of(
         [
             "eval",
@@ -386,6 +393,9 @@ NOT_RUN = {
         'ragtui add-question --question "How often do dike wardens walk the peat embankments in a drought?" --evidence "dike wardens walk the peat embankments once a week" --slice lookup',
     ): ("writes the user's copy of the bundled golden set, in the reader's home folder"),
     ("docs/serve.md", "ragtui serve"): "serves until stopped (tests/test_serve.py starts it)",
+    ("docs/retrievers.md", "ragtui eval --retriever extra=extra_plugin:make"): (
+        "needs the page's plugin on the path; tests/test_own_passages.py runs it and checks the lines"
+    ),
 }
 
 

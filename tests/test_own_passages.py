@@ -108,6 +108,10 @@ def test_a_plugin_passage_moves_no_builtin_number_on_the_bundled_set(
     assert "* extra: 1 passage returned: 0 by ragtui's chunk id, 0 mapped" in printed
     assert "1 its own" in printed and "--chunks FILE.jsonl" in printed
     assert "evidence recall" in printed
+    # docs/retrievers.md shows this run's output as printed.
+    page = (ROOT / "docs" / "retrievers.md").read_text(encoding="utf-8")
+    shown = page.split("$ ragtui eval --retriever extra=extra_plugin:make\n", 1)[1].split("```")[0]
+    assert shown.strip().splitlines() == printed.strip().splitlines()
 
 
 COMMANDS = [
@@ -346,3 +350,81 @@ def test_random_live_answers_never_move_the_builtin_numbers(base_workspace_setti
     assert fresh.summary("bm25") == summary
     for name in ("one", "two"):
         assert fresh.summary(name) == ev.summary(name)
+
+
+def test_trec_eval_scores_the_export_as_ragtui_does(
+    bundled, plugins, tmp_path, capsys, cli_cache_env
+):
+    """qrels.trec holds the fixed judgements; qrels-extra.trec adds extra's own passages, and
+    trec_eval (pytrec_eval) scores each run against its qrels as ragtui does."""
+    import pytrec_eval
+
+    args = [*bundled, "--retriever", "extra=extra_plugin:make"]
+    report = _eval_json(args, capsys)
+    out = tmp_path / "out"
+    assert main(["export", str(out), *args]) == 0
+    assert not (out / "qrels-bm25.trec").exists()
+
+    def read(path: Path, run: bool) -> dict[str, dict[str, float]]:
+        table: dict[str, dict[str, float]] = {}
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if run:
+                table.setdefault(parts[0], {})[parts[2]] = float(parts[4])
+            else:
+                table.setdefault(parts[0], {})[parts[2]] = int(parts[3])
+        return table
+
+    for name, qrels_file in (("bm25", "qrels.trec"), ("extra", "qrels-extra.trec")):
+        qrels = read(out / qrels_file, run=False)
+        run = read(out / f"{name}.trec", run=True)
+        scores = pytrec_eval.RelevanceEvaluator(
+            qrels, {"P_3", "recip_rank", "ndcg_cut_3"}
+        ).evaluate(run)
+        per_question = report["retrievers"][name]["per_question"]
+        for qid, values in per_question.items():
+            got = scores.get(qid, {"P_3": 0.0, "recip_rank": 0.0, "ndcg_cut_3": 0.0})
+            assert got["P_3"] == pytest.approx(values["precision"], abs=1e-4), (name, qid)
+            assert got["recip_rank"] == pytest.approx(values["rr"], abs=1e-4), (name, qid)
+            assert got["ndcg_cut_3"] == pytest.approx(values["ndcg"], abs=1e-4), (name, qid)
+
+
+def test_the_app_shows_a_plugin_with_its_own_passages_without_a_traceback(
+    mini_settings, plugins, tmp_path
+):
+    """The issue's crash: ``e`` or the first ``Down`` after the live answers arrive; then every view."""
+    from ragtui.tui.app import RagtuiApp
+    from tests.test_tui import WIDE, FakeEmbedder, result_chunks, run_async, wait_ready
+
+    (plugins / "mini_extra.py").write_text(
+        "def make():\n"
+        "    return lambda q, d: [('extra-1', 1.0, 'Note: A late book costs 0.25 EUR per day.'),"
+        " ('extra-2', 0.5, 'nothing to see')]\n"
+    )
+    settings = replace(
+        mini_settings,
+        cache_dir=tmp_path / "cache",
+        live_retrievers=(parse_retriever_spec("extra=mini_extra:make"),),
+    )
+
+    @run_async
+    async def drive() -> None:
+        app = RagtuiApp(settings, embedder=FakeEmbedder())
+        async with app.run_test(size=WIDE) as pilot:
+            await wait_ready(pilot)
+            assert result_chunks(app, "extra") == ["extra-1", "extra-2"]
+            assert "extra 0 mapped, 2 own" in app.main_screen.sub_title
+            for key in ("down", "e", "escape", "down", "down", "j", "2", "escape", "x", "escape"):
+                await pilot.press(key)
+                await pilot.pause()
+            # Grade extra's own passage by hand in its list: its numbers move, bm25's do not.
+            ws = app.workspace
+            bm25 = ws.evaluation.summary("bm25")
+            app.main_screen.focus_retriever("extra")
+            await pilot.press("1")
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            assert ws.evaluation.summary("bm25") == bm25
+        sys.modules.pop("mini_extra", None)
+
+    drive()

@@ -1396,8 +1396,8 @@ class Workspace:
 
     def _regrade(self, qid: str) -> dict[str, tuple[QuestionMetrics, QuestionMetrics]]:
         assert self.evaluation is not None
-        if qid not in self.question_by_id:
-            return {}
+        if qid not in self.question_by_id or not self.evaluation.covers(qid):
+            return {}  # unknown, or retired: in no mean (its label is saved all the same)
         return self.evaluation.update_question(qid)
 
     def take_label_warnings(self) -> list[str]:

@@ -18,14 +18,20 @@ def trec_id(identifier: str) -> str:
     return quote(identifier, safe=_SAFE)
 
 
-def qrels_lines(ws: Workspace) -> list[str]:
-    """``qid 0 docid grade`` for every judged pair the metrics use: chunks (evidence rule or qrels, then hand grades) or, at document level, documents."""
+def qrels_lines(ws: Workspace, retriever: str | None = None) -> list[str]:
+    """``qid 0 docid grade`` for every judged pair the metrics use: chunks (evidence rule or qrels,
+    then hand grades) or, at document level, documents; with ``retriever``, those its own passages
+    add for it (a live retriever's passages that ragtui does not hold)."""
     lines = []
     first_chunk: dict[str, int] = {}
     for c in ws.chunks:
         first_chunk.setdefault(c.doc, ws.chunk_order[c.id])
+    ev = ws.evaluation
     for q in ws.questions:
-        grades = ws.evaluation_grades(q.id)
+        if retriever is not None and ev is not None and q.id in ev.rankings.get(retriever, {}):
+            grades = dict(ev.gains_for(retriever, q.id))
+        else:
+            grades = ws.evaluation_grades(q.id)
         for cid in sorted(
             grades, key=lambda c: ws.chunk_order.get(c, first_chunk.get(c, len(ws.chunk_order)))
         ):
@@ -47,7 +53,8 @@ def run_lines(ws: Workspace, name: str) -> list[str]:
 
 
 def export_trec(ws: Workspace, folder: str | Path) -> list[Path]:
-    """Write ``qrels.trec`` and ``<retriever>.trec`` into ``folder``; returns the files written."""
+    """Write ``qrels.trec`` and ``<retriever>.trec`` into ``folder`` (and ``qrels-<retriever>.trec``
+    for a live retriever judged with passages of its own); returns the files written."""
     out = Path(folder)
     check_writable(out, "export folder")
     try:
@@ -58,6 +65,9 @@ def export_trec(ws: Workspace, folder: str | Path) -> list[Path]:
     files = {"qrels.trec": qrels_lines(ws)}
     for name in ws.retrievers:
         files[f"{name}.trec"] = run_lines(ws, name)
+        if ws.evaluation is not None and name in ws.evaluation.own:
+            # Its own passages are judged for it alone: trec_eval scores it against these.
+            files[f"qrels-{name}.trec"] = qrels_lines(ws, name)
     for filename, lines in files.items():
         path = out / filename
         try:

@@ -375,6 +375,10 @@ class Evaluation:
             sums[i] += sign * float(getattr(values, field)[row])
         self._judged_sums[name] += sign * float(values.judged[row])
 
+    def covers(self, qid: str) -> bool:
+        """Whether ``qid`` is one of the questions evaluated here (a retired one is not)."""
+        return qid in self._rows
+
     def update_question(self, qid: str) -> dict[str, tuple[QuestionMetrics, QuestionMetrics]]:
         """Re-read one question's grades and update its values and the running sums; returns (old, new) per retriever."""
         row = self._rows[qid]

@@ -275,7 +275,11 @@ def system_from_workspace(ws: EvaluatedRuns, retriever: str) -> System:
         )
     # The evaluation's own rankings: chunks, or documents at document level, as its grades are.
     rankings = {q: [cid for cid, _ in ev.rankings[retriever].get(q, ())] for q in ev.question_ids}
-    grades = {q: ev.gains(q) for q in ev.question_ids}
+    # Its own grades: a live retriever's own passages count for it alone (on the questions judged
+    # on ragtui's chunks, the same set for every retriever).
+    grades = {
+        q: ev.gains_for(retriever, q) if q in ev.evaluated else ev.gains(q) for q in ev.question_ids
+    }
     return System(retriever, rankings, grades, tuple(ev.question_ids), ev.threshold)
 
 

@@ -34,10 +34,12 @@ from ragtui.core.analysis.reports import (
 from ragtui.core.analysis.runs import (
     diff_runs,
     pick_retriever,
+    refuse_taken,
     resolve_saved,
     resolve_system,
     runs_folder,
-    save_run,
+    save_folder,
+    write_run,
 )
 from ragtui.core.analysis.slices import slice_reports
 from ragtui.core.errors import InputError
@@ -64,6 +66,7 @@ class EvalOptions:
     compare: tuple[str, str] | None = None
     retriever: str | None = None
     save: str | None = None
+    replace: bool = False
     runs_dir: Path | None = None
     explain: str | None = None
     seed: int = 0
@@ -146,12 +149,19 @@ def text_extras(ws: Workspace, options: EvalOptions) -> list[Report]:
     return reports
 
 
-def save_if_asked(ws: Workspace, options: EvalOptions) -> None:
-    """``--save NAME``: write the saved run and say where on stderr."""
+def refuse_taken_save(settings: Settings, options: EvalOptions) -> None:
+    """``--save NAME`` over an existing run without ``--replace``: refused before anything is loaded."""
     if options.save:
-        path = save_run(ws, options.save, options.runs_dir)
+        refuse_taken(save_folder(settings, options.runs_dir), [options.save], options.replace)
+
+
+def save_if_asked(ws: Workspace, options: EvalOptions) -> None:
+    """``--save NAME``: write the saved run and say where on stderr (and where the run it replaced is kept)."""
+    if options.save:
+        written = write_run(ws, options.save, options.runs_dir, replace=options.replace)
         print_notices(ws)
-        err(f"ragtui: saved run {options.save!r} to {path}")
+        kept = f"; the run it replaced is kept as {written.backup}" if written.backup else ""
+        err(f"ragtui: saved run {options.save!r} to {written.path}{kept}")
 
 
 def run_diff(
@@ -257,6 +267,7 @@ def run_eval(
     """
     options = options or EvalOptions()
     measures = parse_options_measures(options)
+    refuse_taken_save(settings, options)
     ws = open_workspace(settings)
     gate = check_thresholds(ws, fail_under)
     save_if_asked(ws, options)

@@ -20,6 +20,7 @@ def run_experiment_command(
     seed: int = 0,
     runs_dir: Path | None = None,
     save: bool = True,
+    replace: bool = False,
 ) -> int:
     """Evaluate every variant, print the table (or its JSON) on stdout, progress and notes on stderr."""
     measures = parse_measures(metrics) if metrics else None
@@ -29,6 +30,7 @@ def run_experiment_command(
         correction=correction,
         seed=seed,
         save=save,
+        replace_runs=replace,
         runs_dir=runs_dir,
         status=lambda line: err(f"ragtui: experiment: {line}"),
         progress_for=lambda label: rich_progress(label),

@@ -144,7 +144,12 @@ def _analysis_options(p_eval: argparse.ArgumentParser) -> None:
         "--save",
         default=None,
         metavar="NAME",
-        help="save the per-question ranks and values as run NAME",
+        help="save the per-question ranks and values as run NAME (an existing run NAME needs --replace)",
+    )
+    more.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --save: replace an existing run NAME, keeping the old one as NAME.json.<time>.bak",
     )
     more.add_argument(
         "--runs-dir",
@@ -168,6 +173,7 @@ def _eval_options(args: argparse.Namespace) -> EvalOptions:
         compare=tuple(args.compare) if args.compare else None,
         retriever=plain_retriever(args),
         save=args.save,
+        replace=args.replace,
         runs_dir=args.runs_dir,
         explain=args.explain,
         seed=args.seed,
@@ -377,6 +383,11 @@ def _experiment_command(sub: Any) -> None:
         help="where each variant is saved as a run named after it (default <golden>/runs)",
     )
     p_exp.add_argument("--no-save", action="store_true", help="do not save the variants as runs")
+    p_exp.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace saved runs named like a variant, keeping each old one as NAME.json.<time>.bak",
+    )
     _shared_options(p_exp)
 
 
@@ -623,6 +634,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             seed=args.seed,
             runs_dir=args.runs_dir,
             save=not args.no_save,
+            replace=args.replace,
         )
     if command == "why":
         from ragtui.cli.why import run_why

@@ -736,10 +736,16 @@ class RagtuiApp(App[int]):
         if change is None:
             return
         count = max(len(ws.labels.history) - lines_before, len(change.questions or ()))
+        # An error on screen (a grade that could not be saved) stays until the next key: what the
+        # poll says goes to the recent messages only.
+        held = self.status if self.status.error else None
         self.publish(change)
         self.say(
             f"{count} label(s) from another session: {len(change.questions or ())} question(s) changed."
         )
+        if held is not None:
+            self.status = held
+            self.status_changed.publish(held)
 
     def action_reload_labels(self) -> None:
         """Apply labels another process appended to the journal."""

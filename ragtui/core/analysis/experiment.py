@@ -24,6 +24,8 @@ How it is computed:
 * Judged@k (the share of the top k that carries any grade) flags means that rest on thin
   judgements (below 0.5), per variant and retriever.
 * Each variant is saved as a run (``ragtui diff A B`` compares two of them question by question).
+  A variant named like a saved run is refused before anything is loaded unless ``replace_runs`` is given
+  (``--replace``); a run replaced is kept as a timestamped backup beside the new one.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtui.core.analysis.diagnostics import diagnose
-from ragtui.core.analysis.runs import save_run
+from ragtui.core.analysis.runs import refuse_taken, save_folder, write_run
 from ragtui.core.data.golden import evidence_spans
 from ragtui.core.labelling.judging import THIN_JUDGED, judged_summaries
 from ragtui.core.metrics.measures import Measure, System, parse_measures, system_from_workspace
@@ -51,7 +53,7 @@ from ragtui.core.retrieval.embeddings import Progress
 from ragtui.core.retrieval.rerank import RERANK_SUFFIX
 from ragtui.core.settings import Settings, Variant
 from ragtui.core.variants import baseline_of, variant_settings
-from ragtui.core.workspace import SOURCE_EVIDENCE, Shared, Workspace
+from ragtui.core.workspace import SOURCE_EVIDENCE, SOURCE_QRELS, Shared, Workspace
 
 __all__ = [
     "DEFAULT_CORRECTION",
@@ -109,6 +111,8 @@ class VariantResult:
     judged: dict[str, tuple[float, bool]]
     """Retriever -> (mean Judged@k, thin)."""
     run_path: Path | None = None
+    run_backup: Path | None = None
+    """Where the saved run this variant's run replaced is kept (``--replace``), or None."""
     judged_like_baseline: bool = True
     """Same questions evaluated and the same hand grades applied as the baseline."""
 
@@ -235,6 +239,7 @@ class ExperimentResult:
                     if v.workspace.rerank is not None
                     else None,
                     "run": str(v.run_path) if v.run_path is not None else None,
+                    "run_backup": str(v.run_backup) if v.run_backup is not None else None,
                 }
                 for v in self.variants
             },
@@ -338,11 +343,22 @@ def run_experiment(
     runs_dir: Path | None = None,
     status: Status | None = None,
     progress_for: ProgressFor | None = None,
+    replace_runs: bool = False,
 ) -> ExperimentResult:
-    """Evaluate every variant of ``settings.variants`` and compare each with the baseline variant."""
+    """Evaluate every variant of ``settings.variants`` and compare each with the baseline variant.
+
+    With ``save``, a variant named like a saved run is refused (``RunExistsError``) before any
+    variant is loaded, unless ``replace_runs``: then the run replaced is kept as a backup."""
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}")
     baseline = baseline_of(settings)
+    if save:
+        refuse_taken(
+            save_folder(settings, runs_dir),
+            [v.name for v in settings.variants],
+            replace_runs,
+            variant=True,
+        )
     chosen = (
         parse_measures(measures)
         if isinstance(measures, str)
@@ -377,7 +393,8 @@ def run_experiment(
     if save:
         # After every variant is evaluated: the first write may move the golden set to the user's copy.
         for result in results:
-            result.run_path = save_run(result.workspace, result.name, runs_dir)
+            written = write_run(result.workspace, result.name, runs_dir, replace=replace_runs)
+            result.run_path, result.run_backup = written.path, written.backup
     return ExperimentResult(
         baseline.name,
         correction,
@@ -530,6 +547,17 @@ def _p(value: float | None) -> str:
     return "<0.0001" if value < 0.0001 else f"{value:.4f}"
 
 
+def _judged_by(result: ExperimentResult) -> str:
+    """What the variants' relevance starts from: the evidence rule on each variant's chunks, or
+    the BEIR qrels (which judge documents, so they do not depend on the chunking)."""
+    ws = result.variant(result.baseline).workspace
+    if ws.base_source != SOURCE_QRELS:
+        return "the evidence rule on its own chunks"
+    beir = ws.settings.beir
+    where = f" ({Path(beir) / 'qrels' / 'test.tsv'})" if beir is not None else ""
+    return f"the BEIR qrels{where}"
+
+
 def experiment_report(result: ExperimentResult) -> Report:
     """Three sections: the variants and how each was judged, the table, and the cut-off-tail questions."""
     method, controls = CORRECTIONS[result.correction][1].split(": ")
@@ -558,15 +586,13 @@ def experiment_report(result: ExperimentResult) -> Report:
         v.judgements.hand_applied == 0 and v.judgements.hand_stale == 0 for v in result.variants
     ):
         notes.append(
-            Note(
-                "every variant is judged by the evidence rule on its own chunks alone (no hand grades)"
-            )
+            Note(f"every variant is judged by {_judged_by(result)} alone (no hand grades)")
         )
     else:
         notes.append(
             Note(
-                "relevance per variant: the evidence rule on its own chunks, overridden by the hand "
-                "grades that still apply (same chunk id, unchanged text); stale ones are kept, not applied"
+                f"relevance per variant: {_judged_by(result)}, overridden by the hand grades that "
+                "still apply (same chunk id, unchanged text); stale ones are kept, not applied"
             )
         )
     for v in result.variants:
@@ -720,6 +746,11 @@ def experiment_report(result: ExperimentResult) -> Report:
                     Note(
                         f"saved runs: {', '.join(v.name for v in saved)} in {saved[0].run_path.parent if saved[0].run_path else ''} "
                         f"(ragtui diff {result.baseline} {next((v.name for v in saved if v.name != result.baseline), result.baseline)})"
+                    ),
+                    *(
+                        Note(f"{v.name} replaced a saved run, kept as {v.run_backup}", "warning")
+                        for v in saved
+                        if v.run_backup is not None
                     ),
                 )
             )

@@ -692,6 +692,7 @@ def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
                 f"{key} {_setting(a)} -> {_setting(b)}" for key, a, b in diff.settings_changed
             )
         )
+    head.extend(_regraded_notes(diff))
     changed = diff.changed
     shown = changed if limit is None else changed[:limit]
     rows = [
@@ -700,10 +701,17 @@ def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
                 c.question,
                 f"{_rank(c.rank_a)} -> {_rank(c.rank_b)}",
                 f"{fmt(c.ndcg_a)} -> {fmt(c.ndcg_b)}",
-                signed(c.ndcg_change),
+                signed(c.ndcg_change)
+                + (
+                    " (grades only)"
+                    if c.direction == "regraded"
+                    else " (and grades)"
+                    if c.regraded
+                    else ""
+                ),
                 c.text if len(c.text) <= 60 else c.text[:57] + "...",
             ),
-            "bad" if c.direction == "worse" else "good",
+            "bad" if c.direction == "worse" else "warning" if c.direction == "regraded" else "good",
         )
         for c in shown
     ]
@@ -711,7 +719,12 @@ def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
     if len(shown) < len(changed):
         notes.append(Note(f"... {len(changed) - len(shown)} more", "dim"))
     same = len(diff.changes) - len(changed)
-    notes.append(f"{len(diff.worse)} worse, {len(diff.better)} better, {same} unchanged")
+    regraded = len(diff.regraded_only)
+    notes.append(
+        f"{len(diff.worse)} worse, {len(diff.better)} better, "
+        + (f"{regraded} regraded (same ranking, other grades), " if regraded else "")
+        + f"{same} unchanged"
+    )
     notes.append(
         Note(
             "mean: "
@@ -740,6 +753,31 @@ def diff_report(diff: RunDiff, limit: int | None = None) -> Report:
     return Report(
         f"diff {diff.a} -> {diff.b}: k={k}, {len(diff.changes)} questions in both", tuple(sections)
     )
+
+
+def _regraded_notes(diff: RunDiff) -> list[str | Note]:
+    """Whether hand grades differ between the two runs, and which questions they judge otherwise."""
+    if diff.regraded:
+        listed = ", ".join(diff.regraded[:10]) + (
+            f" and {len(diff.regraded) - 10} more" if len(diff.regraded) > 10 else ""
+        )
+        return [
+            Note(
+                f"hand grades differ between the runs: {len(diff.regraded)} question(s) judged "
+                f"with other grades ({listed}); ranked the same, a change is the grades' "
+                "('regraded'), not better or worse retrieval",
+                "warning",
+            )
+        ]
+    if diff.labels_differ and not diff.grades_compared:
+        return [
+            Note(
+                "the label journal differs between the runs: hand grades may differ, and with other "
+                "chunks they cannot be compared question by question",
+                "warning",
+            )
+        ]
+    return []
 
 
 # ---- a question just added -----------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Saved runs and diffs: keep every retriever's per-question ranks and values with a manifest, and compare two.
 
 ``ragtui eval --save NAME`` writes ``<golden>/runs/<NAME>.json`` (the name made safe with
-:func:`ragtui.core.data.paths.safe_filename`).  The file holds, besides the manifest (the settings and
+:func:`ragtui.core.data.paths.safe_filename`). A run of that name is never replaced silently: it is
+refused unless replacing is asked for (``--replace``), and the run replaced is kept as a timestamped
+``<NAME>.json.<UTC time>.bak`` beside the new one.  The file holds, besides the manifest (the settings and
 versions that produced it), each question's text, slices and effective grades, and for every
 retriever its means and, per evaluated question, the first relevant rank, the values and the ranked
 chunk ids.  Because ranked lists and grades are kept, a diff or a comparison can recompute any
@@ -11,8 +13,10 @@ between chunk sizes, so one run's grades cannot judge the other's chunks).
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,11 +28,12 @@ import orjson
 from ragtui import __version__
 from ragtui.core.analysis.why import CAUSES, WhyIndex
 from ragtui.core.data.corpus import utf8_name
-from ragtui.core.data.paths import is_bundled, safe_filename
+from ragtui.core.data.paths import is_bundled, safe_filename, user_golden
 from ragtui.core.errors import InputError
-from ragtui.core.files import check_writable, read_regular, write_atomic
+from ragtui.core.files import check_writable, read_regular, write_atomic, write_new
 from ragtui.core.metrics.measures import Measure, System, system_from_workspace
 from ragtui.core.retrieval.hybrid import RRF_K
+from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 
 __all__ = [
@@ -36,19 +41,25 @@ __all__ = [
     "CauseChange",
     "QuestionChange",
     "RunDiff",
+    "RunExistsError",
     "SavedRun",
+    "WrittenRun",
     "cause_changes",
     "diff_runs",
     "list_runs",
     "load_run",
     "manifest",
     "pick_retriever",
+    "refuse_taken",
     "resolve_run",
     "resolve_saved",
     "resolve_system",
+    "run_file",
     "runs_folder",
+    "save_folder",
     "save_run",
     "saved_run_from_workspace",
+    "write_run",
 ]
 
 #: The ``format`` field of a saved run, and its version.
@@ -254,24 +265,123 @@ def runs_folder(
     return Path(golden) / "runs"
 
 
-def save_run(ws: Workspace, name: str, runs_dir: Path | str | None = None) -> Path:
-    """Write the workspace's numbers as saved run ``name`` (replacing one of that name); returns the file."""
+class RunExistsError(InputError):
+    """A saved run of that name exists and replacing it was not asked for (``--replace``)."""
+
+
+@dataclass(frozen=True)
+class WrittenRun:
+    """Where a saved run was written, and where the run it replaced is kept (None when it replaced none)."""
+
+    path: Path
+    backup: Path | None = None
+
+
+def run_file(folder: Path | str, name: str) -> Path:
+    """The file of saved run ``name`` in ``folder``; InputError when the name cannot be a file name."""
     try:
-        filename = safe_filename(name, ".json")
+        return Path(folder) / safe_filename(name, ".json")
     except ValueError:
         raise InputError(None, f"--save: {name!r} cannot be a run name") from None
+
+
+def save_folder(settings: Settings, runs_dir: Path | str | None = None) -> Path:
+    """The folder ``save_run`` will write into, known before anything is loaded: ``runs_dir``, else
+    ``<golden>/runs`` of the folder written to (for the bundled golden set, the user's copy)."""
+    if runs_dir is not None:
+        return Path(runs_dir)
+    golden = settings.resolved().golden
+    if golden is None:
+        raise InputError(None, "no golden folder to keep saved runs in; give --runs-dir")
+    return (user_golden() if is_bundled(golden) else Path(golden)) / "runs"
+
+
+def refuse_taken(
+    folder: Path | str, names: Sequence[str], replace: bool = False, variant: bool = False
+) -> None:
+    """Raise ``RunExistsError`` (one line) when one of ``names`` is a saved run in ``folder`` and
+    ``replace`` is not set: call it before anything slow, so nothing runs for a refusal.
+
+    ``variant``: the names are experiment variants (the message says so, and how to avoid saving).
+    """
+    for name in names:
+        path = run_file(folder, name)
+        if path.is_dir():
+            raise InputError(path, "is a folder, not a saved run; nothing was written")
+        if replace or not os.path.lexists(path):
+            continue
+        if variant:
+            raise RunExistsError(
+                path,
+                f"variant {name!r} would replace the saved run of that name; nothing was run. "
+                "Give --replace to replace it (the old one is kept as a backup beside it), "
+                "--runs-dir DIR to save elsewhere, or --no-save",
+            )
+        raise RunExistsError(
+            path,
+            f"a saved run {name!r} exists; nothing was run. Give --replace to replace it (the old "
+            "one is kept as a backup beside it) or choose another name",
+        )
+
+
+def _write_backup(path: Path, data: bytes) -> Path:
+    """``data`` in a new file ``<run>.json.<UTC time>.bak`` beside ``path``, never replacing a file."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    for n in range(1, 1000):
+        backup = path.with_name(f"{path.name}.{stamp}{'' if n == 1 else f'-{n}'}.bak")
+        try:
+            write_new(backup, data)
+        except FileExistsError:
+            continue
+        return backup
+    raise InputError(path, "cannot name a new backup (999 exist for this instant)")
+
+
+def write_run(
+    ws: Workspace, name: str, runs_dir: Path | str | None = None, *, replace: bool = False
+) -> WrittenRun:
+    """Write the workspace's numbers as saved run ``name``.
+
+    A run of that name is never replaced silently: without ``replace`` it is a ``RunExistsError``
+    (nothing written); with ``replace`` the old file is first copied to a new, timestamped
+    ``<name>.json.<UTC time>.bak`` beside it, then the new run replaces it atomically.
+    """
+    run_file(".", name)  # a bad name is refused before the bundled golden set is copied
     folder = Path(runs_dir) if runs_dir is not None else ws.writable_golden() / "runs"
+    path = run_file(folder, name)
     if is_bundled(folder.parent):
         raise InputError(folder, "the bundled golden set is never written; give another --runs-dir")
     check_writable(folder, "saved runs' folder")
-    path = folder / filename
+    refuse_taken(folder, [name], replace)
     data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
+    backup = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        if not replace:
+            try:
+                write_new(path, data)  # fails when another process saved that name meanwhile
+            except FileExistsError:
+                refuse_taken(folder, [name])
+                raise
+            return WrittenRun(path)
+        try:
+            old = read_regular(path)
+        except FileNotFoundError:
+            old = None
+        if old is not None:
+            backup = _write_backup(path, old)
         write_atomic(path, data)
     except OSError as exc:
         raise InputError(folder, f"cannot write the saved run: {exc.strerror or exc}") from None
-    return path
+    return WrittenRun(path, backup)
+
+
+def save_run(
+    ws: Workspace, name: str, runs_dir: Path | str | None = None, *, replace: bool = False
+) -> Path:
+    """Write the workspace's numbers as saved run ``name`` and return the file (see ``write_run``:
+    an existing run is refused unless ``replace``, and then kept as a backup)."""
+    return write_run(ws, name, runs_dir, replace=replace).path
 
 
 def list_runs(folder: Path) -> list[str]:
@@ -363,7 +473,8 @@ def load_run(path: Path | str) -> SavedRun:
     """Read a saved run file; InputError naming the field when it is not one (every field used is checked)."""
     path = Path(path)
     try:
-        obj = orjson.loads(read_regular(path))
+        raw = read_regular(path)
+        obj = orjson.loads(raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw)
     except OSError as exc:
         raise InputError(path, f"cannot read the saved run: {exc.strerror or exc}") from None
     except orjson.JSONDecodeError as exc:
@@ -476,6 +587,10 @@ class QuestionChange:
     rank_b: int | None
     ndcg_a: float
     ndcg_b: float
+    #: The two runs judge this question with other grades (the same chunks, other hand grades).
+    regraded: bool = False
+    #: Both runs ranked the same ids in the same order.
+    same_ranking: bool = False
 
     @property
     def ndcg_change(self) -> float:
@@ -491,12 +606,14 @@ class QuestionChange:
 
     @property
     def direction(self) -> str:
-        """``better``, ``worse`` or ``same``: by nDCG@k, then by the first relevant rank."""
+        """``better``, ``worse`` or ``same``: by nDCG@k, then by the first relevant rank;
+        ``regraded`` when the ranking is the same and only the grades that judge it changed the
+        numbers (retrieval did not get better or worse)."""
         for change in (self.ndcg_change, self.rr_change):
-            if change > TOLERANCE:
-                return "better"
-            if change < -TOLERANCE:
-                return "worse"
+            if abs(change) > TOLERANCE:
+                if self.regraded and self.same_ranking:
+                    return "regraded"
+                return "better" if change > 0 else "worse"
         return "same"
 
 
@@ -548,6 +665,13 @@ class RunDiff:
     settings_changed: list[tuple[str, Any, Any]]
     #: What became of each cause of a miss; None when a run was saved without causes or at another k.
     causes: list[CauseChange] | None = None
+    #: Questions in both that the two runs judge with other grades (same chunks or documents,
+    #: other hand grades), in golden order; empty when the grades cannot be compared (other chunks).
+    regraded: list[str] = field(default_factory=list)
+    #: The label journal differs between the runs (its hash in the manifests), whatever the chunks.
+    labels_differ: bool = False
+    #: Whether grades were compared question by question (same chunks, or both at document level).
+    grades_compared: bool = True
 
     @property
     def better(self) -> list[QuestionChange]:
@@ -561,8 +685,13 @@ class RunDiff:
 
     @property
     def changed(self) -> list[QuestionChange]:
-        """Questions that got better or worse, worst first."""
+        """Questions that got better or worse, or whose numbers moved with their grades alone, worst first."""
         return [c for c in self.changes if c.direction != "same"]
+
+    @property
+    def regraded_only(self) -> list[QuestionChange]:
+        """Questions ranked the same whose numbers changed with their grades alone, worst first."""
+        return [c for c in self.changes if c.direction == "regraded"]
 
     @property
     def mean_change(self) -> dict[str, float]:
@@ -572,6 +701,14 @@ class RunDiff:
 
 #: Manifest fields that do not describe a setting (a diff does not list them as changes).
 _NOT_SETTINGS = {"created", "external_runs"}
+
+
+def grades_comparable(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two runs' grades can be compared question by question: both at document level, or
+    the same chunks (the manifests' chunk hash; runs saved without it are taken as comparable)."""
+    if a.get("level") == b.get("level") == "document":
+        return True
+    return a.get("level") == b.get("level") and a.get("chunks_sha256") == b.get("chunks_sha256")
 
 
 def settings_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
@@ -602,6 +739,7 @@ def diff_runs(
     only_b = [q for q in b.evaluated() if q not in set(common)]
     ndcg = Measure("nDCG", k)
     ndcg_a, ndcg_b = a.values(ndcg, common), b.values(ndcg, common)
+    compared = manifests is None or grades_comparable(*manifests)
     changes = []
     for i, q in enumerate(common):
         changes.append(
@@ -612,6 +750,8 @@ def diff_runs(
                 rank_b=first_relevant_rank(b.ranked(q), relevant_set(b.gains(q), b.threshold)),
                 ndcg_a=float(ndcg_a[i]),
                 ndcg_b=float(ndcg_b[i]),
+                regraded=compared and dict(a.gains(q)) != dict(b.gains(q)),
+                same_ranking=list(a.ranked(q)) == list(b.ranked(q)),
             )
         )
     position = {q: i for i, q in enumerate(common)}
@@ -621,7 +761,27 @@ def diff_runs(
     means_b = {m.name: float(b.values(m, common).mean()) if common else 0.0 for m in measures}
     changed = settings_changes(*manifests) if manifests is not None else []
     moved = cause_changes(causes[0], causes[1], common) if causes is not None else None
-    return RunDiff(a.label, b.label, k, changes, only_a, only_b, means_a, means_b, changed, moved)
+    labels = manifests is not None and manifests[0].get("labels_sha256") != manifests[1].get(
+        "labels_sha256"
+    )
+    regraded = [
+        c.question for c in sorted(changes, key=lambda c: position[c.question]) if c.regraded
+    ]
+    return RunDiff(
+        a.label,
+        b.label,
+        k,
+        changes,
+        only_a,
+        only_b,
+        means_a,
+        means_b,
+        changed,
+        moved,
+        regraded=regraded,
+        labels_differ=labels,
+        grades_compared=compared,
+    )
 
 
 @dataclass(frozen=True)

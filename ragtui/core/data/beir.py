@@ -18,6 +18,9 @@ from ragtui.core.errors import InputError
 
 #: A whole number as qrels files write it (ASCII digits; no ``1_0``, no other scripts' digits).
 _WHOLE = re.compile(r"[+-]?[0-9]+")
+#: The largest grade magnitude read: grades are kept as 64-bit integers and summed as floats, and
+#: within 32 bits neither a table nor a question's ideal DCG can overflow or lose a unit.
+MAX_GRADE_MAGNITUDE = 2**31 - 1
 
 
 def load_beir_queries(path: Path) -> list[Question]:
@@ -55,9 +58,19 @@ def load_beir_qrels(path: Path) -> dict[str, dict[str, int]]:
         qid, doc, score = (c.strip() for c in cols)
         if not qid or not doc:
             raise InputError(path, "empty query-id or corpus-id", number)
+        shown = repr(score) if len(score) <= 24 else repr(score[:21] + "...")
         if not _WHOLE.fullmatch(score):
-            raise InputError(path, f"score {score!r} is not a whole number", number)
-        grade = int(score)
+            raise InputError(path, f"score {shown} is not a whole number", number)
+        # Digits counted first: int() of a very long string is slow, or refused past 4,300 digits.
+        digits = score.lstrip("+-").lstrip("0")
+        grade = int(score) if len(digits) <= 10 else MAX_GRADE_MAGNITUDE + 1
+        if abs(grade) > MAX_GRADE_MAGNITUDE:
+            raise InputError(
+                path,
+                f"score {shown} is out of range (a whole number from {-MAX_GRADE_MAGNITUDE} "
+                f"to {MAX_GRADE_MAGNITUDE})",
+                number,
+            )
         qrels.setdefault(qid, {})[doc] = grade
     return qrels
 

@@ -6,17 +6,24 @@ optionally ``heading`` (a string or a list of strings, the heading path) and ``m
 kept and shown as it is). ragtui's chunker is not run. Each document's text is its chunks' texts
 joined by a blank line, in file order, so every chunk is an exact span of its document as ragtui's
 own chunks are.
+
+The file is held to the size limit of a corpus file (``--max-file-mb``, default 20 MB): a larger
+one is refused, naming the file and the limit, before it is read, and one that grows past the limit
+while it is read is refused at the line where it does.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragtui.core.data.chunking import Chunk
-from ragtui.core.data.corpus import Corpus, Document, read_jsonl
+from ragtui.core.data.corpus import MAX_FILE_BYTES, Corpus, Document, read_jsonl
 from ragtui.core.errors import InputError
+from ragtui.core.files import file_kind
 
 __all__ = ["CHUNK_KEYS", "ChunksFile", "load_chunks_file"]
 
@@ -51,12 +58,71 @@ def _heading(value: Any, path: Path, line: int) -> tuple[str, ...]:
     raise InputError(path, "'heading' must be a string or a list of strings", line)
 
 
-def load_chunks_file(path: str | Path) -> ChunksFile:
-    """Read and validate a chunks file; InputError names the file, the line and the problem."""
+#: Bytes read at a time.
+_BLOCK = 1 << 20
+
+
+def _size(size: int) -> str:
+    """A size as people read it: ``1024 MB``, ``1.5 MB``; below 1 MB in bytes, ``2,041 bytes``."""
+    if size < 1048576:
+        return f"{size:,} bytes"
+    return f"{size / 1048576:.3f}".rstrip("0").rstrip(".") + " MB"
+
+
+def _over(path: Path, max_file_bytes: int, what: str, line: int | None = None) -> InputError:
+    return InputError(
+        path,
+        f"{what}, over the limit of {_size(max_file_bytes)} for a chunks file "
+        "(split it, or raise --max-file-mb)",
+        line,
+    )
+
+
+def read_limited(path: Path, max_file_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_file_bytes``; InputError (one line, naming the
+    file and the limit) for a larger one before any of it is read, and at the line where a file
+    growing while read passes the limit. A FIFO or a device is refused without blocking."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(path, "is a folder; --chunks takes a JSON-lines file")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(path, f"{file_kind(info.st_mode)}, not a regular file")
+        if info.st_size > max_file_bytes:
+            raise _over(path, max_file_bytes, f"file is {_size(info.st_size)}")
+        os.set_blocking(fd, True)
+        blocks: list[bytes] = []
+        total = lines = 0
+        while True:
+            try:
+                block = os.read(fd, min(_BLOCK, max_file_bytes + 1 - total))
+            except OSError as exc:
+                raise InputError(path, f"cannot read the file ({exc.strerror})") from None
+            if not block:
+                break
+            if total + len(block) > max_file_bytes:
+                # Grown since it was looked at: the line that passes the limit is named.
+                line = lines + block.count(b"\n", 0, max_file_bytes - total) + 1
+                raise _over(path, max_file_bytes, "the file grew while read", line)
+            lines += block.count(b"\n")
+            total += len(block)
+            blocks.append(block)
+        return b"".join(blocks)
+    finally:
+        os.close(fd)
+
+
+def load_chunks_file(path: str | Path, max_file_bytes: int = MAX_FILE_BYTES) -> ChunksFile:
+    """Read and validate a chunks file of at most ``max_file_bytes`` (``--max-file-mb``); InputError
+    names the file, the line and the problem."""
     path = Path(path)
-    if path.is_dir():
-        raise InputError(path, "is a folder; --chunks takes a JSON-lines file")
-    rows = read_jsonl(path)
+    rows = read_jsonl(path, read_limited(path, max_file_bytes))
     first_line: dict[str, int] = {}
     parsed: list[tuple[int, str, str, str, tuple[str, ...], Any]] = []
     ignored: dict[str, int] = {}

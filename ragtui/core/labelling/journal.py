@@ -44,6 +44,15 @@ class ReadOnlyError(OSError):
     """The journal cannot be written: the edit is refused, not dropped."""
 
 
+class WriteFailedError(OSError):
+    """Writing a line failed (a full disk, an I/O error): the journal was cut back to what it held
+    before, so no partial line is left, and the change was not made."""
+
+
+#: A UTF-8 byte-order mark, which some editors put before a file's first line: read past, not a line.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 @dataclass(frozen=True, slots=True)
 class Label:
     """One journal line: the grade a person gave a chunk for a question (None removes it)."""
@@ -405,6 +414,10 @@ class LabelJournal:
         ):
             self._restart()
         data = _pread_all(fd, size - self._read_offset, self._read_offset)
+        if self._read_offset == 0 and data.startswith(UTF8_BOM):
+            # An editor's byte-order mark before the first line: read past it, the line is kept.
+            data = data[len(UTF8_BOM) :]
+            self._read_offset = len(UTF8_BOM)
         if self._pending_newline and data:
             if data.startswith(b"\n"):
                 data = data[1:]
@@ -635,16 +648,43 @@ class LabelJournal:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack:
             fd = self._lock(stack, "the change was not made")
-            _repair_tail(fd, self.path)
-            os.lseek(fd, 0, os.SEEK_END)
-            write_all(fd, line + b"\n")
-            os.fsync(fd)
+            size = os.fstat(fd).st_size
+            keep = size
+            try:
+                _repair_tail(fd, self.path)
+                # A torn line the repair cut stays cut (it is in the .torn file); a newline it
+                # added to a whole last line is taken back with ours.
+                keep = min(size, os.fstat(fd).st_size)
+                os.lseek(fd, 0, os.SEEK_END)
+                write_all(fd, line + b"\n")
+                os.fsync(fd)
+            except OSError as exc:
+                raise self._write_failed(fd, keep, exc, created) from None
         if created:
             fsync_folder(self.path.parent)  # the new file's name must survive a crash too
         # Pick up whatever others appended before our line, then our own (a bad line of theirs is
         # skipped with a warning: our line is on disk and must be applied).
         self.refresh()
         return label
+
+    def _write_failed(self, fd: int, size: int, exc: OSError, created: bool) -> WriteFailedError:
+        """Cut the journal back to ``size`` bytes (what it held before the failed write) and fsync
+        it; a journal this write created is removed again. The error to raise: one line."""
+        why = exc.strerror or str(exc)
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+            if created and size == 0:
+                self.path.unlink(missing_ok=True)
+        except OSError as again:
+            return WriteFailedError(
+                f"{self.path}: cannot write the label journal ({why}), and cutting the partial "
+                f"line back failed too ({again.strerror or again}); the change was not made"
+            )
+        return WriteFailedError(
+            f"{self.path}: cannot write the label journal ({why}); the journal was left as it "
+            "was and the change was not made"
+        )
 
     def compact(self) -> Path | None:
         """Rewrite the journal to its current state atomically (temp file, fsync, rename), keeping a backup.
@@ -807,7 +847,7 @@ def _repair_tail(fd: int, path: Path) -> None:
     cut = _last_newline_end(fd, size)
     os.lseek(fd, cut, os.SEEK_SET)
     tail = os.read(fd, size - cut)
-    if _is_json_object(tail):
+    if _is_json_object(tail[len(UTF8_BOM) :] if cut == 0 and tail.startswith(UTF8_BOM) else tail):
         os.lseek(fd, 0, os.SEEK_END)
         write_all(fd, b"\n")
         return

@@ -460,6 +460,7 @@ def test_a_project_file_owned_by_another_user_or_writable_by_a_group_is_refused(
 ):
     project, deep, marker = _hostile(mini)
     monkeypatch.chdir(deep)
+    monkeypatch.delenv("SUDO_UID", raising=False)
     os.chown(project, 65534, -1)  # nobody
     line = _error(capsys, "check")
     assert line == (
@@ -467,9 +468,16 @@ def test_a_project_file_owned_by_another_user_or_writable_by_a_group_is_refused(
         "project file can run code (plugins), so ragtui reads only yours: if you trust it, "
         f"chown root {project} (or --no-project to read none)"
     )
+    os.chown(project, 1234, -1)  # a user without a name
+    assert "refused: owned by uid 1234, not by you (root);" in _error(capsys, "check")
+    os.chown(project, 65534, -1)
     # --project FILE is checked the same way; --no-project reads none.
     assert _error(capsys, "config", "--project", str(project)) == line
     assert main(["config", "--no-project", "--json"]) == 0
+    # Root by sudo reads the files of the user who ran sudo, as git does.
+    monkeypatch.setenv("SUDO_UID", "65534")
+    assert main(["config", "--json"]) == 0
+    monkeypatch.delenv("SUDO_UID")
     capsys.readouterr()
     os.chown(project, 0, 65534)  # root's again, in group nogroup
     project.chmod(0o664)

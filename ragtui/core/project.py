@@ -175,6 +175,12 @@ def _user_name(uid: int) -> str:
         return f"uid {uid}"
 
 
+def _owner(uid: int) -> str:
+    """``nobody (uid 65534)``, or ``uid 1234`` for a user without a name."""
+    name = _user_name(uid)
+    return name if name == f"uid {uid}" else f"{name} (uid {uid})"
+
+
 def _private_group(gid: int, uid: int) -> bool:
     """Whether ``gid`` is the user private group of ``uid`` (named as the user, the user's primary
     group, no other member): writable by that group is writable by the user alone, as Debian's
@@ -194,18 +200,25 @@ def _private_group(gid: int, uid: int) -> bool:
 
 def distrust(path: str | Path, status: os.stat_result) -> str | None:
     """Why a project file must not be read (None when it may): it names plugins ragtui imports and
-    runs, so it must be yours (or root's) and writable by no one else, as git refuses a repository
-    another user owns. The reason is one line with the command that fixes it."""
+    runs, so it must be yours (or root's; under sudo, also the user's who ran it) and writable by no
+    one else, as git refuses a repository another user owns. The reason is one line with the
+    command that fixes it."""
     if not hasattr(os, "geteuid"):  # pragma: no cover - no POSIX owners (Windows)
         return None
     me = os.geteuid()
     shown = shlex.quote(str(path))
     why = "a project file can run code (plugins)"
-    if status.st_uid not in (me, 0):
+    owners = {me, 0}
+    if me == 0 and os.environ.get("SUDO_UID", "").isdigit():
+        owners.add(
+            int(os.environ["SUDO_UID"])
+        )  # root by sudo also reads its user's files, as git does
+    if status.st_uid not in owners:
         whom = f"you ({_user_name(me)})" + (" or root" if me != 0 else "")
         return (
-            f"refused: owned by {_user_name(status.st_uid)} (uid {status.st_uid}), not by {whom}; "
-            f"{why}, so ragtui reads only yours: if you trust it, chown {_user_name(me)} {shown} "
+            f"refused: owned by {_owner(status.st_uid)}, not by {whom}; "
+            f"{why}, so ragtui reads only yours: if you trust it, "
+            f"{'' if me == 0 else 'sudo '}chown {_user_name(me)} {shown} "
             "(or --no-project to read none)"
         )
     mode = stat.S_IMODE(status.st_mode)

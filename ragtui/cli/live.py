@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ragtui.cli.output import load_workspace, out, rich_progress
 from ragtui.core.errors import InputError
-from ragtui.core.retrieval.milvus import MilvusTarget, index_collection
+from ragtui.core.retrieval.milvus import CollectionRecord, MilvusTarget, index_collection
 from ragtui.core.settings import Settings
 
 
@@ -18,6 +18,15 @@ def run_index(
     ws = load_workspace(_chunks_only(settings))
     target = MilvusTarget(settings.milvus, settings.collection, settings.milvus_fields)
     bm25_k1, bm25_b = 1.5, 0.75
+    # What the chunks were made from, kept in the collection: a search from other data is refused.
+    record = CollectionRecord.of(
+        ws.chunks,
+        settings.model,
+        documents=ws.corpus.documents,
+        chunk_size=settings.chunk_size,
+        overlap=settings.overlap,
+        chunks_file=settings.chunks,
+    )
     result = index_collection(
         target,
         ws.chunks,
@@ -30,6 +39,7 @@ def run_index(
         index_type=vector_index,
         k1=bm25_k1,
         b=bm25_b,
+        record=record,
     )
     if result.written == 0 and not result.created:
         out(

@@ -14,13 +14,28 @@ properties: a collection built from other chunks or another model is refused, no
 A team's own collection works too: the fields are found from the schema (the primary key, the one
 float-vector field, the BM25 function's output and input) and any can be named explicitly with
 ``--milvus-field ROLE=FIELD`` (roles: id, text, doc, vector, sparse).
+
+Before searching, ``check_collection`` holds the collection's record (``CollectionRecord``: the
+chunking, the corpus's content digest, the model and its files' fingerprint, the chunks'
+fingerprint) against the workspace's and refuses, naming what differs, a collection of other
+chunks: its ids would name other texts, and the numbers would be wrong without a word.
+
+Milvus Lite runs inside this process and logs its own failures (and pymilvus its RPC errors) with
+tracebacks: ``connect`` sends both libraries' log records to ``milvus.log`` in the cache folder, and
+the error ragtui prints is one line, naming Lite's own reason where it gave one. A Lite path is
+looked at before Lite is given it: a file, a FIFO or a device where its folder should be, a
+read-only folder, a missing database (when searching) or a collection name Milvus would refuse is
+one line, and nothing is started.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
+import re
+import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +45,11 @@ from typing import Any
 import numpy as np
 
 from ragtui.core.data.chunking import Chunk
+from ragtui.core.data.corpus import Document
+from ragtui.core.data.paths import cache_dir
+from ragtui.core.data.tokenizer import model_fingerprint
 from ragtui.core.errors import InputError
+from ragtui.core.files import file_kind
 from ragtui.core.retrieval.base import Hit
 from ragtui.core.retrieval.bm25 import BM25Retriever
 from ragtui.core.retrieval.hybrid import RRF_K
@@ -38,10 +57,14 @@ from ragtui.core.retrieval.live import LiveError, one_line
 
 __all__ = [
     "FIELD_ROLES",
+    "LOG_FILE",
     "TOKEN_ENV",
+    "CollectionRecord",
     "IndexResult",
     "MilvusRetriever",
     "MilvusTarget",
+    "check_collection",
+    "check_target",
     "chunks_fingerprint",
     "connect",
     "index_collection",
@@ -57,7 +80,7 @@ FIELD_ROLES = ("id", "text", "doc", "vector", "sparse")
 DEFAULT_FIELDS = {"id": "id", "text": "text", "doc": "doc", "vector": "vector", "sparse": "sparse"}
 
 #: The version of the collection layout ``ragtui index`` writes.
-LAYOUT_VERSION = "1"
+LAYOUT_VERSION = "2"
 
 #: Milvus's VARCHAR limit, in bytes of UTF-8.
 MAX_TEXT_BYTES = 65535
@@ -70,6 +93,25 @@ PROP_COUNT = "ragtui.chunk_count"
 PROP_MODEL = "ragtui.model"
 PROP_DIM = "ragtui.dim"
 PROP_COMPLETE = "ragtui.complete"
+# Since layout 2: what the chunks were made from, so a refusal can say what differs.
+PROP_CHUNKING = "ragtui.chunking"
+PROP_CORPUS = "ragtui.corpus_sha256"
+PROP_MODEL_FILES = "ragtui.model_fingerprint"
+
+#: Milvus's rule for a collection name (its documented limits), checked before Milvus is asked.
+_COLLECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+
+#: Milvus Lite's and pymilvus's log records go to this file in the cache folder, never to a terminal.
+LOG_FILE = "milvus.log"
+#: The log is started afresh (the old one kept as ``milvus.log.1``) past this size.
+LOG_MAX_BYTES = 1 << 20
+_LOGGERS = (
+    "pymilvus",
+    "pymilvus.milvus_client",
+    "pymilvus.bulk_writer",
+    "milvus_lite",
+    "grpc._server",  # Lite's gRPC server, in this process: an RPC Lite lacks is logged there
+)
 
 #: Called as ``progress(done, total)``.
 Progress = Callable[[int, int], None]
@@ -113,28 +155,178 @@ def _token() -> str:
     return ""
 
 
-def connect(uri: str) -> Any:
-    """A pymilvus ``MilvusClient`` for a Lite file or a cluster URL; InputError when it cannot be reached."""
+class _LogCapture(logging.Handler):
+    """Where Milvus Lite's and pymilvus's log records go: appended to ``milvus.log`` in the cache
+    folder (best effort: a folder that cannot be written loses them), never to the terminal; the
+    last error Milvus Lite logged is kept, so the one-line message can name its reason."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+        self.path: Path | None = None
+        self.lite_error = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR and record.name.startswith("milvus_lite"):
+            exc = record.exc_info[1] if record.exc_info else None
+            self.lite_error = (
+                f"{type(exc).__name__}: {exc}" if exc is not None else record.getMessage()
+            )
+        if self.path is not None:
+            with contextlib.suppress(Exception):  # a log that cannot be written is no error
+                _append_log(self.path, self.format(record) + "\n")
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """Nothing: logging's own fallback would print a traceback on stderr."""
+
+    def take_lite_error(self) -> str:
+        """The last error Milvus Lite logged since the last call (empty when none)."""
+        self.acquire()  # the lock ``emit`` runs under
+        try:
+            error, self.lite_error = self.lite_error, ""
+        finally:
+            self.release()
+        return error
+
+
+def _append_log(path: Path, text: str) -> None:
+    """Append to the log (a regular file: a FIFO or a link planted there is left alone), starting a
+    new one when it is over ``LOG_MAX_BYTES``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > LOG_MAX_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.write(fd, text.encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+_capture = _LogCapture()
+
+
+def _capture_logs(log_root: Path | None) -> None:
+    """Route Milvus Lite's and pymilvus's loggers to ``milvus.log`` under ``log_root`` (the cache
+    folder); pymilvus installs its own stderr handlers when imported, so this runs after that."""
+    _capture.path = (log_root or cache_dir()) / LOG_FILE
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.handlers != [_capture]:
+            for handler in list(logger.handlers):
+                logger.removeHandler(handler)
+            logger.addHandler(_capture)
+        logger.propagate = False
+
+
+def check_target(target: MilvusTarget, *, create: bool = False) -> None:
+    """One line (InputError) for a collection name Milvus refuses, and, for Milvus Lite, a path it
+    cannot use: looked at here, before Lite is given it (a FIFO would make it fail with a
+    traceback, a read-only folder too). ``create``: the database may be made (``ragtui index``);
+    otherwise a missing one is refused instead of being made empty."""
+    name = target.collection
+    if name and not _COLLECTION_NAME.fullmatch(name):
+        raise InputError(
+            None,
+            f"--collection: {name!r} is not a Milvus collection name (letters, digits and '_', "
+            "starting with a letter or '_', at most 255)",
+        )
+    if not target.is_lite:
+        return
+    uri = target.uri
+    if not uri.endswith(".db"):
+        raise InputError(
+            uri, "a Milvus Lite file name ends in .db (a server is http(s)://host:19530)"
+        )
+    path = Path(uri).expanduser()
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise InputError(uri, f"folder {parent} does not exist")
+    try:
+        mode: int | None = os.stat(path).st_mode  # follows links; never opens (a FIFO cannot block)
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputError(uri, f"cannot be looked at ({exc.strerror})") from None
+    if mode is None:
+        if not create:
+            raise InputError(
+                uri,
+                f"no Milvus Lite database here (build one with ragtui index --milvus {uri} --collection {name or 'NAME'})",
+            )
+        if not _writable(parent):
+            raise InputError(
+                uri, f"folder {parent} is read-only: Milvus Lite cannot make its database there"
+            )
+        return
+    if stat.S_ISREG(mode):
+        raise InputError(
+            uri,
+            "is a file, not a Milvus Lite database (Milvus Lite 3 keeps a database in a folder of that name)",
+        )
+    if not stat.S_ISDIR(mode):
+        raise InputError(uri, f"is {file_kind(mode)}, not a Milvus Lite database (a folder)")
+    try:
+        entries = {p.name for p in path.iterdir()}
+    except OSError as exc:
+        raise InputError(uri, f"cannot be read ({exc.strerror})") from None
+    if entries and not entries & {"LOCK", "collections"}:
+        raise InputError(
+            uri, "is a folder that is not a Milvus Lite database (no LOCK or collections in it)"
+        )
+    if not _writable(path):
+        raise InputError(
+            uri,
+            "the Milvus Lite database folder is read-only (Milvus Lite locks and writes it, even to "
+            "search); copy it to a folder you can write",
+        )
+
+
+def _writable(folder: Path) -> bool:
+    """Whether files may be made in ``folder``: its permissions and its mode bits (a folder made
+    read-only with ``chmod`` counts for root too, as ``ragtui.core.files.check_writable`` reads it)."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK) and bool(mode & 0o222)
+
+
+def connect(uri: str, *, create: bool = False, log_root: Path | None = None) -> Any:
+    """A pymilvus ``MilvusClient`` for a Lite file or a cluster URL; InputError when it cannot be reached.
+
+    A Lite path is checked first (``check_target``; ``create`` as there). Milvus's own log records
+    go to ``milvus.log`` under ``log_root`` (the cache folder by default).
+    """
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core writes to fd 2 otherwise
     try:
         from pymilvus import MilvusClient
     except ImportError:
         raise InputError(
             None, "Milvus needs pymilvus and milvus-lite: pip install pymilvus milvus-lite"
         ) from None
+    _capture_logs(log_root)
     target = MilvusTarget(uri, "")
     if target.is_lite:
-        if not uri.endswith(".db"):
-            raise InputError(
-                uri, "a Milvus Lite file name ends in .db (a server is http(s)://host:19530)"
-            )
-        parent = Path(uri).expanduser().resolve().parent
-        if not parent.is_dir():
-            raise InputError(uri, f"folder {parent} does not exist")
+        check_target(target, create=create)
         uri = str(Path(uri).expanduser())
+    _capture.take_lite_error()
     try:
         return MilvusClient(uri=uri, token=_token())
     except Exception as exc:  # pymilvus raises its own errors, gRPC ones and OSErrors
-        raise InputError(uri, f"cannot connect to Milvus: {_reason(exc)}") from None
+        lite = _capture.take_lite_error()
+        if "DataDirLockedError" in lite:
+            raise InputError(
+                target.uri,
+                "is open in another process (Milvus Lite lets one process at a time use a database); "
+                "close it there, or work on a copy",
+            ) from None
+        reason = one_line(lite, 200) if lite else _reason(exc)
+        raise InputError(
+            target.uri, f"cannot connect to Milvus: {reason} (details in {_capture.path})"
+        ) from None
 
 
 def _reason(exc: BaseException) -> str:
@@ -155,6 +347,235 @@ def _properties(client: Any, collection: str) -> dict[str, str]:
     described = client.describe_collection(collection)
     props = described.get("properties") or {}
     return {str(k): str(v) for k, v in dict(props).items()}
+
+
+def corpus_digest(documents: Sequence[Document]) -> str:
+    """SHA-256 over every document's path and text hash, in order: the corpus's content digest."""
+    digest = hashlib.sha256()
+    for doc in documents:
+        text_hash = hashlib.sha1(doc.text.encode("utf-8", "surrogatepass")).hexdigest()
+        digest.update(f"{doc.path}\t{text_hash}\n".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def chunking_label(
+    chunk_size: int | None, overlap: int, chunks_file: str | Path | None = None
+) -> str:
+    """How the chunks were made, in words: ``chunk size 512, overlap 0``, ``whole documents``, or
+    ``the chunks file NAME``."""
+    if chunks_file is not None:
+        return f"the chunks file {Path(chunks_file).name}"
+    if chunk_size is None:
+        return "whole documents"
+    return f"chunk size {chunk_size}, overlap {overlap}"
+
+
+@dataclass(frozen=True)
+class CollectionRecord:
+    """What a collection ``ragtui index`` built holds (its properties), or what a workspace would
+    need it to hold: the chunks' fingerprint and count, the chunking, the corpus's content digest,
+    the model and its files' fingerprint. An empty field is unknown (a collection of layout 1, or
+    chunks indexed without their corpus) and is not compared."""
+
+    chunks: str
+    count: int
+    model: str
+    chunking: str = ""
+    corpus: str = ""
+    model_files: str = ""
+
+    @classmethod
+    def of(
+        cls,
+        chunks: Sequence[Chunk],
+        model: str,
+        *,
+        documents: Sequence[Document] | None = None,
+        chunk_size: int | None = None,
+        overlap: int = 0,
+        chunks_file: str | Path | None = None,
+    ) -> CollectionRecord:
+        """The record of ``chunks`` made from ``documents`` with these settings (the chunking and the
+        corpus are unknown without ``documents``)."""
+        known = documents is not None
+        return cls(
+            chunks=chunks_fingerprint(chunks),
+            count=len(chunks),
+            model=model,
+            chunking=chunking_label(chunk_size, overlap, chunks_file) if known else "",
+            corpus=corpus_digest(documents) if documents is not None else "",
+            model_files=model_fingerprint(model),
+        )
+
+    @classmethod
+    def read(cls, props: Mapping[str, str]) -> CollectionRecord | None:
+        """The record in a collection's properties; None for a collection ``ragtui index`` did not build."""
+        if props.get(PROP_LAYOUT) is None:
+            return None
+        try:
+            count = int(props.get(PROP_COUNT, "0"))
+        except ValueError:
+            count = 0
+        return cls(
+            chunks=props.get(PROP_CHUNKS, ""),
+            count=count,
+            model=props.get(PROP_MODEL, ""),
+            chunking=props.get(PROP_CHUNKING, ""),
+            corpus=props.get(PROP_CORPUS, ""),
+            model_files=props.get(PROP_MODEL_FILES, ""),
+        )
+
+    def properties(self, dim: int) -> dict[str, str]:
+        """The collection properties ``ragtui index`` writes (``complete`` is set when done)."""
+        props = {
+            PROP_LAYOUT: LAYOUT_VERSION,
+            PROP_CHUNKS: self.chunks,
+            PROP_COUNT: str(self.count),
+            PROP_MODEL: self.model,
+            PROP_DIM: str(dim),
+            PROP_COMPLETE: "false",
+        }
+        for key, value in (
+            (PROP_CHUNKING, self.chunking),
+            (PROP_CORPUS, self.corpus),
+            (PROP_MODEL_FILES, self.model_files),
+        ):
+            if value:
+                props[key] = value
+        return props
+
+    def chunk_differences(self, wanted: CollectionRecord) -> list[str]:
+        """What differs between the chunks this record holds and ``wanted``'s: the chunking, the
+        corpus, or (neither known to differ) the chunks themselves; empty when the chunks are the same."""
+        if self.chunks == wanted.chunks:
+            return []
+        found = []
+        if self.chunking and wanted.chunking and self.chunking != wanted.chunking:
+            found.append(f"chunking: {self.chunking}, not {wanted.chunking}")
+        if self.corpus and wanted.corpus and self.corpus != wanted.corpus:
+            found.append(
+                f"corpus: content digest {self.corpus[:12]}, not {wanted.corpus[:12]} "
+                "(documents were added, removed or changed)"
+            )
+        if not found:
+            found.append(
+                f"chunks: {self.count} chunks with fingerprint {self.chunks[:12]}, "
+                f"not these {wanted.count} with {wanted.chunks[:12]}"
+            )
+        return found
+
+    def model_differences(self, model: str, files: str) -> list[str]:
+        """What differs between the model this record names and ``model`` (files: its fingerprint)."""
+        if self.model_files and files:
+            if self.model_files == files:
+                return []  # the same files, whatever the name they were given by
+            if self.model == model:
+                old, new = self.model_files[:12], files[:12]
+                return [f"model: {self.model} with other files (fingerprint {old}, not {new})"]
+        if self.model and self.model != model:
+            return [f"model: {self.model}, not {model}"]
+        return []
+
+
+def _mismatch(
+    name: str, props: Mapping[str, str], wanted: CollectionRecord | None, model: str | None
+) -> str | None:
+    """Why a collection cannot be searched for this workspace (one line), or None: other chunks
+    than ``wanted``'s, another model than ``model`` (given when its vectors are searched), or an
+    index that was stopped before it finished. A collection ragtui did not build is not judged here."""
+    stored = CollectionRecord.read(props)
+    if stored is None:
+        return None
+    differences = stored.chunk_differences(wanted) if wanted is not None else []
+    if model is not None:
+        differences += stored.model_differences(model, model_fingerprint(model))
+    if differences:
+        harm = []
+        if not differences[-1].startswith("model:") or len(differences) > 1:
+            harm.append("its ids would name other texts")
+        if differences[-1].startswith("model:"):
+            harm.append("its vectors are another model's")
+        return (
+            f"collection {name!r} was indexed from other data than this workspace's "
+            f"({'; '.join(differences)}): {' and '.join(harm)}; use the settings it was indexed "
+            "with, or index it again (ragtui index --replace)"
+        )
+    if props.get(PROP_COMPLETE) != "true":
+        return (
+            f"collection {name!r} is incomplete (ragtui index was stopped before it finished); "
+            "run ragtui index again to finish it"
+        )
+    return None
+
+
+def check_collection(
+    live: Mapping[str, object],
+    chunks: Sequence[Chunk],
+    model: str,
+    *,
+    documents: Sequence[Document],
+    chunk_size: int | None,
+    overlap: int,
+    chunks_file: str | Path | None,
+) -> list[str]:
+    """Refuse (InputError, one line naming what differs) the collection the Milvus retrievers in
+    ``live`` would search when ``ragtui index`` built it from other chunks than the workspace's
+    (``chunks``, made from ``documents`` with this chunking) or, for ``milvus-vector`` and
+    ``milvus-hybrid``, with another model; or when that index was stopped before it finished.
+    Nothing is done (or computed) without a Milvus retriever.
+
+    Returns the warnings to show: a collection ragtui did not build has no record, so it cannot be
+    checked (a team's own collection is searched all the same). Each Milvus retriever keeps the
+    record and checks again when it first connects, so a Milvus that cannot be reached now is left
+    to the retrievers to report (each fails with the reason, as any live retriever).
+    """
+    retrievers = [r for r in live.values() if isinstance(r, MilvusRetriever)]
+    if not retrievers:
+        return []
+    wanted = CollectionRecord.of(
+        chunks,
+        model,
+        documents=documents,
+        chunk_size=chunk_size,
+        overlap=overlap,
+        chunks_file=chunks_file,
+    )
+    for retriever in retrievers:
+        retriever.expected = wanted
+    first = retrievers[0]
+    target = first.target
+    name = target.collection
+    try:
+        client = connect(target.uri, log_root=first.cache_root)
+    except InputError:
+        if target.is_lite:
+            raise  # a local file (locked by another process, unreadable): bad input, said once
+        return []  # a server that cannot be reached: each retriever says so, as any live one
+    searcher = next((r for r in retrievers if r.kind != "bm25"), None)  # reads the vectors
+    try:
+        if not client.has_collection(name):
+            return []  # the retrievers say so, naming the ragtui index command
+        props = _properties(client, name)
+        fields = resolve_fields(client, name, target.overrides) if searcher else None
+    except Exception:
+        return []  # as above: a failure to read it is each retriever's to report
+    finally:
+        _close(client)
+    problem = _mismatch(name, props, wanted, searcher.model if searcher else None)
+    if problem:
+        raise InputError(target.uri, problem)
+    if CollectionRecord.read(props) is not None:
+        return []
+    if searcher is not None and fields is not None:
+        try:
+            searcher._check_dim(name, fields.vector_dim)
+        except LiveError as exc:
+            raise InputError(None, str(exc)) from None
+    return [
+        f"{target.uri}: collection {name!r} was not built by ragtui index, so whether it holds "
+        "this workspace's chunks cannot be checked (docs/retriever-milvus.md)"
+        + (f"; its vectors must come from {searcher.model} (--model)" if searcher else "")
+    ]
 
 
 def _quoted(value: str) -> str:
@@ -257,19 +678,25 @@ def index_collection(
     index_type: str = "FLAT",
     k1: float = 1.5,
     b: float = 0.75,
+    record: CollectionRecord | None = None,
 ) -> IndexResult:
     """Write ``chunks`` (ids, documents, texts, embeddings; BM25 computed by Milvus) into a collection, resumably.
 
     ``vectors`` are the chunk embeddings when the caller has them (a benchmark); otherwise they come
     from the embedding cache of ``model`` (texts not cached are embedded once and cached).
+    ``record`` says what the chunks were made from (``CollectionRecord.of`` with the documents and
+    the chunking); it is kept in the collection's properties, so that a search from other chunks is
+    refused naming what differs. Without it only the chunks and the model are recorded.
     """
     started = time.perf_counter()
     if not chunks:
         raise InputError(None, "no chunks to index")
     source = target.uri
+    check_target(target, create=True)
     _check_sizes(chunks, source)
-    fingerprint = chunks_fingerprint(chunks)
-    client = connect(target.uri)
+    if record is None:
+        record = CollectionRecord.of(chunks, model)
+    client = connect(target.uri, create=True, log_root=cache_root)
     name = target.collection
     try:
         exists = client.has_collection(name)
@@ -279,21 +706,19 @@ def index_collection(
         complete = False
         if exists:
             props = _properties(client, name)
-            if props.get(PROP_LAYOUT) is None:
+            stored = CollectionRecord.read(props)
+            if stored is None:
                 raise InputError(
                     source,
                     f"collection {name!r} was not built by ragtui index; choose another --collection (or --replace to drop it and index again)",
                 )
-            if props.get(PROP_MODEL) != model:
+            differences = stored.chunk_differences(record) + stored.model_differences(
+                model, record.model_files
+            )
+            if differences:
                 raise InputError(
                     source,
-                    f"collection {name!r} was built with model {props.get(PROP_MODEL)!r}, not {model!r}; choose another --collection, or --replace",
-                )
-            if props.get(PROP_CHUNKS) != fingerprint:
-                raise InputError(
-                    source,
-                    f"collection {name!r} was built from other chunks ({props.get(PROP_COUNT)} chunks, fingerprint "
-                    f"{str(props.get(PROP_CHUNKS))[:12]}, these {len(chunks)} chunks have {fingerprint[:12]}); "
+                    f"collection {name!r} was built from other data ({'; '.join(differences)}); "
                     "choose another --collection, or --replace",
                 )
             complete = props.get(PROP_COMPLETE) == "true"
@@ -319,21 +744,13 @@ def index_collection(
         dim = int(vectors.shape[1])
         created = False
         if not exists:
-            props = {
-                PROP_LAYOUT: LAYOUT_VERSION,
-                PROP_CHUNKS: fingerprint,
-                PROP_COUNT: str(len(chunks)),
-                PROP_MODEL: model,
-                PROP_DIM: str(dim),
-                PROP_COMPLETE: "false",
-            }
-            _create(client, name, dim, props, index_type, k1, b)
+            _create(client, name, dim, record.properties(dim), index_type, k1, b)
             created = True
         else:
-            stored = _properties(client, name).get(PROP_DIM)
-            if stored is not None and int(stored) != dim:
+            stored_dim = _properties(client, name).get(PROP_DIM)
+            if stored_dim is not None and int(stored_dim) != dim:
                 raise InputError(
-                    source, f"collection {name!r} holds {stored}-dim vectors, not {dim}"
+                    source, f"collection {name!r} holds {stored_dim}-dim vectors, not {dim}"
                 )
         client.load_collection(name)
         written = already = 0
@@ -392,6 +809,7 @@ class _Fields:
     vector: str | None
     sparse: str | None
     vector_metric: str | None
+    vector_dim: int | None = None
 
 
 def resolve_fields(client: Any, collection: str, overrides: Mapping[str, str]) -> _Fields:
@@ -431,7 +849,12 @@ def resolve_fields(client: Any, collection: str, overrides: Mapping[str, str]) -
     id_field = overrides.get("id") or primary
     if id_field is None:
         raise LiveError(f"collection {collection!r} has no primary key")
-    return _Fields(id_field, text, doc, vector, sparse, metric)
+    dim: int | None = None
+    for f in fields:
+        if f["name"] == vector:
+            with contextlib.suppress(TypeError, ValueError):
+                dim = int((f.get("params") or {}).get("dim", ""))
+    return _Fields(id_field, text, doc, vector, sparse, metric, dim)
 
 
 class MilvusRetriever:
@@ -458,41 +881,71 @@ class MilvusRetriever:
         self.model = model
         self.cache_root = cache_root
         self.rrf_k = rrf_k
+        #: What the collection must hold (the workspace's chunks), set by ``check_collection``.
+        self.expected: CollectionRecord | None = None
         self._client: Any = None
         self._fields: _Fields | None = None
         self._embedder: Any = None
         self._cache: Any = None
+        # A bad collection name or Lite path is one line now (nothing is contacted or started).
+        check_target(target)
 
     def _ready(self) -> tuple[Any, _Fields]:
-        """Connect, load the collection and find its fields (once)."""
+        """Connect, load the collection, find its fields and check it (once)."""
         if self._client is None or self._fields is None:
             try:
-                client = connect(self.target.uri)
+                client = connect(self.target.uri, log_root=self.cache_root)
             except InputError as exc:
-                raise LiveError(exc.problem) from None
+                raise LiveError(exc.message) from None
             name = self.target.collection
             try:
                 if not client.has_collection(name):
                     raise LiveError(
                         f"{self.target.uri}: no collection {name!r} (build it with ragtui index --milvus {self.target.uri} --collection {name})"
                     )
+                props = _properties(client, name)
+                model = self.model if self.kind != "bm25" else None
+                problem = _mismatch(name, props, self.expected, model)
+                if problem:
+                    raise LiveError(f"{self.target.uri}: {problem}")
                 client.load_collection(name)
                 fields = resolve_fields(client, name, self.target.overrides)
+                need = {"bm25": ("sparse",), "vector": ("vector",), "hybrid": ("sparse", "vector")}
+                for role in need[self.kind]:
+                    if getattr(fields, role) is None:
+                        raise LiveError(
+                            f"collection {name!r}: no {role} field found for {self.name}; name it with --milvus-field {role}=FIELD"
+                        )
+                if self.kind != "bm25" and CollectionRecord.read(props) is None:
+                    self._check_dim(name, fields.vector_dim)  # ragtui's own: the model is checked
             except LiveError:
                 _close(client)
                 raise
+            except InputError as exc:
+                _close(client)
+                raise LiveError(exc.message) from None
             except Exception as exc:
                 _close(client)
                 raise LiveError(f"{self.target.uri}: {_reason(exc)}") from None
-            need = {"bm25": ("sparse",), "vector": ("vector",), "hybrid": ("sparse", "vector")}
-            for role in need[self.kind]:
-                if getattr(fields, role) is None:
-                    _close(client)
-                    raise LiveError(
-                        f"collection {name!r}: no {role} field found for {self.name}; name it with --milvus-field {role}=FIELD"
-                    )
             self._client, self._fields = client, fields
         return self._client, self._fields
+
+    def _check_dim(self, collection: str, dim: int | None) -> None:
+        """The vector field's dimension against the model's, before a question is sent (Milvus
+        would fail every search, each with a traceback in its log)."""
+        if dim is None:
+            return
+        cache = self._embedding_cache()
+        vectors = cache.vectors
+        if vectors is not None and vectors.size:
+            model_dim = int(vectors.shape[1])
+        else:
+            model_dim = int(self._embedder.encode(["dimension"]).shape[1])
+        if model_dim != dim:
+            raise LiveError(
+                f"{self.target.uri}: collection {collection!r} holds {dim}-dim vectors, but "
+                f"{self.model} makes {model_dim}-dim ones; give --model the model its vectors were made with"
+            )
 
     def identity(self) -> dict[str, Any]:
         """The collection, its fingerprint (or row count for one ragtui did not build), the fields, the model and the search."""
@@ -526,14 +979,18 @@ class MilvusRetriever:
             "model": self.model if self.kind != "bm25" else None,
         }
 
-    def _embed(self, questions: Sequence[str]) -> list[list[float]]:
+    def _embedding_cache(self) -> Any:
+        """The model's embedding cache (read once: questions embedded before, by the vector
+        retriever, are not encoded again) and its embedder (loaded on first use)."""
         from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
 
         if self._embedder is None:
-            # Read once: questions embedded before (the vector retriever did) are not encoded again.
             self._embedder = Embedder(self.model)
             self._cache = EmbeddingCache(self.model, self.cache_root)
-        vectors = self._cache.embed(list(questions), self._embedder)
+        return self._cache
+
+    def _embed(self, questions: Sequence[str]) -> list[list[float]]:
+        vectors = self._embedding_cache().embed(list(questions), self._embedder)
         return [list(map(float, v)) for v in vectors]
 
     def _hits(self, rows: Sequence[Any], fields: _Fields, kind: str) -> list[Hit]:

@@ -393,6 +393,9 @@ NOT_RUN = {
         'ragtui add-question --question "How often do dike wardens walk the peat embankments in a drought?" --evidence "dike wardens walk the peat embankments once a week" --slice lookup',
     ): ("writes the user's copy of the bundled golden set, in the reader's home folder"),
     ("docs/serve.md", "ragtui serve"): "serves until stopped (tests/test_serve.py starts it)",
+    ("docs/why.md", "ragtui why --beir tests/data/cranfield --retrievers bm25"): (
+        "Cranfield, not the bundled data: tests/test_why_many_relevant.py runs it and compares the lines"
+    ),
     ("docs/retrievers.md", "ragtui eval --retriever extra=extra_plugin:make"): (
         "needs the page's plugin on the path; tests/test_own_passages.py runs it and checks the lines"
     ),

@@ -3,7 +3,12 @@ leaves out of its top k, and each cause's remedy ceiling.
 
 A *miss* of a question for a retriever is one of:
 
-* a relevant chunk (effective grade at least the threshold) outside the retriever's top k;
+* a relevant chunk (effective grade at least the threshold) outside the retriever's top k that the
+  top k had room for: with ``hits`` relevant chunks in the top k, the best-placed
+  ``min(k, relevant) - hits`` relevant chunks outside it (by rank, then by the retriever's score);
+  a question with more relevant chunks than k is not missed because its hardest chunk is out of
+  reach. A chunk relevant by a label that may be wrong (``ambiguous-evidence``, ``label-gap``)
+  is always a miss: it stops counting as relevant when fixed;
 * an evidence string of the question that lies in no chunk (so no chunk can be relevant for it).
 
 Every miss gets the causes that hold for it, in the fixed order of :data:`CAUSES` (the order of
@@ -13,6 +18,11 @@ remedy ceiling of a cause is recall@k with every miss that has the cause fixed, 
 defined per cause by :data:`FIXES`. The definitions, with the usual remedy of each cause, are in
 docs/why.md.
 
+Content words are BM25 tokens longer than one character that are not stop words. An id that is not
+one of ragtui's chunks (a live retriever's own passage) has no place in the chunk arrays (BM25
+scores, embeddings, windows): :func:`chunk_index` is None for it, and the causes that speak of how
+ragtui's retrievers read a chunk (``cut-off``, ``lexical-gap``) never name it.
+
 Whether the vector retriever read a span of a chunk is asked of a :class:`ReadSpans`: a vector
 retriever that reads long chunks through windows provides ``read_spans`` itself; otherwise
 :class:`FirstTokens` applies today's rule, the first ``max_seq_length`` less special tokens.
@@ -20,6 +30,7 @@ retriever that reads long chunks through windows provides ``read_spans`` itself;
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -59,6 +70,8 @@ __all__ = [
     "RetrieverWhy",
     "WhyIndex",
     "cause_summary",
+    "chunk_index",
+    "question_words",
     "vector_coverage",
 ]
 
@@ -132,6 +145,22 @@ def _words(words: Sequence[str]) -> str:
     return ", ".join(words) if words else "none"
 
 
+def question_words(text: str) -> tuple[str, ...]:
+    """The content words of a text: its distinct BM25 tokens that are not stop words and are longer
+    than one character (``s`` of "doctor's", ``c`` of "vitamin c" say nothing a chunk shares)."""
+    return tuple(w for w in content_words(text) if len(w) > 1)
+
+
+def chunk_index(ws: Workspace, cid: str) -> int | None:
+    """The row of one of ragtui's chunks in the chunk arrays (BM25 scores, embeddings, windows), or
+    None for any other id: a live retriever's own passage (kept in the chunk order after ragtui's
+    chunks), a document id, an id ragtui does not know."""
+    index = ws.chunk_order.get(cid)
+    if index is None or index >= len(ws.chunks) or ws.chunks[index].id != cid:
+        return None
+    return index
+
+
 # ---- what the vector retriever reads --------------------------------------------------------------
 
 
@@ -148,7 +177,7 @@ class FirstTokens:
     """Today's rule: the model reads the first ``max_seq_length`` tokens less its special tokens."""
 
     def __init__(self, ws: Workspace) -> None:
-        self._chunks = ws.chunk_by_id
+        self._ws = ws
         self._counter = token_counter(ws.settings.model)
         limit = model_limit(ws.settings.model, self._counter)
         #: Tokens of text the model reads; None when the model's limit is unknown.
@@ -158,10 +187,12 @@ class FirstTokens:
     def read_spans(self, chunk_id: str) -> Sequence[tuple[int, int]] | None:
         """``[(0, offset of the first unread token)]``, or the whole text when it fits."""
         if chunk_id not in self._spans:
-            chunk = self._chunks.get(chunk_id)
-            if chunk is None or self.tokens is None:
+            index = chunk_index(self._ws, chunk_id)
+            if index is None or self.tokens is None:
+                # Not one of ragtui's chunks: the vector retriever never read it.
                 self._spans[chunk_id] = None
             else:
+                chunk = self._ws.chunks[index]
                 offsets = self._counter.offsets(chunk.text)
                 end = offsets[self.tokens][0] if self.tokens < len(offsets) else len(chunk.text)
                 self._spans[chunk_id] = ((0, end),)
@@ -174,12 +205,12 @@ class WindowSpans:
     def __init__(self, ws: Workspace) -> None:
         assert ws.windows is not None
         self._spans = ws.windows.spans
-        self._order = ws.chunk_order
+        self._ws = ws
 
     def read_spans(self, chunk_id: str) -> Sequence[tuple[int, int]] | None:
-        """The chunk's windows' character spans."""
-        index = self._order.get(chunk_id)
-        return None if index is None else self._spans[index]
+        """The chunk's windows' character spans (None for an id that is not one of ragtui's chunks)."""
+        index = chunk_index(self._ws, chunk_id)
+        return None if index is None or index >= len(self._spans) else self._spans[index]
 
 
 def vector_coverage(ws: Workspace) -> ReadSpans:
@@ -473,7 +504,8 @@ def fixed_recall(
 
 @dataclass(frozen=True)
 class RetrieverWhy:
-    """One retriever on one question: relevant chunks, how many are in the top k, and the misses."""
+    """One retriever on one question: relevant chunks, how many are in the top k, and the misses
+    (those of the top k: see the module's docstring)."""
 
     retriever: str
     relevant: int
@@ -483,6 +515,12 @@ class RetrieverWhy:
     #: Whether the question has any judgement: as in trec_eval, a judged question with nothing
     #: relevant counts with recall 0; one with no judgement at all is skipped.
     judged: bool = True
+    #: Relevant chunks outside the top k beyond what it had room for: not misses of the top k.
+    beyond: int = 0
+    #: The question's first cause: that of its leading miss (an evidence string in no chunk, else a
+    #: chunk relevant by a label that may be wrong, else the missed chunk that came closest to the
+    #: top k); None: the earliest of the causes in the order of precedence.
+    lead: str | None = None
 
     @property
     def recall(self) -> float | None:
@@ -493,9 +531,13 @@ class RetrieverWhy:
 
     @property
     def causes(self) -> tuple[str, ...]:
-        """Every cause of its misses, in the order of precedence (empty when nothing is missed)."""
+        """Every cause of its misses, the first cause first, then the others in the order of
+        precedence (empty when nothing is missed)."""
         have = {c for m in self.misses for c in m.causes}
-        return tuple(c for c in CAUSES if c in have)
+        ordered = tuple(c for c in CAUSES if c in have)
+        if self.lead is not None and self.lead in have:
+            return (self.lead, *(c for c in ordered if c != self.lead))
+        return ordered
 
     @property
     def cause(self) -> str | None:
@@ -566,6 +608,13 @@ class _Context:
             self._matches[evidence] = tuple(self._index.matching_chunks([evidence]))
         return self._matches[evidence]
 
+    def searched(self, cid: str) -> bool:
+        """Whether ragtui's retrievers search this id: one of ragtui's chunks, or at document level
+        a document of them (a live retriever's own passage is neither)."""
+        if self.documents and cid in self._doc_chunks:
+            return True
+        return chunk_index(self.ws, cid) is not None
+
     def chunk_tokens(self, cid: str) -> frozenset[str]:
         """The BM25 tokens of a chunk, or of every chunk of a document (document level)."""
         if cid not in self._tokens:
@@ -591,6 +640,26 @@ class _Context:
                 finding = NoEvidenceChunk(evidence)
             self._unmatched[evidence] = finding
         return self._unmatched[evidence]
+
+
+def _placement(name: str, miss: Miss, order: int) -> tuple[bool, int, float, bool, int]:
+    """How close a missed chunk came to the top k, closest first: within the top depth by rank, then
+    by the retriever's score of it (unknown last); for bm25 a chunk that shares a content word with
+    the question comes before one that shares none (BM25 finds only what shares words), and for the
+    others that decides among equals."""
+    last = miss.findings[-1]
+    blind = "lexical-gap" in miss.causes
+    if isinstance(last, Outranked):
+        rank, score = last.rank, -last.score
+    else:  # not retrieved: after every retrieved chunk, by the score the retriever gives it
+        assert isinstance(last, NotRetrieved)
+        rank = _UNRANKED
+        score = -last.score if last.score is not None else math.inf
+    return (blind and name == "bm25", rank, score, blind, order)
+
+
+#: The rank a chunk outside the top depth is placed at when misses are ordered.
+_UNRANKED = 1 << 30
 
 
 def _ranks(
@@ -620,7 +689,7 @@ class _Question:
         assert ev is not None
         self.gains = dict(ev.gains(question.id))
         self.relevant = relevant_set(self.gains, ctx.threshold)
-        self.words = tuple(content_words(question.text))
+        self.words = question_words(question.text)
         # Hand grades by the ids the metrics judge: chunks, or documents at document level.
         self.hand = {
             self.ws.doc_of(c) if ctx.documents else c: g
@@ -680,18 +749,41 @@ class _Question:
         top = ids[: ctx.k]
         above = tuple(self.neighbour(i + 1, cid, scores[cid]) for i, cid in enumerate(top))
         hits = sum(1 for cid in top if cid in self.relevant)
-        misses = list(unmatched)
         order = self.ws.chunk_order
-        for cid in sorted(self.relevant - set(top), key=lambda c: (order.get(c, len(order)), c)):
-            misses.append(
-                Miss(
-                    cid,
-                    self._first_string(cid),
-                    tuple(self.findings(name, cid, ids, ranks, scores, above)),
-                )
+        outside = [
+            Miss(
+                cid,
+                self._first_string(cid),
+                tuple(self.findings(name, cid, ids, ranks, scores, above)),
             )
+            for cid in sorted(self.relevant - set(top), key=lambda c: (order.get(c, len(order)), c))
+        ]
+
+        # The leading misses first: labels that may be wrong (the earliest cause first), then the
+        # others by how close each came to the top k.
+        def leading(m: Miss) -> tuple[bool, int, tuple[bool, int, float, bool, int]]:
+            label = FIXES[m.cause] == "dropped"
+            place = _placement(name, m, order.get(m.chunk or "", len(order)))
+            return (not label, CAUSES.index(m.cause) if label else 0, place)
+
+        ranked = sorted(outside, key=leading)
+        labels = sum(1 for m in outside if FIXES[m.cause] == "dropped")
+        room = max(0, min(ctx.k, len(self.relevant)) - hits)
+        counted = {m.chunk for m in ranked[: labels + room]}
+        misses = list(unmatched) + [m for m in outside if m.chunk in counted]
+        if unmatched:
+            lead: str | None = min(unmatched, key=lambda m: CAUSES.index(m.cause)).cause
+        else:
+            lead = ranked[0].cause if counted else None
         return RetrieverWhy(
-            name, len(self.relevant), hits, tuple(top), tuple(misses), bool(self.gains)
+            name,
+            len(self.relevant),
+            hits,
+            tuple(top),
+            tuple(misses),
+            bool(self.gains),
+            len(outside) - len(counted),
+            lead,
         )
 
     def _first_string(self, cid: str) -> str | None:
@@ -729,8 +821,13 @@ class _Question:
             if cut is not None:
                 out.append(cut)
         bm25_side = name == "bm25" or (name == "hybrid" and not self.within_k("bm25", cid))
-        if bm25_side and self.words and not set(self.words) & ctx.chunk_tokens(cid):
-            evidence_words = tuple(dict.fromkeys(w for e in strings for w in content_words(e)))
+        if (
+            bm25_side
+            and self.words
+            and ctx.searched(cid)
+            and not set(self.words) & ctx.chunk_tokens(cid)
+        ):
+            evidence_words = tuple(dict.fromkeys(w for e in strings for w in question_words(e)))
             out.append(LexicalGap(self.words, evidence_words))
         if name == "hybrid" and (self.within_k("bm25", cid) or self.within_k("vector", cid)):
             out.append(self.fusion(cid, ranks, ids))
@@ -764,17 +861,22 @@ class _Question:
         return FusionLoss(b, v, bt, vt, bt + vt, ranks.get(cid), kth)
 
     def score(self, name: str, cid: str) -> float | None:
-        """The retriever's score of a chunk it did not return (bm25, vector and hybrid only)."""
-        ws, index = self.ws, self.ws.chunk_order.get(cid)
+        """The retriever's score of a chunk it did not return (bm25, vector and hybrid only; None
+        for an id that is not one of ragtui's chunks, which they never score)."""
+        ws, index = self.ws, chunk_index(self.ws, cid)
         if index is None:
             return None
         if name == "bm25" and ws.bm25 is not None:
             if self._bm25_scores is None:
                 # One scoring of the whole corpus per question, however many chunks it misses.
                 self._bm25_scores = ws.bm25.scores(query_terms(self.q.text))
-            return float(self._bm25_scores[index])
+            scores = self._bm25_scores
+            return float(scores[index]) if index < len(scores) else None
         if name == "vector" and ws.vector is not None and self.q.id in ws.question_vectors:
-            return float(ws.vector.matrix[index] @ ws.question_vectors[self.q.id])
+            matrix = ws.vector.matrix
+            if index >= len(matrix):
+                return None
+            return float(matrix[index] @ ws.question_vectors[self.q.id])
         if name == "hybrid":
             return self.fusion(cid, {}, []).score
         return None

@@ -89,6 +89,7 @@ def question_why_json(why: QuestionWhy, k: int, depth: int) -> dict[str, Any]:
                 "top": list(r.top),
                 "causes": list(r.causes),
                 "misses": [m.as_json() for m in r.misses],
+                "beyond": r.beyond,
             }
             for name, r in why.retrievers.items()
         },
@@ -134,8 +135,21 @@ def why_question_report(why: QuestionWhy, k: int, depth: int) -> Report:
     ]
     for name, r in why.retrievers.items():
         recall = f"recall@{k} {fmt(r.recall)}" if r.recall is not None else "skipped"
+        beyond = (
+            f"{r.beyond} more relevant chunk{'s' if r.beyond != 1 else ''} outside the top {k} "
+            "than it has room for: not misses of the top k"
+            if r.beyond
+            else ""
+        )
         if not r.misses:
-            sections.append(text_section(f"{name}: {recall}; every relevant chunk in the top {k}"))
+            if r.beyond:
+                sections.append(
+                    text_section(f"{name}: {recall}; the top {k} is all relevant", beyond)
+                )
+            else:
+                sections.append(
+                    text_section(f"{name}: {recall}; every relevant chunk in the top {k}")
+                )
             continue
         lines: list[str] = []
         neighbours: tuple[Neighbour, ...] = ()
@@ -146,10 +160,13 @@ def why_question_report(why: QuestionWhy, k: int, depth: int) -> Report:
                 lines.extend(f"    {finding.cause}: {line}" for line in finding.lines())
                 if isinstance(finding, Outranked | NotRetrieved):
                     neighbours = finding.above
+        notes = [note(line, "bad") for line in lines]
+        if beyond:
+            notes.append(note(f"  {beyond}"))
         sections.append(
             Section(
                 f"{name}: {recall}; {len(r.misses)} missed: {', '.join(r.causes)}",
-                notes=tuple(note(line, "bad") for line in lines),
+                notes=tuple(notes),
             )
         )
         if neighbours:

@@ -144,11 +144,12 @@ def test_a_server_that_times_out_fails_fast_with_one_message(ws_settings, server
     elapsed = time.monotonic() - started
     status = ws.live_status["slow"]
     assert status.state == "failed"
+    # The timeout is the question's whole deadline: no time is left for the retry.
     assert status.message == (
-        f"no question answered: {server.url}/slow: no answer within 0.3 s (2 tries)"
+        f"no question answered: {server.url}/slow: no answer within 0.3 s (1 try)"
     )
     # Stopped after a few failures in a row, not one timeout per question.
-    assert server.requests["/slow"] <= 2 * (CONSECUTIVE_FAILURES + 4)
+    assert server.requests["/slow"] <= CONSECUTIVE_FAILURES + 4
     assert elapsed < 10
     # The other retriever is untouched.
     assert ws.retrievers == ["bm25"]

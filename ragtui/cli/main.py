@@ -588,6 +588,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(visible_line(f"ragtui: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        # Ctrl-C: one line and the shell's code for SIGINT (live requests run in daemon threads).
+        print("ragtui: interrupted", file=sys.stderr)
         return 130
 
 

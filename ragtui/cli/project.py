@@ -22,6 +22,7 @@ from ragtui.core.options import OPTIONS, Option, value_text
 from ragtui.core.project import DEFAULT, PROJECT_FILE, Effective, load_project
 from ragtui.core.report import Report, table, text_section
 from ragtui.core.settings import Settings
+from ragtui.core.text import mask_urls
 
 # ---- config -------------------------------------------------------------------------------------
 
@@ -31,7 +32,11 @@ def _scale_text(scale: GradeScale) -> str:
 
 
 def _shown_value(option: Option | None, value: Any) -> str:
-    """A value as ``ragtui config`` prints it."""
+    """A value as ``ragtui config`` prints it, any URL in it masked (user info, keys in the query)."""
+    return mask_urls(_value_text(option, value))
+
+
+def _value_text(option: Option | None, value: Any) -> str:
     if value is None:
         return "-"
     if option is not None and option.repeatable:

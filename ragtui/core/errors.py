@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragtui.core.text import visible_line
+from ragtui.core.text import mask_urls, visible_line
 
 
 class InputError(Exception):
@@ -22,5 +22,5 @@ class InputError(Exception):
         where = visible_line(self.path or "")
         if self.line is not None:
             where = f"{where}:{self.line}"
-        flat = visible_line(" ".join(self.problem.split()))
+        flat = visible_line(mask_urls(" ".join(self.problem.split())))
         return f"{where}: {flat}" if where else flat

@@ -55,3 +55,62 @@ def not_utf8(text: str) -> str | None:
 def has_control(text: str) -> bool:
     """Whether ``text`` holds a character ``visible`` would escape."""
     return _CONTROL.search(text) is not None
+
+
+#: A query or fragment parameter whose name says it holds a credential (``api_key``, ``token``, ``sig``...).
+_CREDENTIAL_NAME = re.compile(r"key|token|secret|auth|pass|pwd|sig|credential|session|cookie", re.I)
+#: A URL inside any text: a scheme, ``://`` and everything up to white space, a quote or an angle bracket
+#: (a closing parenthesis or a full stop at the end is taken as the sentence's, not the URL's).
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*[^\s'\"<>`),.;:]")
+#: Values kept as they are: placeholders (``{query}``, ``${VAR}``) hold no secret.
+_PLACEHOLDER_VALUE = re.compile(r"\{[A-Za-z_]*\}|\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+#: What a masked secret is shown as.
+MASK = "***"
+
+
+def _mask_params(params: str) -> str:
+    """``a=1&api_key=s3cret`` → ``a=1&api_key=***``: each value whose name says it is a credential."""
+    masked = []
+    for item in params.split("&"):
+        name, eq, value = item.partition("=")
+        if (
+            eq
+            and value
+            and _CREDENTIAL_NAME.search(name)
+            and not _PLACEHOLDER_VALUE.fullmatch(value)
+        ):
+            item = f"{name}={MASK}"
+        masked.append(item)
+    return "&".join(masked)
+
+
+def mask_url(url: str) -> str:
+    """``url`` safe to show: user info becomes ``***@`` and credential-like query values ``***``.
+
+    ``https://elastic:pw@es:9200/_search?api_key=K&q={query}`` →
+    ``https://***@es:9200/_search?api_key=***&q={query}``. Works on any text with ``://`` (a
+    malformed URL is masked as far as it can be read, never refused); text without it is returned
+    unchanged.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    if "@" in authority:
+        authority = f"{MASK}@{authority.rpartition('@')[2]}"
+    before_fragment, hash_mark, fragment = tail.partition("#")
+    path, question_mark, query = before_fragment.partition("?")
+    if question_mark:
+        query = _mask_params(query)
+    if hash_mark and "=" in fragment:
+        fragment = _mask_params(fragment)
+    return f"{scheme}://{authority}{path}{question_mark}{query}{hash_mark}{fragment}"
+
+
+def mask_urls(text: str) -> str:
+    """``text`` with every URL in it masked by :func:`mask_url` (for messages that quote a URL)."""
+    if "://" not in text:
+        return text
+    return _URL.sub(lambda m: mask_url(m.group()), text)

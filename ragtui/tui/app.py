@@ -127,6 +127,14 @@ class _ReportingEmbedder:
         return rows
 
 
+def _end_process(code: int) -> None:
+    """End the process now (the exit watchdog): flush what can be flushed, then ``os._exit``."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 class RagtuiApp(App[int]):
     """See, for each golden question, what every retriever found, and grade it."""
 
@@ -179,6 +187,8 @@ class RagtuiApp(App[int]):
         self.status_log: deque[Status] = deque(maxlen=STATUS_LOG_SIZE)
         #: The current load; messages of older loads are dropped.
         self.generation = 0
+        #: Ends the process if a quit does not finish in time (see ``exit``).
+        self._exit_watchdog: threading.Timer | None = None
         #: Set once the first full screen is painted (a worker with more to do waits for it).
         self._first_paint = threading.Event()
         #: Whether ``settle_heap`` froze the heap (a later load unfreezes it first).
@@ -308,9 +318,21 @@ class RagtuiApp(App[int]):
         exit has not happened within ``EXIT_GRACE_S``.
         """
         self.exit(return_code=128 + signum)
-        watchdog = threading.Timer(EXIT_GRACE_S, os._exit, args=(128 + signum,))
-        watchdog.daemon = True
-        watchdog.start()
+
+    def exit(self, result: int | None = None, return_code: int = 0, message: Any = None) -> None:
+        """Quit (ctrl+q, a signal); the process ends whatever its workers are doing.
+
+        A worker may be inside a call nothing can interrupt (a plugin's search, a request that has
+        not reached its deadline); Python would wait for it after the terminal is restored. Every
+        label is already fsynced, so a watchdog ends the process if it still runs ``EXIT_GRACE_S``
+        later (also when the terminal is gone and Textual's shutdown blocks on writing to it).
+        """
+        super().exit(result, return_code, message)
+        if self.is_headless or self._exit_watchdog is not None:
+            return  # tests: the test runner owns the process
+        self._exit_watchdog = threading.Timer(EXIT_GRACE_S, _end_process, args=(return_code,))
+        self._exit_watchdog.daemon = True
+        self._exit_watchdog.start()
 
     # ---- loading ------------------------------------------------------------------------------------
 

@@ -8,23 +8,31 @@ headers (``${VAR}`` is read from the environment), and where the list of results
 text and document are (dotted paths; ``preset = "elasticsearch"`` or ``"opensearch"`` fills in a
 ``_search`` response's paths). The order of the response is the ranking.
 
-Requests use the standard library (``urllib.request``): a timeout, retries with exponential back-off
-for the failures that may pass (no connection, a timeout, HTTP 429 and 5xx), and one line per
-failure that names the endpoint without its query string (which may hold a key).
+Requests use the standard library (``urllib.request``): one deadline per question (``timeout``)
+that bounds connecting, sending, every read and the retries (a server trickling one byte at a
+time is cut at the deadline, not after each read), retries with exponential back-off for the
+failures that may pass (no connection, HTTP 429 and 5xx) while the deadline allows, and one line
+per failure that names the endpoint without its query string (which may hold a key). A redirect to
+another host, scheme or port is followed without the configured headers and without any header
+that looks like a credential (as curl and requests do).
 """
 
 from __future__ import annotations
 
+import functools
+import http.client
+import io
 import math
 import os
 import re
+import socket
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote, urlsplit
+from typing import IO, Any
+from urllib.parse import SplitResult, quote, urlsplit
 
 import orjson
 
@@ -32,8 +40,9 @@ from ragtui import __version__
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Hit
 from ragtui.core.retrieval.live import LiveError, LiveSpec, one_line
+from ragtui.core.text import mask_url
 
-__all__ = ["PRESETS", "HttpConfig", "HttpRetriever", "parse_http_options"]
+__all__ = ["PRESETS", "HttpConfig", "HttpRetriever", "is_credential_header", "parse_http_options"]
 
 #: Response paths of well-known search engines (``preset = "..."``).
 PRESETS: dict[str, dict[str, str]] = {
@@ -139,6 +148,23 @@ def _number(value: Any, key: str, source: str, minimum: float, whole: bool) -> A
     return value
 
 
+def _check_url(url: str, source: str) -> None:
+    """An http(s) URL template that can be requested: a host, a port in range, brackets that close."""
+    probe = _PLACEHOLDER.sub(lambda m: "1" if m.group(1) == "depth" else "x", url)
+    shown = mask_url(url)
+    try:
+        parts = urlsplit(probe)
+        port = parts.port
+    except ValueError as exc:
+        raise InputError(None, f"{source}: url {shown} is not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InputError(None, f"{source}: url must start with http:// or https://")
+    if not parts.hostname:
+        raise InputError(None, f"{source}: url {shown} has no host")
+    if port == 0:
+        raise InputError(None, f"{source}: url {shown} has port 0 (use 1-65535)")
+
+
 def parse_http_options(url: str, table: dict[str, Any], source: str) -> HttpConfig:
     """An HTTP retriever's config from its URL template and the rest of its ``[retrievers.NAME]`` table.
 
@@ -176,6 +202,7 @@ def parse_http_options(url: str, table: dict[str, Any], source: str) -> HttpConf
         raise InputError(None, f'{source}: a GET request has no body; set method = "POST"')
     body_text = " ".join(_walk_strings(body)) if body is not None else ""
     _check_template(url, "url", source, need_query=body is None)
+    _check_url(url, source)
     if body is not None:
         _check_template(body_text, "body", source, need_query=False)
         if "query" not in _placeholders(url) | _placeholders(body_text):
@@ -239,10 +266,15 @@ def get_path(value: Any, path: str) -> Any:
 
 def endpoint(url: str) -> str:
     """The URL without its query string or user info: safe to print (a query may hold a key)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        if parts.port:
+            host = f"{host}:{parts.port}"
+    except ValueError:  # checked when the spec is read; kept safe for any other caller
+        return mask_url(url.partition("?")[0].partition("#")[0])
     return f"{parts.scheme}://{host}{parts.path}"
 
 
@@ -256,8 +288,183 @@ def _env(text: str, source: str) -> str:
     return _ENV.sub(replace, text)
 
 
+# ---- requests: one deadline, redirects without credentials ---------------------------------------
+
+#: Headers that carry credentials; any header whose name holds one of _SECRET_WORDS counts too.
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+_SECRET_WORDS = ("key", "token", "secret", "auth", "password", "passwd", "session", "cookie")
+
+
+def is_credential_header(name: str) -> bool:
+    """Whether a header may carry a credential (Authorization, Cookie, X-Api-Key, X-Auth-Token, ...)."""
+    lowered = name.lower()
+    return lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS)
+
+
+class _Deadline:
+    """The moment a question's answer must be in by; ``left()`` raises TimeoutError once it has passed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return self.at - time.monotonic()
+
+    def left(self) -> float:
+        """The seconds left (a socket timeout), or TimeoutError when none are."""
+        remaining = self.remaining()
+        if remaining <= 0:
+            raise TimeoutError(f"no answer within {self.seconds:g} s")
+        return remaining
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads, each with the time left before the deadline as its timeout."""
+
+    def __init__(self, raw: socket.SocketIO, sock: socket.socket, deadline: _Deadline) -> None:
+        super().__init__()
+        self._raw = raw
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        self._sock.settimeout(self._deadline.left())
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _SocketView:
+    """What ``HTTPResponse`` reads from: the socket, its reads bounded by the deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def makefile(self, mode: str) -> IO[bytes]:
+        raw = self._sock.makefile("rb", buffering=0)
+        return io.BufferedReader(_DeadlineReader(raw, self._sock, self._deadline))
+
+
+def _response_class(deadline: _Deadline) -> Any:
+    def make(sock: socket.socket, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
+        return http.client.HTTPResponse(_SocketView(sock, deadline), *args, **kwargs)  # type: ignore[arg-type]
+
+    return make
+
+
+class _DeadlineHTTP(http.client.HTTPConnection):
+    """An HTTP connection whose connect, send and every read share one deadline."""
+
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+        self.response_class = _response_class(deadline)
+
+    def connect(self) -> None:
+        self.timeout = self.deadline.left()
+        super().connect()
+
+    def send(self, data: Any) -> None:
+        if self.sock is not None:
+            self.sock.settimeout(self.deadline.left())
+        super().send(data)
+
+
+class _DeadlineHTTPS(_DeadlineHTTP, http.client.HTTPSConnection):
+    """The same over TLS (the handshake is bounded by the time left when it starts)."""
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_DeadlineHTTP, deadline=self.deadline), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(
+            functools.partial(_DeadlineHTTPS, deadline=self.deadline),
+            req,
+            context=self._context,  # type: ignore[attr-defined]
+        )
+
+
+def _origin(parts: SplitResult) -> tuple[str, str, int | None]:
+    scheme = parts.scheme.lower()
+    return (
+        scheme,
+        (parts.hostname or "").lower(),
+        parts.port or {"http": 80, "https": 443}.get(scheme),
+    )
+
+
+class _RedirectHandler(urllib.request.HTTPRedirectHandler):
+    """Redirects as urllib follows them, but only to http(s), and without credentials to another origin.
+
+    A redirect to another host, scheme or port drops every header the user configured and any
+    header that may carry a credential (Authorization, Proxy-Authorization, Cookie, X-Api-Key, ...).
+    """
+
+    def __init__(self, configured: frozenset[str]) -> None:
+        super().__init__()
+        self.configured = configured
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is None:
+            return None
+        try:
+            source, target = urlsplit(req.full_url), urlsplit(new.full_url)
+            same = _origin(source) == _origin(target)
+        except ValueError:
+            same = False
+            target = urlsplit("")
+        if target.scheme.lower() not in ("http", "https"):
+            raise urllib.error.HTTPError(
+                req.full_url,
+                code,
+                f"redirect to {mask_url(new.full_url)} refused (not http or https)",
+                headers,
+                fp,
+            )
+        if not same:
+            for name in list(new.headers):
+                if name.lower() in self.configured or is_credential_header(name):
+                    del new.headers[name]
+            for name in list(new.unredirected_hdrs):
+                if name.lower() in self.configured or is_credential_header(name):
+                    del new.unredirected_hdrs[name]
+        return new
+
+
+class _Retry(Exception):
+    """A failure that may pass (no connection, the deadline, HTTP 429 and 5xx): its one-line reason."""
+
+
 class HttpRetriever:
-    """An HTTP search API asked once per question, with a timeout and retries."""
+    """An HTTP search API asked once per question, within one deadline, with retries."""
 
     cacheable = True
     batch_size = 1
@@ -267,6 +474,7 @@ class HttpRetriever:
         self.config: HttpConfig = spec.options["http"]
         self.concurrency = self.config.concurrency
         self.where = endpoint(self.config.url)
+        self.configured = frozenset(key.lower() for key, _ in self.config.headers)
         #: Seconds slept between tries; a test may shorten it.
         self.backoff = 0.25
 
@@ -302,38 +510,63 @@ class HttpRetriever:
             fill_url(c.url, question, depth), data=data, headers=headers, method=c.method
         )
 
-    def _fetch(self, question: str, depth: int) -> bytes:
-        """The response body, asking again (with back-off) after failures that may pass."""
-        c = self.config
-        tries = c.retries + 1
-        last = ""
-        for attempt in range(tries):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            request = self._request(question, depth)
+    def _once(self, request: urllib.request.Request, deadline: _Deadline) -> bytes:
+        """One try within the deadline: the body, LiveError for a failure that will not pass, _Retry else."""
+        opener = urllib.request.build_opener(
+            _HTTPHandler(deadline), _HTTPSHandler(deadline), _RedirectHandler(self.configured)
+        )
+        try:
+            with opener.open(request) as response:
+                body = response.read(MAX_RESPONSE_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            detail = ""
             try:
-                with urllib.request.urlopen(request, timeout=c.timeout) as response:
-                    body = response.read(MAX_RESPONSE_BYTES + 1)
-                if len(body) > MAX_RESPONSE_BYTES:
-                    raise LiveError(
-                        f"{self.where}: response over {MAX_RESPONSE_BYTES // 1048576} MB"
-                    )
-                return bytes(body)
-            except urllib.error.HTTPError as exc:
-                detail = one_line(exc.read(200).decode("utf-8", "replace"), 80) if exc.fp else ""
-                last = f"HTTP {exc.code} {exc.reason}" + (f" ({detail})" if detail else "")
-                if exc.code not in _RETRY_STATUS:
-                    raise LiveError(f"{self.where}: {last}") from None
-            except TimeoutError:
-                last = f"no answer within {c.timeout:g} s"
-            except urllib.error.URLError as exc:
-                reason = exc.reason
-                if isinstance(reason, TimeoutError):
-                    last = f"no answer within {c.timeout:g} s"
-                else:
-                    last = f"cannot connect ({getattr(reason, 'strerror', None) or reason})"
-            except (ConnectionError, OSError) as exc:
-                last = f"connection failed ({exc.strerror or type(exc).__name__})"
+                if exc.fp:
+                    detail = one_line(exc.read(200).decode("utf-8", "replace"), 80)
+            except (OSError, ValueError, http.client.HTTPException):
+                detail = ""
+            finally:
+                exc.close()
+            last = f"HTTP {exc.code} {exc.reason}" + (f" ({detail})" if detail else "")
+            if exc.code not in _RETRY_STATUS:
+                raise LiveError(f"{self.where}: {last}") from None
+            raise _Retry(last) from None
+        except TimeoutError:
+            raise _Retry(f"no answer within {deadline.seconds:g} s") from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, TimeoutError):
+                raise _Retry(f"no answer within {deadline.seconds:g} s") from None
+            raise _Retry(
+                f"cannot connect ({getattr(reason, 'strerror', None) or reason})"
+            ) from None
+        except (OSError, http.client.HTTPException) as exc:
+            what = getattr(exc, "strerror", None) or type(exc).__name__
+            raise _Retry(f"connection failed ({what})") from None
+        if len(body) > MAX_RESPONSE_BYTES:
+            raise LiveError(f"{self.where}: response over {MAX_RESPONSE_BYTES // 1048576} MB")
+        return bytes(body)
+
+    def _fetch(self, question: str, depth: int) -> bytes:
+        """The response body within the question's deadline, asking again (with back-off) after
+        failures that may pass while the deadline leaves time for it."""
+        c = self.config
+        deadline = _Deadline(c.timeout)
+        tries = 0
+        last = ""
+        for attempt in range(c.retries + 1):
+            if attempt:
+                pause = self.backoff * 2 ** (attempt - 1)
+                if deadline.remaining() <= pause:
+                    break
+                time.sleep(pause)
+            tries += 1
+            try:
+                return self._once(self._request(question, depth), deadline)
+            except _Retry as exc:
+                last = str(exc)
+            if deadline.remaining() <= 0:
+                break
         plural = "try" if tries == 1 else "tries"
         raise LiveError(f"{self.where}: {last} ({tries} {plural})")
 

@@ -21,7 +21,6 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +30,8 @@ import orjson
 
 from ragtui.core.data.paths import cache_dir, safe_filename
 from ragtui.core.errors import InputError
-from ragtui.core.retrieval.base import RETRIEVER_NAMES, Hit, HitError, normalize_hits
+from ragtui.core.retrieval.base import RETRIEVER_NAMES, Hit, HitError, normalize_hit, normalize_hits
+from ragtui.core.text import mask_urls
 
 __all__ = [
     "CONSECUTIVE_FAILURES",
@@ -46,6 +46,7 @@ __all__ = [
     "LiveStatus",
     "parse_retriever_section",
     "parse_retriever_spec",
+    "prune_cache",
     "run_live",
 ]
 
@@ -60,6 +61,14 @@ CONSECUTIVE_FAILURES = 3
 
 #: How many examples a message names.
 EXAMPLES = 5
+
+#: The live answer cache's default size bound, in MB (``RAGTUI_LIVE_CACHE_MB`` sets another; 0: no bound).
+LIVE_CACHE_MB = 200
+#: The environment variable that sets the live answer cache's size bound, in MB.
+LIVE_CACHE_ENV = "RAGTUI_LIVE_CACHE_MB"
+
+#: How often a waiting thread looks whether it was cancelled (seconds).
+_POLL_SECONDS = 0.05
 
 #: Called as ``progress(retriever name, questions done, questions in all)`` while live retrievers run.
 LiveProgress = Callable[[str, int, int], None]
@@ -154,7 +163,7 @@ def check_name(name: str, source: str) -> str:
 def parse_retriever_spec(text: str) -> LiveSpec:
     """``NAME=SPEC`` from ``--retriever``: SPEC is an http(s) URL template, ``package.module:factory`` or an entry-point name."""
     name, sep, spec = text.partition("=")
-    source = f"--retriever {text!r}"
+    source = f"--retriever {mask_urls(text)!r}"
     if not sep or not name.strip() or not spec.strip():
         raise InputError(
             None,
@@ -259,8 +268,13 @@ class LiveCache:
             if obj["question"] != question:
                 return None
             cached_depth = int(obj["depth"])
-            hits = [Hit(str(h[0]), float(h[1]), h[2], h[3]) for h in obj["hits"]]
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            # Checked as a fresh answer is: a file with a number for a text (edited, forged,
+            # written by another version) is a miss, and the question is asked again.
+            hits = [
+                normalize_hit({"id": h[0], "score": h[1], "text": h[2], "doc": h[3]}, rank)
+                for rank, h in enumerate(obj["hits"], start=1)
+            ]
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
         if cached_depth < depth and len(hits) >= cached_depth:
             return None  # asked less deep than now, and there may be more
@@ -355,8 +369,8 @@ def _common_reason(failed: Mapping[str, str]) -> str:
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    """A message on one line, at most ``limit`` characters."""
-    flat = " ".join(str(text).split())
+    """A message on one line, at most ``limit`` characters, any URL in it masked (user info, keys)."""
+    flat = mask_urls(" ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -378,6 +392,88 @@ def _answer(retriever: LiveRetriever, questions: Sequence[str], depth: int) -> l
         raise LiveError(one_line(f"{type(exc).__name__}: {exc}")) from None
 
 
+class _Cancelled(Exception):
+    """The caller stopped waiting for the retriever."""
+
+
+def _call_in_thread(call: Callable[[], Any], cancelled: Callable[[], bool] | None) -> Any:
+    """``call()`` in a daemon thread while this thread waits, looking every moment whether it was
+    cancelled (then _Cancelled). Anything ``call`` raises is raised here; a BaseException that is
+    not an Exception (a plugin's SystemExit or KeyboardInterrupt) as a LiveError, so only a real
+    Ctrl-C, which reaches the waiting thread, stops the command."""
+    box: dict[str, Any] = {}
+    ended = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+        finally:
+            ended.set()
+
+    threading.Thread(target=target, name="ragtui-live-setup", daemon=True).start()
+    while not ended.wait(_POLL_SECONDS):
+        if cancelled is not None and cancelled():
+            raise _Cancelled
+    error = box.get("error")
+    if isinstance(error, Exception):
+        raise error
+    if error is not None:
+        raise LiveError(one_line(f"{type(error).__name__}: {error}"))
+    return box["value"]
+
+
+def cache_limit_bytes() -> int | None:
+    """The live answer cache's size bound in bytes (``RAGTUI_LIVE_CACHE_MB``, default 200; 0: none)."""
+    raw = os.environ.get(LIVE_CACHE_ENV, "").strip()
+    try:
+        mb = float(raw) if raw else float(LIVE_CACHE_MB)
+    except ValueError:
+        mb = float(LIVE_CACHE_MB)
+    if not mb > 0 or mb != mb:
+        return None
+    return int(mb * 1024 * 1024)
+
+
+def prune_cache(live_root: Path, limit: int | None = None) -> int:
+    """Keep the live answer cache (``<cache>/live``, every retriever's folder) under its size bound:
+    the oldest answers (by when they were written) are deleted first, until the rest fit. Returns
+    how many files were deleted; ``limit`` defaults to :func:`cache_limit_bytes`."""
+    limit = cache_limit_bytes() if limit is None else limit
+    if limit is None:
+        return 0
+    files: list[tuple[float, int, Path]] = []
+    total = 0
+    for folder in live_root.iterdir():
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in folder.iterdir():
+            if path.suffix != ".json" or path.name.startswith("."):
+                continue
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            files.append((info.st_mtime, info.st_size, path))
+            total += info.st_size
+    if total <= limit:
+        return 0
+    removed = 0
+    for _, size, path in sorted(files, key=lambda f: (f[0], str(f[2]))):
+        if total <= limit:
+            break
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+    return removed
+
+
 def run_live(
     retriever: LiveRetriever,
     questions: Sequence[tuple[str, str]],
@@ -397,11 +493,22 @@ def run_live(
     run = LiveRun(retriever.name)
     total = len(questions)
     try:
-        cache = (
-            LiveCache(retriever.name, retriever.identity(), root) if retriever.cacheable else None
+        # In a thread of its own, like every call into the retriever: the caller only waits, so
+        # Ctrl-C (raised in the main thread) and a cancelled worker stop it within a moment.
+        cacheable, identity = _call_in_thread(
+            lambda: (retriever.cacheable, retriever.identity() if retriever.cacheable else None),
+            cancelled,
         )
+        cache = (
+            LiveCache(retriever.name, identity, root)
+            if cacheable and identity is not None
+            else None
+        )
+    except _Cancelled:
+        run.failed = {qid: "cancelled" for qid, _ in questions}
+        return run
     except LiveError as exc:
-        run.error = str(exc)
+        run.error = one_line(str(exc))
         run.failed = {qid: run.error for qid, _ in questions}
         return run
     except Exception as exc:
@@ -422,60 +529,127 @@ def run_live(
     if not todo:
         return run
 
-    lock = threading.Lock()
+    try:
+        size, concurrency = _call_in_thread(
+            lambda: (max(1, retriever.batch_size), retriever.concurrency), cancelled
+        )
+    except _Cancelled:
+        run.failed.update({qid: "cancelled" for qid, _ in todo})
+        return run
+    except Exception as exc:
+        reason = one_line(f"{type(exc).__name__}: {exc}")
+        run.failed.update({qid: reason for qid, _ in todo})
+        return run
+    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+    cond = threading.Condition()
     failures_in_a_row = 0
     last_reason = ""
-    size = max(1, retriever.batch_size)
-    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+    next_batch = 0
+    in_flight = 0
+    running = 0
+    closed = False  # the caller stopped waiting (cancelled, Ctrl-C): late answers are dropped
+    finished = threading.Event()
 
-    def work(batch: list[tuple[str, str]]) -> None:
-        nonlocal done, failures_in_a_row, last_reason
-        with lock:
-            if cancelled is not None and cancelled():
-                for qid, _ in batch:
-                    run.failed[qid] = "cancelled"
-                return
-            if failures_in_a_row >= CONSECUTIVE_FAILURES:
-                for qid, _ in batch:
-                    run.failed[qid] = (
+    def skip_rest(reason: str) -> None:
+        """Every batch not started yet fails with ``reason`` (called holding ``cond``)."""
+        nonlocal next_batch, done
+        for batch in batches[next_batch:]:
+            for qid, _ in batch:
+                run.failed[qid] = reason
+            done += len(batch)
+        next_batch = len(batches)
+
+    def take() -> list[tuple[str, str]] | None:
+        """The next batch to ask, or None when there is nothing more to ask."""
+        nonlocal next_batch, in_flight
+        with cond:
+            while True:
+                if closed or next_batch >= len(batches):
+                    return None
+                if cancelled is not None and cancelled():
+                    skip_rest("cancelled")
+                    return None
+                if failures_in_a_row >= CONSECUTIVE_FAILURES:
+                    skip_rest(
                         f"not asked after {CONSECUTIVE_FAILURES} failures in a row ({last_reason})"
                     )
-                done += len(batch)
-                return
+                    if progress:
+                        progress(retriever.name, done, total)
+                    return None
+                # After a failure, one question at a time until one is answered: a server that
+                # is down costs about one deadline, not one per worker and round.
+                if failures_in_a_row == 0 or in_flight == 0:
+                    batch = batches[next_batch]
+                    next_batch += 1
+                    in_flight += 1
+                    return batch
+                cond.wait(_POLL_SECONDS)
+
+    def ask(batch: list[tuple[str, str]]) -> None:
+        nonlocal done, failures_in_a_row, last_reason, in_flight
+        answers: list[list[Hit]] | None = None
+        reason = ""
         try:
             answers = _answer(retriever, [text for _, text in batch], depth)
         except LiveError as exc:
             reason = one_line(str(exc))
-            with lock:
+        except BaseException as exc:  # in this thread, anything is the retriever's failure
+            reason = one_line(f"{type(exc).__name__}: {exc}")
+        if answers is not None and cache is not None and not closed:
+            for (_, text), hits in zip(batch, answers, strict=True):
+                # A cache that cannot be written costs a query next time, nothing else.
+                with contextlib.suppress(OSError):
+                    cache.put(text, depth, hits)
+        with cond:
+            in_flight -= 1
+            cond.notify_all()
+            if closed:
+                return
+            if answers is None:
                 failures_in_a_row += 1
                 last_reason = reason
                 for qid, _ in batch:
                     run.failed[qid] = reason
-                done += len(batch)
-                if progress:
-                    progress(retriever.name, done, total)
-            return
-        for (_, text), hits in zip(batch, answers, strict=True):
-            if cache is not None:
-                # A cache that cannot be written costs a query next time, nothing else.
-                with contextlib.suppress(OSError):
-                    cache.put(text, depth, hits)
-        with lock:
-            failures_in_a_row = 0
-            for (qid, _), hits in zip(batch, answers, strict=True):
-                run.hits[qid] = hits
-                run.queried += 1
+            else:
+                failures_in_a_row = 0
+                for (qid, _), hits in zip(batch, answers, strict=True):
+                    run.hits[qid] = hits
+                    run.queried += 1
             done += len(batch)
             if progress:
                 progress(retriever.name, done, total)
 
-    workers = max(1, min(retriever.concurrency, len(batches)))
-    if workers == 1:
-        for batch in batches:
-            work(batch)
-    else:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragtui-live") as pool:
-            list(pool.map(work, batches))
+    def worker() -> None:
+        nonlocal running
+        try:
+            while (batch := take()) is not None:
+                ask(batch)
+        finally:
+            with cond:
+                running -= 1
+                if running == 0:
+                    finished.set()
+
+    workers = max(1, min(concurrency, len(batches)))
+    running = workers
+    for i in range(workers):
+        # Daemon threads: one stuck in a request never keeps ragtui from exiting.
+        threading.Thread(target=worker, name=f"ragtui-live-{i}", daemon=True).start()
+    try:
+        while not finished.wait(_POLL_SECONDS):
+            if cancelled is not None and cancelled():
+                break
+    finally:  # cancelled, or Ctrl-C in the waiting thread: stop at once, whatever is in flight
+        with cond:
+            if not finished.is_set():
+                closed = True
+                for qid, _ in todo:
+                    if qid not in run.hits and qid not in run.failed:
+                        run.failed[qid] = "cancelled"
+                cond.notify_all()
+    if cache is not None and run.queried:
+        with contextlib.suppress(OSError):
+            prune_cache(cache.folder.parent)
     # Keep the golden-set order, whatever order the answers came in.
     order = {qid: i for i, (qid, _) in enumerate(questions)}
     run.hits = dict(sorted(run.hits.items(), key=lambda kv: order[kv[0]]))

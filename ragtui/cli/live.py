@@ -6,6 +6,7 @@ from ragtui.cli.output import load_workspace, out, rich_progress
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.milvus import CollectionRecord, MilvusTarget, index_collection
 from ragtui.core.settings import Settings
+from ragtui.core.text import mask_url
 
 
 def run_index(
@@ -50,7 +51,7 @@ def run_index(
         out(
             f"{result.collection}: wrote {result.written} of {result.chunks} chunks{resumed} "
             f"({result.dim}-dim {settings.model} embeddings, BM25 k1={bm25_k1} b={bm25_b}) "
-            f"in {result.seconds:.1f} s to {result.uri}"
+            f"in {result.seconds:.1f} s to {mask_url(result.uri)}"
         )
     return 0
 

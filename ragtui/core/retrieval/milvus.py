@@ -54,6 +54,7 @@ from ragtui.core.retrieval.base import Hit
 from ragtui.core.retrieval.bm25 import BM25Retriever
 from ragtui.core.retrieval.hybrid import RRF_K
 from ragtui.core.retrieval.live import LiveError, one_line
+from ragtui.core.text import mask_url
 
 __all__ = [
     "FIELD_ROLES",
@@ -970,10 +971,10 @@ class MilvusRetriever:
         }
 
     def describe(self) -> dict[str, Any]:
-        """What a saved run's manifest records."""
+        """What a saved run's manifest records (a cluster URI's user info masked)."""
         return {
             "kind": "milvus",
-            "uri": self.target.uri,
+            "uri": mask_url(self.target.uri),
             "collection": self.target.collection,
             "search": self.kind,
             "model": self.model if self.kind != "bm25" else None,

@@ -164,15 +164,19 @@ def test_an_experiment_variant_named_like_a_saved_run_is_refused_before_running(
 # ---- the label journal on a full disk -------------------------------------------------------------
 
 
+#: tmpfs allocates whole memory pages.
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 64 KiB tmpfs (mounting needs root: skipped otherwise; the RLIMIT_FSIZE test runs anywhere)."""
+    """A tmpfs of 16 pages (mounting needs root: skipped otherwise; the RLIMIT_FSIZE test runs anywhere)."""
     mount = tmp_path / "disk"
     mount.mkdir()
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a tmpfs needs root")
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", f"size={16 * PAGE}", "tmpfs", str(mount)],
         capture_output=True,
         text=True,
     )
@@ -191,7 +195,7 @@ def _fill(disk: Path) -> Path:
     with open(filler, "wb", buffering=0) as out:
         try:
             while True:
-                out.write(b"\0" * 4096)
+                out.write(b"\0" * PAGE)
         except OSError as full:
             code = full.errno
     assert code == errno.ENOSPC
@@ -199,17 +203,17 @@ def _fill(disk: Path) -> Path:
 
 
 def _journal_near_a_page_end(path: Path, room: int = 30) -> bytes:
-    """A journal of one label and a blank padding line, ending ``room`` bytes before a 4 KiB page
+    """A journal of one label and a blank padding line, ending ``room`` bytes before a page
     boundary: the next line's first bytes fit, the rest needs a page a full disk does not have."""
     first = LabelJournal(path, annotator="before")
     first.set_grade("m01", "ferry.md#0", 1, "abc")
     first.close()
     size = path.stat().st_size
-    pad = (4096 - room - size - 1) % 4096
+    pad = (PAGE - room - size - 1) % PAGE
     with open(path, "ab") as out:
         out.write(b" " * pad + b"\n")
     data = path.read_bytes()
-    assert len(data) % 4096 == 4096 - room
+    assert len(data) % PAGE == PAGE - room
     return data
 
 

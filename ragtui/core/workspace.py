@@ -51,6 +51,7 @@ from ragtui.core.retrieval.live import (
     examples,
     run_live,
 )
+from ragtui.core.retrieval.milvus import check_collection
 from ragtui.core.retrieval.rerank import (
     RERANK_SUFFIX,
     RERANKABLE,
@@ -442,6 +443,19 @@ class Workspace:
             taken=run_names,
         )
         ws.live_status = {name: LiveStatus(name, "waiting") for name in ws.live}
+        # A Milvus collection indexed from other chunks, corpus or model is refused (its ids would
+        # name other texts); one ragtui did not index is searched with a warning.
+        ws.warnings.extend(
+            check_collection(
+                ws.live,
+                chunks,
+                settings.model,
+                documents=corpus.documents,
+                chunk_size=settings.chunk_size,
+                overlap=settings.overlap,
+                chunks_file=settings.chunks,
+            )
+        )
         if "bm25" in needed or "hybrid" in needed:
             ws.bm25 = BM25Retriever(
                 chunks,

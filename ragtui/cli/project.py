@@ -262,6 +262,8 @@ def run_init(folder: Path, handbook: bool = False, from_beir: Path | None = None
             f"{folder / 'golden'}{os.sep} (labels and saved runs; the questions come from the BEIR queries)"
         )
     config.write_text(project_file_text(beir_text), encoding="utf-8")
+    # Whatever the umask, the project file is writable by its owner alone: ragtui refuses one that others may write.
+    config.chmod(0o644)
     load_project(config)  # what init writes must read back
     created.insert(0, f"{config} (every option, commented)")
     for line in created:

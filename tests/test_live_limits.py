@@ -95,12 +95,14 @@ def _handler(state: Servers, role: str) -> type[BaseHTTPRequestHandler]:
             query = parse_qs(parts.query)
             question = query.get("q", [""])[0]
             state.seen(f"{role}{parts.path}", dict(self.headers.items()))
-            if parts.path == "/search":
+            if parts.path == "/search" or (parts.path == "/elsewhere" and "ferry" not in question):
                 # Each question gets its own passage (a stable id from its text).
                 results = [{"id": f"x:{abs(hash(question)) % 997}", "score": 1.0, "text": question}]
                 self._json(200, {"results": results})
             elif parts.path == "/away":  # to the other server: another origin
                 self._json(302, {}, {"Location": f"{state.other}/search?{parts.query}"})
+            elif parts.path == "/elsewhere":  # a scheme urllib refuses, a key in its query
+                self._json(302, {}, {"Location": "file:///srv/search?token=SEKRET"})
             elif parts.path == "/hop":  # to this server: the same origin
                 self._json(302, {}, {"Location": f"/search?{parts.query}"})
             elif parts.path == "/trickle":
@@ -259,6 +261,20 @@ def test_error_lines_mask_keys(capsys):
     assert "unknown placeholder {size}" in err
     assert "hunter2" not in err and "SEKRET" not in err
     assert "http://***@h/s?q={query}&api_key=***" in err
+
+
+def test_failure_reasons_mask_keys_in_json_and_warnings(servers, tmp_path, monkeypatch, capsys):
+    # The server answers every question but the ferry one (m01), which it redirects to a file://
+    # URL holding a key: urllib refuses it, and its message quotes the URL.
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(tmp_path / "cache"))
+    url = f"odd={servers.main}/elsewhere?q={{query}}"
+    assert _exit_code(["eval", "--json", *_mini_cli("--retriever", url)]) == 0
+    captured = capsys.readouterr()
+    reason = json.loads(captured.out)["retrievers"]["odd"]["failed"]["m01"]
+    assert "file:///srv/search?token=***" in reason
+    assert "odd: 1 of 7 questions not answered (m01)" in captured.err
+    assert "token=***" in captured.err
+    assert "SEKRET" not in captured.out + captured.err
 
 
 # ---- deadlines ----------------------------------------------------------------------------------

@@ -546,3 +546,25 @@ def test_an_experiment_on_beir_data_says_the_qrels_judge(tmp_path: Path, cache_d
     qrels = tmp_path / "beir" / "qrels" / "test.tsv"
     assert judged == [f"every variant is judged by the BEIR qrels ({qrels}) alone (no hand grades)"]
     assert not any("evidence rule" in n for n in notes)
+
+
+def test_max_file_mb_applies_to_the_chunks_file(tmp_path, capsys):
+    """--max-file-mb bounds --chunks as it bounds corpus files, both ways."""
+    from ragtui.cli import main
+
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "text": "word " * 100, "doc": "d"}) + "\n" for i in range(4)
+        )
+    )
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    (golden / "questions.jsonl").write_text(
+        json.dumps({"id": "q1", "question": "word?", "evidence": "word word"}) + "\n"
+    )
+    args = ["eval", "--chunks", str(chunks), "--golden", str(golden), "--retrievers", "bm25"]
+    assert main([*args, "--max-file-mb", "0.001"]) == 2
+    err = capsys.readouterr().err
+    assert str(chunks) in err and len(err.strip().splitlines()) == 1
+    assert main([*args, "--max-file-mb", "1"]) == 0

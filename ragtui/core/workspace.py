@@ -322,7 +322,11 @@ class Workspace:
             )
         if settings.chunk_size is not None and not 0 <= settings.overlap < settings.chunk_size:
             raise InputError(None, "--overlap must be at least 0 and smaller than --chunk-size")
-        own = load_chunks_file(settings.chunks) if settings.chunks is not None else None
+        own = (
+            load_chunks_file(settings.chunks, round(settings.max_file_mb * 1048576))
+            if settings.chunks is not None
+            else None
+        )
         if own is not None and settings.corpus is not None:
             raise InputError(
                 None, "--chunks replaces --corpus (the chunks are the corpus); give one of them"

@@ -102,8 +102,13 @@ def run_agreement(settings: Settings, pair: Sequence[str] | None) -> int:
     return 0
 
 
-def run_check(settings: Settings) -> int:
-    """``ragtui check``: print every problem; exit 1 if there is any."""
+#: ``ragtui check`` lists this many long chunks (the longest) and cut-off tails unless ``--verbose``.
+CHECK_LISTED = 10
+
+
+def run_check(settings: Settings, *, verbose: bool = False) -> int:
+    """``ragtui check``: print every problem; exit 1 if there is any. The chunking diagnostics above
+    them list the ten longest chunks the model does not read whole (``verbose``: every one)."""
     ws = load_workspace(settings)
     problems = check_workspace(ws)
     settings = ws.settings
@@ -113,6 +118,7 @@ def run_check(settings: Settings) -> int:
         overlap=settings.overlap,
         questions_file=Path(settings.golden or "") / QUESTIONS_FILE,
         windows=settings.windows,
+        longest=None if verbose else CHECK_LISTED,
     )
     print_report(diagnostics)
     out()

@@ -214,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_check = sub.add_parser(
         "check", help="validate the golden set against the chunked corpus; exit 1 on problems"
     )
+    p_check.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every chunk longer than the model reads and every evidence string in a cut-off "
+        "tail (default: the ten longest, the count of the rest)",
+    )
     _shared_options(p_check)
     p_diff = sub.add_parser(
         "diff", help="the questions that got better or worse between two saved runs, worst first"
@@ -663,7 +669,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ragtui.cli import golden
 
     if command == "check":
-        return golden.run_check(settings)
+        return golden.run_check(settings, verbose=args.verbose)
     if command == "retire":
         return golden.run_retire(settings, args.qid, restore=args.restore)
     if command == "add-question":

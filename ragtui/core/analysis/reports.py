@@ -19,7 +19,7 @@ from ragtui.core.analysis.attribution import (
     RerankExplanation,
     SoleResult,
 )
-from ragtui.core.analysis.check import Problem, shorten, shown_path
+from ragtui.core.analysis.check import Problem, chunking_hint, shorten, shown_path
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, histogram_bars
 from ragtui.core.analysis.eval_report import rerank_line
 from ragtui.core.analysis.runs import RunDiff
@@ -472,11 +472,13 @@ def diagnostics_report(
     overlap: int,
     questions_file: str | Path,
     windows: str = "max",
+    longest: int | None = None,
 ) -> Report:
     """What the chunk size does to the golden set and to the vector retriever, and the token histogram.
 
     Information, never a reason for ``ragtui check`` to fail (a straddling evidence string is also
-    one of check's problems).
+    one of check's problems). ``longest``: list only that many of the chunks longer than the model
+    reads, the longest first (None: all, in chunk order).
     """
     where = shown_path(str(questions_file))
     chunks = len(diag.token_counts)
@@ -501,11 +503,15 @@ def diagnostics_report(
     sections = [text_section(*head)]
 
     def located(
-        what: str, why: str, columns: Sequence[str], rows: Sequence[Sequence[str]]
+        what: str,
+        why: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[str]],
+        total: int | None = None,
     ) -> Section:
         if not rows:
             return _none(what)
-        return table(columns, rows, heading=f"{what} ({len(rows)}){why}")
+        return table(columns, rows, heading=f"{what} ({total or len(rows)}){why}")
 
     sections.append(
         located(
@@ -543,10 +549,14 @@ def diagnostics_report(
             else "the tail is invisible to the vector retriever"
         )
         if diag.truncated:
+            shown = diag.truncated
+            if longest is not None and len(shown) > longest:
+                shown = sorted(shown, key=lambda t: -t.token_count)[:longest]
+                read += f"; the {longest} longest shown (--verbose: all)"
             sections.append(
                 table(
                     ["chunk", "tokens", "unseen"],
-                    ([t.chunk, str(t.token_count), str(t.hidden_tokens)] for t in diag.truncated),
+                    ([t.chunk, str(t.token_count), str(t.hidden_tokens)] for t in shown),
                     heading=f"{longer} ({len(diag.truncated)}): {read}",
                     right=(1, 2),
                 )
@@ -558,26 +568,36 @@ def diagnostics_report(
             if diag.windows is not None
             else set()
         )
+        tail = [
+            [
+                f"{where}:{h.line}",
+                h.question,
+                h.chunk,
+                "wholly" if h.wholly_hidden else "partly",
+                "-"
+                if diag.windows is None
+                else ("split" if (h.question, h.evidence, h.chunk) in split else "whole"),
+                repr(shorten(h.evidence)),
+            ]
+            for h in diag.hidden_evidence
+        ]
+        why_tail = (
+            ": a window reads it whole"
+            if diag.windows is not None and not split
+            else ": the vector retriever does not see it all"
+        )
+        if longest is not None and len(tail) > longest:
+            # Those no single window reads whole first, every one of them.
+            tail = sorted(tail, key=lambda row: row[4] != "split")
+            tail = tail[: max(longest, sum(1 for row in tail if row[4] == "split"))]
+            why_tail += f"; {len(tail)} shown (--verbose: all)"
         sections.append(
             located(
                 "evidence in a cut-off tail",
-                ": a window reads it whole"
-                if diag.windows is not None and not split
-                else ": the vector retriever does not see it all",
+                why_tail,
                 ["where", "question", "chunk", "hidden", "window", "evidence"],
-                [
-                    [
-                        f"{where}:{h.line}",
-                        h.question,
-                        h.chunk,
-                        "wholly" if h.wholly_hidden else "partly",
-                        "-"
-                        if diag.windows is None
-                        else ("split" if (h.question, h.evidence, h.chunk) in split else "whole"),
-                        repr(shorten(h.evidence)),
-                    ]
-                    for h in diag.hidden_evidence
-                ],
+                tail,
+                len(diag.hidden_evidence),
             )
         )
     if diag.histogram:
@@ -612,6 +632,9 @@ def check_report(ws: Workspace, problems: Sequence[Problem]) -> Report:
     lines = [Note(str(p), "bad") for p in problems] or [
         Note("No problems: every evidence string is in a chunk and no label is stale.", "good")
     ]
+    hint = chunking_hint(ws)
+    if hint is not None:
+        lines.append(Note(f"hint: {hint}", "warning"))
     counts = (
         f"{len(ws.corpus.documents)} documents, {len(ws.chunks)} chunks, "
         f"{len(ws.questions)} questions ({sum(1 for n in relevant if n == 1)} with one relevant "

@@ -99,6 +99,19 @@ def _handler(server: SearchServer) -> type[BaseHTTPRequestHandler]:
                         ]
                     },
                 )
+            elif parts.path == "/passages":
+                # Its own chunking of the same documents (a team's service over other passages):
+                # each of bm25's chunks cut in two halves at a word, under ids of its own.
+                passages = []
+                for c, s in server.results(question, depth):
+                    words = server.text[c].split(" ")
+                    half = max(1, len(words) // 2)
+                    for i, part in enumerate((words[:half], words[half:])):
+                        if part:
+                            passages.append(
+                                {"id": f"p:{c}:{i}", "score": s, "text": " ".join(part)}
+                            )
+                self._json(200, {"results": passages[:depth]})
             elif parts.path == "/slow":
                 time.sleep(SLOW_SECONDS)
                 self._json(200, {"results": []})

@@ -267,8 +267,10 @@ def test_cranfield_bm25_ndcg_matches_the_reference(capsys):
 
 def test_embedding_progress_in_a_log_is_two_lines(mini, capsys, tmp_path, monkeypatch):
     """stderr that is not a terminal (CI) gets no progress bar: a line when embedding starts and one
-    with the rate when it is done, and nothing more."""
+    with the rate when it is done, and nothing more (a line every RAGTUI_PROGRESS_SECONDS between:
+    tests/test_progress_lines.py)."""
     monkeypatch.setenv("RAGTUI_CACHE_DIR", str(tmp_path / "cold"))
+    monkeypatch.setenv("RAGTUI_PROGRESS_SECONDS", "3600")
     assert main(["eval", *_args(mini, "--retrievers", "vector")]) == 0
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2, err

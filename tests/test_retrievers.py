@@ -132,7 +132,7 @@ def test_encoding_in_length_order_gives_each_text_its_own_row():
 
 def test_one_library_call_reports_progress_after_every_batch():
     """The whole list goes to the library at once (its own length sort), and progress is heard
-    after each of its batches of 32, never past the total."""
+    at the start (0) and after each of its batches of 32, never past the total."""
     texts = [
         f"question {i} about pumping station PS-{i:02d}" + " and more" * (i % 7) for i in range(70)
     ]
@@ -150,7 +150,7 @@ def test_one_library_call_reports_progress_after_every_batch():
     rows = embedder.encode(texts, lambda done, total: calls.append((done, total)))
     assert library_calls == [70], "the whole list in one call: the library sorts it by length"
     assert rows.shape == (70, 384) and rows.dtype == np.float32
-    assert [d for d, _ in calls] == [32, 64, 70]
+    assert [d for d, _ in calls] == [0, 32, 64, 70]
     assert all(t == 70 for _, t in calls)
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
 

@@ -6,6 +6,7 @@ character from a corpus, a question or a file name reaches the terminal.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -155,34 +156,69 @@ def rich_progress(label: str = "embedding", unit: str = "texts") -> Progress:
         transient=True,
     )
     task = None
-    started = time.monotonic()
+    started = 0.0
+    first = 0
 
     def progress(done: int, total: int) -> None:
-        nonlocal task
+        nonlocal task, started, first
         if task is None:
+            # The clock starts with the work (the first call), not when the bar was made.
+            started, first = time.monotonic(), done
             bar.start()
             task = bar.add_task(label, total=total, rate="")
         elapsed = max(time.monotonic() - started, 1e-6)
-        bar.update(task, completed=done, rate=f"{done / elapsed:.1f} {unit}/s")
+        bar.update(task, completed=done, rate=f"{(done - first) / elapsed:.1f} {unit}/s")
         if done >= total:
             bar.stop()
 
     return progress
 
 
+#: Seconds between progress lines in a log (stderr not a terminal); ``RAGTUI_PROGRESS_SECONDS`` sets another.
+PROGRESS_SECONDS = 10.0
+
+
+def _progress_period() -> float:
+    raw = os.environ.get("RAGTUI_PROGRESS_SECONDS", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return PROGRESS_SECONDS
+    return value if value >= 0 else PROGRESS_SECONDS
+
+
 def _line_progress(label: str, unit: str) -> Progress:
-    """Progress for stderr that is not a terminal: ``ragtui: embedding 107 texts...`` when it
-    starts and ``ragtui: embedding: 107 texts in 4.3 s (24.9 texts/s)`` when it is done."""
-    started: list[float] = []
+    """Progress for stderr that is not a terminal (a CI log): a line when the work starts
+    (``ragtui: embedding 644 texts...``), one every ``RAGTUI_PROGRESS_SECONDS`` (10) while it runs
+    (``ragtui: embedding: 320 of 644 texts, 3.4 texts/s, about 95 s left``) and one when it is done
+    with the rate over the whole work (``ragtui: embedding: 644 texts in 190.2 s (3.4 texts/s)``).
+
+    The clock starts at the first call: a step reports ``(0, total)`` before it begins. Work
+    already done at the first call (answers from a cache) is not counted in the rate.
+    """
+    period = _progress_period()
+    started = 0.0
+    last = 0.0
+    first = -1
 
     def progress(done: int, total: int) -> None:
-        if not started:
-            started.append(time.monotonic())
-            err(f"ragtui: {label} {total} {unit}...")
+        nonlocal started, last, first
+        now = time.monotonic()
+        if first < 0:
+            started, last, first = now, now, done
+            todo = f"{total - done} of {total}" if done else str(total)
+            err(f"ragtui: {label} {todo} {unit}...")
+        work = done - first
+        elapsed = max(now - started, 1e-6)
+        rate = work / elapsed
         if done >= total:
-            elapsed = max(time.monotonic() - started[0], 1e-6)
+            err(f"ragtui: {label}: {work} {unit} in {elapsed:.1f} s ({rate:.1f} {unit}/s)")
+        elif now - last >= period and done > first:
+            last = now
+            left = (total - done) / rate if rate > 0 else 0.0
             err(
-                f"ragtui: {label}: {total} {unit} in {elapsed:.1f} s ({total / elapsed:.1f} {unit}/s)"
+                f"ragtui: {label}: {done} of {total} {unit}, {rate:.1f} {unit}/s, "
+                f"about {left:.0f} s left"
             )
 
     return progress
@@ -212,7 +248,10 @@ def open_workspace(settings: Settings) -> Workspace:
     """
     ws = Workspace.load(settings)
     ws.prepare_vectors(rich_progress())
-    ws.prepare_rerank(rich_progress("reranking", "questions"))
+    rerank = rich_progress("reranking", "questions")
+    if ws.reranker is not None and ws.questions:
+        rerank(0, len(ws.questions))  # the start (the first question reports after its scoring)
+    ws.prepare_rerank(rerank)
     if ws.live:
         ws.apply_live(ws.compute_live(progress=live_progress(), refresh=settings.refresh))
     warn_all(ws.warnings)

@@ -122,9 +122,11 @@ class Embedder:
         """Unit-length float32 embeddings of ``texts``, one row each, in the order given.
 
         The whole list goes to the library in one call, which sorts it by length and encodes it in
-        batches of ``ENCODE_BATCH`` (so little padding is computed); ``progress`` hears after every
-        batch, from a forward hook on the model that counts the batch's rows (only this thread's:
-        another thread may be encoding a question at the same time)."""
+        batches of ``ENCODE_BATCH`` (so little padding is computed); ``progress`` hears ``(0, total)``
+        once the model is loaded, just before the first batch (so a rate timed from its first call
+        covers the whole encoding, the first and longest batch included), then after every batch,
+        from a forward hook on the model that counts the batch's rows (only this thread's: another
+        thread may be encoding a question at the same time)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         model = self._load()
@@ -143,7 +145,10 @@ class Embedder:
                 done = min(total, done + int(shape[0]))
                 progress(done, total)
 
-        handle = model.register_forward_hook(batch_done) if progress is not None else None
+        handle = None
+        if progress is not None:
+            progress(0, total)
+            handle = model.register_forward_hook(batch_done)
         try:
             rows = model.encode(
                 list(texts),
@@ -266,11 +271,44 @@ class EmbeddingCache:
         temporary file of its own and renamed; readers hold the shared lock, so they see both old
         files or both new ones. A crash between the two renames leaves a manifest whose hash does not
         match, and the cache is rebuilt instead of trusted.
+
+        A cache that cannot be written (a read-only or full disk, a file where its folder should be)
+        costs an embedding next time, nothing else: the rows are kept in memory for this run and a
+        warning says the cache was not written, as the other caches do.
         """
         if not texts:
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        with self._mutex, self._disk_lock(shared=False):
+        with self._mutex:
+            held = (self.vectors, self.rows, self._seen)
+            try:
+                self._write(texts, vectors)
+            except OSError as exc:
+                # What this object held before the write began, plus the new rows.
+                self.vectors, self.rows, self._seen = held[0], dict(held[1]), held[2]
+                self._keep(texts, vectors)
+                warning = f"{self.folder}: embedding cache not written ({exc.strerror or exc})"
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
+
+    def _keep(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Add new rows in memory only (the cache could not be written)."""
+        base = self.vectors
+        if base is not None and base.shape[1] != vectors.shape[1]:
+            base, self.rows = None, {}
+        fresh: list[int] = []
+        for i, text in enumerate(texts):
+            key = text_key(text)
+            if key not in self.rows:
+                self.rows[key] = (len(base) if base is not None else 0) + len(fresh)
+                fresh.append(i)
+        if fresh:
+            rows = vectors[fresh]
+            self.vectors = rows if base is None else np.vstack([base, rows])
+
+    def _write(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Merge new rows with what the disk holds and write both files, under the folder's lock."""
+        with self._disk_lock(shared=False):
             ours = (self.vectors, dict(self.rows))
             if self._manifest_stamp() != self._seen:
                 # Another process (or another cache object) wrote since we read: start from its rows.

@@ -67,6 +67,31 @@ def _default_source(name: str, raw: Settings, resolved: Settings) -> str:
     return DEFAULT
 
 
+def _in_force(name: str, resolved: Settings) -> tuple[Any, str] | None:
+    """What a command runs with where an option is unset and ragtui decides (the annotator, the
+    window stride), and why; None for any other option."""
+    if name == "annotator":
+        from ragtui.core.labelling.journal import default_annotator
+
+        return default_annotator(), "default (your login name)"
+    if name == "window_stride":
+        if resolved.windows == "off":
+            return None, "default (windows off)"
+        from ragtui.core.data.tokenizer import model_limit, token_counter
+        from ragtui.core.retrieval.windows import window_plan
+
+        try:
+            plan = window_plan(
+                resolved.windows, None, model_limit(resolved.model, token_counter(resolved.model))
+            )
+        except (InputError, OSError, ValueError):
+            plan = None
+        if plan is None:
+            return None, "default (the model's limit is unknown: no windows)"
+        return plan.stride, f"default (half the model's window of {plan.length} tokens)"
+    return None
+
+
 def config_rows(effective: Effective) -> list[tuple[str, str, str]]:
     """(key, value, where it came from) for every option, the grade scale and any section's settings."""
     raw = effective.settings
@@ -74,11 +99,13 @@ def config_rows(effective: Effective) -> list[tuple[str, str, str]]:
     rows = []
     for option in OPTIONS:
         source = effective.sources.get(option.name, DEFAULT)
+        value = getattr(resolved, option.name, None)
         if source == DEFAULT:
             source = _default_source(option.name, raw, resolved)
-        rows.append(
-            (option.key, _shown_value(option, getattr(resolved, option.name, None)), source)
-        )
+            decided = _in_force(option.name, resolved) if value is None else None
+            if decided is not None:
+                value, source = decided
+        rows.append((option.key, _shown_value(option, value), source))
     scale_source = effective.sources.get("grade_scale", DEFAULT)
     if scale_source == DEFAULT:
         scale_source = _default_source("grade_scale", raw, resolved)

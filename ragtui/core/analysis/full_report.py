@@ -51,6 +51,29 @@ def _shown(path: object) -> str:
         return str(path)
 
 
+def _path(path: object) -> str:
+    """A data path as the overview names it: ``./corpus`` rather than a bare ``corpus``, which reads
+    as a word (``data: corpus corpus``)."""
+    shown = _shown(path)
+    if shown == "-" or Path(shown).is_absolute() or shown.startswith((".", "~")):
+        return shown
+    return f"./{shown}"
+
+
+def _data(ws: Workspace) -> str:
+    """Which data was evaluated, each by its path: ``corpus folder ./corpus, golden set ./golden``."""
+    s = ws.settings
+    if s.beir is not None:
+        parts = [f"BEIR dataset {_path(s.beir)}"]
+    elif s.chunks is not None:
+        parts = [f"chunks file {_path(s.chunks)}"]
+    else:
+        parts = [f"corpus folder {_path(s.corpus)}"]
+    if s.beir is None or s.golden is None or Path(s.golden) != Path(s.beir):
+        parts.append(f"golden set {_path(s.golden)}")
+    return ", ".join(parts)
+
+
 def _overview(ws: Workspace) -> Section:
     """What was evaluated, on what data, with which settings."""
     s = ws.settings
@@ -59,10 +82,9 @@ def _overview(ws: Workspace) -> Section:
     counted = f"{len(ev.evaluated)} questions evaluated"
     if ev.skipped:
         counted += f" ({len(ev.skipped)} skipped: no judgement)"
-    data = f"BEIR dataset {_shown(s.beir)}" if s.beir is not None else f"corpus {_shown(s.corpus)}"
     return text_section(
         f"{counted}; {len(ws.chunks)} chunks; k={s.k}, depth={s.depth}, relevant = grade >= {s.threshold}",
-        f"data: {data}; golden set {_shown(s.golden)}",
+        f"data: {_data(ws)}",
         f"chunk size {s.chunk_size if s.chunk_size is not None else 'whole documents'}, "
         f"overlap {s.overlap}; model {s.model}; ragtui {__version__}",
         heading="Overview",

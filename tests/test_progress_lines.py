@@ -159,3 +159,27 @@ def test_reranking_says_start_every_period_and_end(mini, capsys, monkeypatch, ti
     assert start == [f"ragtui: reranking {questions} questions..."], err
     assert len(every) == questions - 1
     assert len(end) == 1
+
+
+def test_index_building_says_start_every_period_and_end(mini, capsys, monkeypatch, tmp_path):
+    pytest.importorskip("milvus_lite")
+    monkeypatch.setenv("RAGTUI_PROGRESS_SECONDS", "0")
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(tmp_path / "cold"))
+    argv = [
+        "index",
+        *mini_args(mini),
+        "--milvus",
+        str(tmp_path / "m.db"),
+        "--collection",
+        "c",
+        "--batch",
+        "4",
+        "--no-project",
+    ]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    for label, unit in (("embedding", "texts"), ("writing", "chunks")):
+        start, every, end = _lines(err, label, unit)
+        assert len(start) == 1 and len(end) == 1, err
+    chunks = int(re.search(r"writing (\d+) chunks", err).group(1))
+    assert len(_lines(err, "writing", "chunks")[1]) == (chunks - 1) // 4

@@ -120,6 +120,7 @@ def test_live_retrievers_say_start_every_period_and_end(mini, capsys, monkeypatc
     )
     monkeypatch.syspath_prepend(str(plugin))
     monkeypatch.setenv("RAGTUI_PROGRESS_SECONDS", "0")
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(tmp_path / "cold"))
     argv = [
         "eval",
         *mini_args(mini, "--retrievers", "bm25"),

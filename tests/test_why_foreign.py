@@ -53,7 +53,9 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _ragtui(plugin_path: Path, cache_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def _ragtui(
+    plugin_path: Path, cache_dir: Path, cwd: Path, *args: str
+) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(plugin_path), str(ROOT)]),
@@ -76,6 +78,11 @@ def test_why_runs_with_a_plugin_returning_its_own_passage(plugin_path, cache_dir
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 0, done.stderr
     assert "extra" in done.stdout.splitlines()[2]  # a column of the cause table
+    # Its own passage is judged for it alone: the table says whose relevant set it is read by.
+    assert (
+        "extra returns passages of its own: its misses and recall here are over ragtui's relevant "
+        "chunks; ragtui eval's row for it holds evidence recall"
+    ) in done.stdout
     one = _ragtui(plugin_path, cache_dir, tmp_path, "why", "q01")
     assert "Traceback" not in one.stderr, one.stderr
     assert one.returncode == 0, one.stderr

@@ -195,6 +195,22 @@ def _ceiling_cell(count: CauseCount, now: float) -> str:
     return f"{fmt(count.ceiling)} ({signed(count.ceiling - now)})"
 
 
+def _own_passage_notes(index: WhyIndex, names: Sequence[str]) -> list[str]:
+    """A note for each retriever that ``ragtui eval`` judges with passages of its own: here its misses
+    are ragtui's relevant chunks, and its recall is over them, not eval's."""
+    ev = index.ws.evaluation
+    notes = []
+    for name in names:
+        definition = ev.recall_definition(name) if ev is not None else "chunks"
+        if definition != "chunks":
+            notes.append(
+                f"{name} returns passages of its own: its misses and recall here are over ragtui's "
+                f"relevant chunks; ragtui eval's row for it holds {definition} recall "
+                "(docs/retrievers.md)"
+            )
+    return notes
+
+
 def why_report(index: WhyIndex, by_slice: bool = False) -> Report:
     """``ragtui why``: questions missed by first cause per retriever, each cause's remedy ceiling,
     and with ``by_slice`` the same per slice."""
@@ -247,6 +263,7 @@ def why_report(index: WhyIndex, by_slice: bool = False) -> Report:
                 "not-retrieved); stops counting as relevant (ambiguous-evidence, label-gap); the evidence "
                 "lands whole in one chunk in the top k (no-evidence-chunk, split); see docs/why.md"
             ),
+            *_own_passage_notes(index, names),
         ),
     )
     sections = [counts, ceilings]

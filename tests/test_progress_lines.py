@@ -180,7 +180,7 @@ def test_index_building_says_start_every_period_and_end(mini, capsys, monkeypatc
     assert main(argv) == 0
     err = capsys.readouterr().err
     for label, unit in (("embedding", "texts"), ("writing", "chunks")):
-        start, every, end = _lines(err, label, unit)
+        start, _, end = _lines(err, label, unit)
         assert len(start) == 1 and len(end) == 1, err
     chunks = int(re.search(r"writing (\d+) chunks", err).group(1))
     assert len(_lines(err, "writing", "chunks")[1]) == (chunks - 1) // 4

@@ -396,6 +396,13 @@ NOT_RUN = {
     ("docs/why.md", "ragtui why --beir tests/data/cranfield --retrievers bm25"): (
         "Cranfield, not the bundled data: tests/test_why_many_relevant.py runs it and compares the lines"
     ),
+    (
+        "docs/retriever-milvus.md",
+        "ragtui index --milvus ./hb.db --collection handbook --chunk-size 256",
+    ): (
+        "embeds the bundled set at a second chunking; tests/test_milvus.py runs the same refusal "
+        "on the small corpus and checks the line"
+    ),
     ("docs/retrievers.md", "ragtui eval --retriever extra=extra_plugin:make"): (
         "needs the page's plugin on the path; tests/test_own_passages.py runs it and checks the lines"
     ),

@@ -101,6 +101,9 @@ def test_a_plugin_passage_moves_no_builtin_number_on_the_bundled_set(
     assert extra["per_question"]["q01"]["first_relevant_rank"] == 1
     assert extra["per_question"]["q01"]["recall"] == 1.0
     assert {q for q, m in extra["per_question"].items() if m["recall"] > 0} == {"q01"}
+    # The causes of misses judge it the same way: q01 is no miss; q02 is one.
+    assert extra["per_question"]["q01"]["causes"] == []
+    assert extra["per_question"]["q02"]["causes"] != []
     assert after["questions"] == before["questions"] and after["skipped"] == before["skipped"]
     # The plain table says it, with the pointer to --chunks.
     assert main(["eval", *bundled, "--retriever", "extra=extra_plugin:make"]) == 0

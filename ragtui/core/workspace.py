@@ -699,10 +699,11 @@ class Workspace:
         )
         missing = found.missing if found is not None else []
         cache = self.embedding_cache(model)
-        warnings = list(cache.warnings)
         windows = chunk_windows(self.chunks, token_counter(self.settings.model), self.window_plan)
         todo = [texts.texts[i] for i in missing]
         matrix = cache.embed(windows.texts + todo, model, progress)
+        # Read after embedding: a cache it could not write says so then.
+        warnings = list(cache.warnings)
         n = len(windows.texts)
         window_matrix, question_matrix = matrix[:n], matrix[n:]
         by_text: dict[str, np.ndarray] = {t: question_matrix[i] for i, t in enumerate(todo)}

@@ -84,6 +84,22 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
     }
 
 
+def passage_notes(ws: Workspace) -> list[str]:
+    """Per live retriever: how many returned passages were ragtui's chunks (by id or by text) and
+    how many its own, and (``*``) which recall its row holds."""
+    ev = ws.evaluation
+    assert ev is not None
+    notes = []
+    for name in ws.retrievers:
+        counts = ws.passages.get(name)
+        if counts is None:
+            continue
+        definition = ev.recall_definition(name)
+        line = counts.describe(name, ws.settings.k, definition == "evidence")
+        notes.append(("* " if definition != "chunks" else "") + line)
+    return notes
+
+
 def rerank_json(ws: Workspace) -> dict[str, Any]:
     """What the reranking stage did: the model, the list it re-scored, and its time per question."""
     assert ws.rerank is not None and ws.reranker is not None

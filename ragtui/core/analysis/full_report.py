@@ -13,6 +13,7 @@ from typing import Any
 
 from ragtui import __version__
 from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.eval_report import passage_notes
 from ragtui.core.analysis.gate import GateResult, gate_section
 from ragtui.core.analysis.runs import SavedRun, manifest, settings_changes
 from ragtui.core.analysis.slices import slice_reports
@@ -102,7 +103,8 @@ def _metrics(ws: Workspace) -> Section:
         rows.append(
             (
                 name,
-                fmt(s.recall),
+                # ``*``: evidence recall (a live retriever with passages of its own; see the notes).
+                fmt(s.recall) + ("*" if ev.recall_definition(name) != "chunks" else ""),
                 fmt(s.precision),
                 fmt(s.precision_ceiling),
                 fmt(s.mrr),
@@ -117,7 +119,8 @@ def _metrics(ws: Workspace) -> Section:
             (
                 f"means over the evaluated questions (trec_eval's convention); MRR over the whole run (depth {ws.settings.depth}); "
                 f"nDCG with linear gain"
-            )
+            ),
+            *passage_notes(ws),
         ],
         right=range(1, 6),
     )

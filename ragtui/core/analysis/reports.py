@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from ragtui.core.analysis.attribution import (
 )
 from ragtui.core.analysis.check import Problem, chunking_hint, shorten, shown_path
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, histogram_bars
-from ragtui.core.analysis.eval_report import rerank_line
+from ragtui.core.analysis.eval_report import passage_notes, rerank_line
 from ragtui.core.analysis.runs import RunDiff
 from ragtui.core.analysis.slices import slice_reports
 from ragtui.core.labelling.agreement import (
@@ -42,6 +43,7 @@ from ragtui.core.report import (
     Row,
     Section,
     fmt,
+    note,
     signed,
     table,
     text_section,
@@ -132,20 +134,22 @@ def eval_table_report(
             ["retriever", *(m.name for m in measures)],
             ([r, *(fmt(means[r][m.name]) for m in measures)] for r in ws.retrievers),
         )
+        section = replace(section, notes=(*section.notes, *map(note, passage_notes(ws))))
         return Report(_eval_summary(ws), (*_level_sections(ws), section))
     columns = ["retriever", f"recall@{k}", f"precision@{k} (ceiling)", "MRR", f"nDCG@{k}"]
     summaries = judged_summaries(ws) if judged else {}
     rows = []
     for name in ws.retrievers:
         s = ev.summary(name)
-        cells = [name, fmt(s.recall), f"{fmt(s.precision)} ({fmt(s.precision_ceiling)})"]
+        recall = fmt(s.recall) + ("*" if ev.recall_definition(name) != "chunks" else "")
+        cells = [name, recall, f"{fmt(s.precision)} ({fmt(s.precision_ceiling)})"]
         cells += [fmt(s.mrr), fmt(s.ndcg)]
         thin = False
         if judged:
             thin = summaries[name].thin
             cells.append(fmt(summaries[name].mean) + (" thin" if thin else ""))
         rows.append(Row(tuple(cells), "warning" if thin else ""))
-    notes = []
+    notes = passage_notes(ws)
     reranked = rerank_line(ws)
     if reranked:
         notes.append(reranked)

@@ -749,6 +749,20 @@ class _Question:
         top = ids[: ctx.k]
         above = tuple(self.neighbour(i + 1, cid, scores[cid]) for i, cid in enumerate(top))
         hits = sum(1 for cid in top if cid in self.relevant)
+        candidates = self.relevant - set(top)
+        room_of: int | None = None
+        ev = self.ws.evaluation
+        if ev is not None and name in ev.own:
+            # A live retriever with passages of its own is judged with them too (as eval judges
+            # it): its own relevant passages in the top k are hits, and with evidence recall a
+            # relevant chunk whose evidence strings it found elsewhere is no miss.
+            own_relevant = relevant_set(ev.gains_for(name, self.q.id), ctx.threshold)
+            hits = sum(1 for cid in top if cid in own_relevant)
+            if ev.recall_definition(name) == "evidence":
+                found = self._found_strings([c for c in top if c in own_relevant])
+                candidates = {c for c in candidates if not set(self.strings_of(c)) & found}
+                strings = [e for e in self.q.evidence if e.split()]
+                room_of = max(0, min(ctx.k, len(strings)) - len(found & set(strings)))
         order = self.ws.chunk_order
         outside = [
             Miss(
@@ -756,7 +770,7 @@ class _Question:
                 self._first_string(cid),
                 tuple(self.findings(name, cid, ids, ranks, scores, above)),
             )
-            for cid in sorted(self.relevant - set(top), key=lambda c: (order.get(c, len(order)), c))
+            for cid in sorted(candidates, key=lambda c: (order.get(c, len(order)), c))
         ]
 
         # The leading misses first: labels that may be wrong (the earliest cause first), then the
@@ -768,7 +782,7 @@ class _Question:
 
         ranked = sorted(outside, key=leading)
         labels = sum(1 for m in outside if FIXES[m.cause] == "dropped")
-        room = max(0, min(ctx.k, len(self.relevant)) - hits)
+        room = max(0, min(ctx.k, len(self.relevant)) - hits) if room_of is None else room_of
         counted = {m.chunk for m in ranked[: labels + room]}
         misses = list(unmatched) + [m for m in outside if m.chunk in counted]
         if unmatched:
@@ -785,6 +799,19 @@ class _Question:
             len(outside) - len(counted),
             lead,
         )
+
+    def _found_strings(self, passages: Sequence[str]) -> set[str]:
+        """The question's evidence strings that some of ``passages`` hold (white space collapsed)."""
+        texts = []
+        for cid in passages:
+            chunk = self.ws.chunk_by_id.get(cid)
+            if chunk is not None:
+                texts.append(normalize_ws(chunk.text))
+        return {
+            e
+            for e in self.q.evidence
+            if normalize_ws(e) and any(normalize_ws(e) in t for t in texts)
+        }
 
     def _first_string(self, cid: str) -> str | None:
         strings = self.strings_of(cid)

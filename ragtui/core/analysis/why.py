@@ -749,7 +749,7 @@ class _Question:
         top = ids[: ctx.k]
         above = tuple(self.neighbour(i + 1, cid, scores[cid]) for i, cid in enumerate(top))
         hits = sum(1 for cid in top if cid in self.relevant)
-        candidates = self.relevant - set(top)
+        candidates: set[str] = set(self.relevant - set(top))
         room_of: int | None = None
         ev = self.ws.evaluation
         if ev is not None and name in ev.own:

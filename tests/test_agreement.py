@@ -227,3 +227,33 @@ def test_agreement_command(mini, capsys):
         capsys.readouterr().err.strip()
         == f"ragtui: error: {journal}: no labels by carl (annotators: ann, bob)"
     )
+
+
+def test_an_adjudicated_grade_is_credited_to_no_annotator(mini, mini_settings, capsys):
+    """Issue 23: alice and bob grade m01's evidence chunk 0 and 2, carol adjudicates 0 (real journal
+    lines, written as each of them): the disagreement with the rule reads ``adjudicated``, not
+    ``carol``; carol is no annotator and has no grade of her own; alice against bob is unchanged."""
+    for who, grade, adjudicate in (("alice", 0, False), ("bob", 2, False), ("carol", 0, True)):
+        ws = Workspace.load(replace(mini_settings, annotator=who, retrievers=("bm25",)))
+        ws.set_grade("m01", "ferry.md#1", grade, adjudicate=adjudicate)
+    lines = [json.loads(x) for x in (mini / "golden" / "labels.jsonl").read_text().splitlines()]
+    assert [(x["annotator"], x.get("adjudicated", False)) for x in lines] == [
+        ("alice", False),
+        ("bob", False),
+        ("carol", True),
+    ]
+    ws = Workspace.load(replace(mini_settings, retrievers=("bm25",)))
+    result = rule_agreement(ws)
+    assert [(d.hand_grade, d.by, d.adjudicated) for d in result.disagreements] == [
+        (0, "adjudicated", True)
+    ]
+    assert rule_agreement(ws, "carol").pairs == 0, "an adjudication is not carol's own grade"
+    assert [d.by for d in rule_agreement(ws, "alice").disagreements] == ["alice"]
+    assert annotators(ws.labels.history) == {"alice": 1, "bob": 1}
+    assert main(["agreement", *_args(mini)]) == 0
+    rows = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert "m01 ferry.md#1 0 adjudicated graded not relevant but contains the evidence" in rows
+    assert not any("carol" in row for row in rows), rows
+    assert main(["agreement", "--annotators", "alice", "bob", *_args(mini)]) == 0
+    out = capsys.readouterr().out
+    assert "alice against bob: 1 pair graded by both (0 only by alice, 0 only by bob)" in out

@@ -126,6 +126,49 @@ def test_stale_labels_do_not_count_as_judged(mini_settings, mini):
     assert queue.next_unjudged().key == ("m01", "ferry.md#1")
 
 
+def test_a_queue_per_person_when_several_people_grade(mini_settings, mini):
+    """Issue 23: alice judges every pooled pair of bm25; bob (--annotator bob) still has all of them
+    to judge, and each grade of his counts for his queue only. Without --annotator and with the
+    journal holding only the login name's grades, any hand grade counts (one person)."""
+    bm25 = replace(mini_settings, retrievers=("bm25",))
+    alice = Workspace.load(replace(bm25, annotator="alice"))
+    queue = JudgingQueue(alice)
+    assert queue.person == "alice", "--annotator names one: a queue of her own"
+    for qid, pool in list(queue.pools.items()):
+        for entry in pool:
+            alice.set_grade(qid, entry.chunk, 1)
+    assert queue.progress().overall.fraction == 1.0
+    bob = Workspace.load(replace(bm25, annotator="bob"))
+    theirs = JudgingQueue(bob)
+    assert theirs.person == "bob" and theirs.annotators() == {"alice"}
+    progress = theirs.progress()
+    assert (progress.overall.judged, progress.overall.pooled) == (0, 19), "judged by alice only"
+    first = theirs.next_unjudged()
+    assert first is not None and first.key == ("m01", "ferry.md#1")
+    bob.set_grade("m01", "ferry.md#1", 2)
+    assert theirs.own_grade("m01", "ferry.md#1") == 2 and theirs.count("m01").judged == 1
+    assert theirs.next_unjudged(after=first.key).key == ("m01", "ferry.md#0")
+    assert theirs.annotators() == {"alice", "bob"}
+    # Withdrawing his grade makes it his to judge again, whatever alice said.
+    bob.set_grade("m01", "ferry.md#1", None)
+    assert not theirs.is_judged("m01", "ferry.md#1")
+    # An adjudicated grade is nobody's own: the pair stays unjudged for bob.
+    bob.set_grade("m01", "ferry.md#0", 0, adjudicate=True)
+    assert not theirs.is_judged("m01", "ferry.md#0")
+
+    # One person (no --annotator, only the login name's grades): any hand grade counts.
+    (mini / "golden" / "labels.jsonl").unlink()
+    solo = Workspace.load(replace(bm25, annotator=None))
+    own = JudgingQueue(solo)
+    solo.set_grade("m01", "ferry.md#1", 2)
+    assert own.person is None and own.count("m01").judged == 1
+    # Once the journal holds someone else's grades, the queue is the login name's own.
+    other = Workspace.load(replace(bm25, annotator="zoe"))
+    other.set_grade("m01", "ferry.md#0", 1)
+    solo.refresh_labels()
+    assert own.person == solo.labels.annotator and own.count("m01").judged == 1
+
+
 def test_random_order_is_a_seeded_permutation_per_question(full_ws):
     ranked = JudgingQueue(full_ws)
     shuffled = JudgingQueue(full_ws, order="random", seed=7)

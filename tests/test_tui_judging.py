@@ -259,3 +259,240 @@ def test_retire_from_the_command_line_and_json(mini: Path, cache_dir: Path) -> N
     assert "m02" not in report["retrievers"]["bm25"]["per_question"]
     assert run("retire", "m02", "--restore").returncode == 0
     assert json.loads(run("eval", "--json").stdout)["retired"] == []
+
+
+# ---- issue 23: every line in view at 80x24, a queue per person, blind as a setting -------------
+
+#: A page as MkDocs writes them: every heading with its ``{ #anchor }``, four levels deep.
+CORS_PAGE = """# FastAPI { #fastapi }
+
+## Tutorial - User Guide { #tutorial-user-guide }
+
+### CORS (Cross-Origin Resource Sharing) { #cors-cross-origin-resource-sharing }
+
+#### Allowed hosts { #use-corsmiddleware }
+
+You can configure it in your FastAPI application using the CORSMiddleware.
+Import CORSMiddleware, create a list of allowed origins as strings, and add it as a middleware to your application.
+"""
+#: The chunk of the page holding m08's evidence, under all four headings.
+CORS_CHUNK = "tutorial/cors.md#2"
+
+
+def add_cors_page(settings: Settings) -> None:
+    """Add the MkDocs page and question m08 (its evidence in ``CORS_CHUNK``) to the mini set."""
+    page = Path(settings.corpus) / "tutorial" / "cors.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(CORS_PAGE)
+    question = {
+        "id": "m08",
+        "question": "Which origins may call the API from a browser?",
+        "evidence": "create a list of allowed origins as strings",
+        "slices": ["lookup"],
+    }
+    with open(Path(settings.golden) / "questions.jsonl", "a") as fh:
+        fh.write(json.dumps(question) + "\n")
+
+
+def grade_as(settings: Settings, who: str, pairs, adjudicate: bool = False) -> None:
+    """Write ``who``'s grades of ``pairs`` ((question, chunk, grade), ...) as real journal lines."""
+    from ragtui.core.workspace import Workspace
+
+    ws = Workspace.load(dataclasses.replace(settings, annotator=who, retrievers=("bm25",)))
+    for qid, cid, grade in pairs:
+        ws.set_grade(qid, cid, grade, adjudicate=adjudicate)
+    ws.labels.close()
+
+
+def screen_lines(app) -> list[str]:
+    """The text of every row of the screen as the terminal shows it."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+async def open_on(pilot, qid: str, cid: str | None = None) -> JudgingScreen:
+    """Select ``qid`` in the main screen, press j, and move right to ``cid`` (without grading)."""
+    main = pilot.app.main_screen
+    main.question_list.select_qid(qid)
+    main.select_question(qid)
+    await pilot.pause()
+    screen = await _open(pilot)
+    if cid is not None:
+        for _ in range(len(screen.session.pairs)):
+            if screen.session.current is not None and screen.session.current.chunk == cid:
+                break
+            await pilot.press("right")
+        await pilot.pause()
+        assert screen.session.current is not None and screen.session.current.chunk == cid
+    return screen
+
+
+def assert_every_line_shown(app, screen: JudgingScreen) -> list[str]:
+    """The question, the id and heading path, the ranks (or blind) with the grade, the annotators
+    when shown, the legend: each on its own row of the terminal, none cut off."""
+    rows = screen_lines(app)
+    meta = screen.query_one("#judge-meta").content
+    lines = meta.plain.split("\n")
+    width = app.size.width - 2
+    from rich.cells import cell_len
+
+    assert all(cell_len(line) <= width for line in lines), lines
+    for line in lines:
+        assert any(line.strip() in row for row in rows), (line, rows)
+    assert screen.query_one("#judge-meta").region.height == len(lines)
+    assert any("0 not relevant" in row and "2 answers fully" in row for row in rows), rows
+    assert any("pair " in row and " of " in row for row in rows), rows
+    return rows
+
+
+@run_async
+async def test_every_line_stays_in_view_at_80x24_with_a_long_heading_path(
+    tui_settings: Settings,
+) -> None:
+    """Regression (issue 23, finding 3): a chunk under four MkDocs headings (``{ #anchor }`` kept in
+    its heading path) wrapped the path into the row of the ranks and grade, which was lost. Now the
+    path is one row (anchors dropped, the middle left out with …), the ranks and grade the next."""
+    add_cors_page(tui_settings)
+    app = make_app(tui_settings)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = await open_on(pilot, "m08", CORS_CHUNK)
+        rows = assert_every_line_shown(app, screen)
+        meta = screen.query_one("#judge-meta").content.plain.split("\n")
+        assert meta[0].startswith(CORS_CHUNK + "  FastAPI › … › ") and "{" not in meta[0]
+        assert meta[0].endswith("Allowed hosts"), meta[0]
+        assert "bm25 #1" in meta[1] and "grade 2 (evidence)" in meta[1]
+        assert any("bm25 #1" in row and "grade 2 (evidence)" in row for row in rows)
+        assert any("m08" in row and "Which origins" in row for row in rows)
+
+
+@run_async
+async def test_adjudicating_three_annotators_at_80x24(tui_settings: Settings) -> None:
+    """Finding 3 when adjudicating: the annotators' line stays in view under a long heading path,
+    with ``disputed: a digit settles it``; one digit settles the pair."""
+    add_cors_page(tui_settings)
+    for who, grade in (("alice", 2), ("bob", 0), ("carol", 1)):
+        grade_as(tui_settings, who, [("m08", CORS_CHUNK, grade)])
+    app = make_app(tui_settings)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        app.main_screen.set_filter("disputed")
+        await pilot.pause()
+        screen = await _open(pilot)
+        assert screen.adjudicate and screen.session.current.key == ("m08", CORS_CHUNK)
+        rows = assert_every_line_shown(app, screen)
+        line = "! annotators: alice 2 · bob 0 · carol 1  disputed: a digit settles it"
+        assert any(line in row for row in rows), rows
+        assert any("hybrid #" in row and "grade 1 (hand)" in row for row in rows), rows
+        await pilot.press("2")
+        await wait_ready(pilot)
+        assert app.workspace.grade_source("m08", CORS_CHUNK) == (2, "adjudicated")
+        rows = assert_every_line_shown(app, screen)
+        assert any("  annotators: alice 2 · bob 0 · carol 1" in row for row in rows), rows
+        assert not any("disputed" in row for row in rows)
+
+
+@run_async
+async def test_a_second_annotator_has_a_queue_of_their_own(tui_settings: Settings) -> None:
+    """Regression (issue 23, finding 4): alice judged every pooled pair; bob (--annotator bob) saw
+    ``judged N/N`` and needed two keys a pair. Now his pairs are unjudged by him (and the view and
+    the main screen say so), and each digit grades one pair and moves on."""
+    from ragtui.core.workspace import Workspace
+
+    ws = Workspace.load(dataclasses.replace(tui_settings, retrievers=("bm25",)))
+    every = [(q.id, c.id, 1) for q in ws.questions for c in ws.chunks]
+    grade_as(tui_settings, "alice", every)
+    bob = dataclasses.replace(tui_settings, annotator="bob")
+    app = make_app(bob)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        progress = str(app.main_screen.query_one("#questions").border_subtitle)
+        assert progress.startswith("judged 0/") and " by bob" in progress, progress
+        screen = await _open(pilot)
+        session = screen.session
+        assert "judged 0/" in screen.progress and "by bob" in screen.progress
+        meta = screen.query_one("#judge-meta").content.plain
+        assert "grade 1 (hand) · unjudged by bob" in meta and "annotators: alice 1" in meta
+        expected = [e.key for e in session.pairs[:5]]
+        before = len(labels(bob))
+        await type_ahead(pilot, ["0", "2", "0", "2", "0"])
+        mine = [x for x in labels(bob)[before:] if x["annotator"] == "bob"]
+        assert [(x["question"], x["chunk"], x["grade"]) for x in mine] == [
+            (q, c, g) for (q, c), g in zip(expected, [0, 2, 0, 2, 0], strict=True)
+        ], "one digit a pair"
+        assert session.position == 5 and "judged 5/" in screen.progress
+        # alice's grades still count as hers: every pair keeps its grade from her or bob.
+        assert app.workspace.annotator_grades(*expected[1]) == {"alice": 1, "bob": 2}
+
+
+@run_async
+async def test_the_dispute_line_appears_right_after_grading(tui_settings: Settings) -> None:
+    """Regression (issue 23, finding 5): grading the last unjudged pair (the view stays) into a
+    dispute did not show the annotators' line until the pair was left; and ``disputed: a digit
+    settles it`` showed outside the adjudication pass."""
+    from ragtui.core.workspace import Workspace
+
+    ws = Workspace.load(dataclasses.replace(tui_settings, retrievers=("bm25",)))
+    every = [(q.id, c.id) for q in ws.questions for c in ws.chunks]
+    last = ("m01", "ferry.md#1")
+    grade_as(tui_settings, "alice", [(*last, 2)])
+    grade_as(tui_settings, "bob", [(q, c, 1) for q, c in every if (q, c) != last])
+    bob = dataclasses.replace(tui_settings, annotator="bob")
+    app = make_app(bob)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = await _open(pilot)
+        assert screen.session.current.key == last, "the only pair bob has not judged"
+        await pilot.press("0")
+        await wait_ready(pilot)
+        assert screen.session.current.key == last, "every pair judged: the view stays"
+        rows = assert_every_line_shown(app, screen)
+        assert any("! annotators: alice 2 · bob 0  disputed" in row for row in rows), rows
+        assert not any("a digit settles it" in row for row in rows)
+
+
+@run_async
+async def test_blind_is_a_setting_that_stays_and_hides_the_rule(tui_settings: Settings) -> None:
+    """Regression (issue 23, finding 4): blind mode reset each time j opened and still showed
+    ``grade 2 (evidence)`` and the evidence highlight. ``b`` now holds for the session (and
+    ``blind = true`` starts every session blind)."""
+    add_cors_page(tui_settings)
+    app = make_app(tui_settings)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = await open_on(pilot, "m08", CORS_CHUNK)
+        evidence_style = screen.query_one("#judge-chunk").get_component_rich_style(
+            "chunk-view--evidence"
+        )
+
+        def highlighted() -> bool:
+            text = screen.query_one("#chunk-text").content
+            return any(span.style == evidence_style for span in text.spans)
+
+        assert highlighted() and "grade 2 (evidence)" in str(screen.query_one("#judge-meta").content)
+        await pilot.press("b")
+        await pilot.pause()
+        meta = screen.query_one("#judge-meta").content.plain
+        # --annotator tester: a person's own queue, so blind shows only their own grade.
+        assert "blind: the retrievers are hidden  ·  unjudged by tester" in meta
+        assert "evidence" not in meta and "bm25" not in meta and not highlighted()
+        assert "blind" in screen.progress
+        assert_every_line_shown(app, screen)
+        await pilot.press("escape")
+        await pilot.pause()
+        screen = await open_on(pilot, "m08", CORS_CHUNK)
+        assert screen.blind and "bm25" not in screen.query_one("#judge-meta").content.plain
+        assert not highlighted()
+        await pilot.press("2")
+        await wait_ready(pilot)
+        await pilot.press("left")
+        await pilot.pause()
+        assert "grade 2 (yours)" in screen.query_one("#judge-meta").content.plain
+    # The setting: every session starts blind; one person (no --annotator, no one else's grade in
+    # the journal): the rule's grade hidden.
+    (Path(tui_settings.golden) / "labels.jsonl").unlink()
+    app = make_app(dataclasses.replace(tui_settings, blind=True, annotator=None))
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = await open_on(pilot, "m08", CORS_CHUNK)
+        meta = screen.query_one("#judge-meta").content.plain
+        assert screen.blind and "blind: the retrievers are hidden  ·  no hand grade" in meta

@@ -320,6 +320,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("annotator", text, "who is labelling (default: the login name)", "NAME"),
     Option(
+        "blind",
+        switch,
+        "judge blind: the judging view hides which retrievers ranked a chunk, the evidence rule's "
+        "grade and its highlight (b in the view toggles it)",
+        None,
+        example=True,
+    ),
+    Option(
         "max_file_mb",
         positive_number,
         f"largest corpus document read, in MB (default {MAX_FILE_BYTES // 1048576})",

@@ -53,6 +53,9 @@ class Settings:
     threshold: int = 1
     bm25_backend: str = "rank-bm25"
     annotator: str | None = None
+    #: Judge blind: the judging view hides which retrievers ranked a chunk, the evidence rule's
+    #: grade and its highlight (``--blind``; ``b`` in the view toggles it for the session).
+    blind: bool = False
     cache_dir: Path | None = None
     #: External retrievers: (name, TREC run file), shown after the built-in ones (``--run NAME=path``).
     runs: tuple[tuple[str, Path], ...] = ()

@@ -56,6 +56,8 @@ class Controller:
     """The saved run the question list compares against, or None."""
     embedding_progress: tuple[int, int] | None = None
     """(done, total) while embedding runs."""
+    judging_blind: bool | None = None
+    """The judging view's blind mode as toggled with ``b`` this session (None: the blind setting)."""
     undo_stack: list[tuple[str, str, bool]] = field(default_factory=list)
     """What ``u`` undoes, newest last: ("label", "", False) for a label change (the journal keeps
     what it was), ("retire", question id, retired before) for a retirement."""

@@ -1,16 +1,95 @@
 """The judging walk: the pooled pairs of the questions a screen shows, in its order, unjudged first.
 
 The pool of a question is every shown retriever's top k (``ragtui.core.labelling.judging``); a
-pair counts as judged when it has a hand grade that applies. The walk follows the question order
-the main screen shows (its filter and its sort), so a person judges what they are looking at.
+pair counts as judged when it has a hand grade that applies (when several people grade: the
+current annotator's own grade, ``JudgingQueue.person``). The walk follows the question order the
+main screen shows (its filter and its sort), so a person judges what they are looking at.
+
+Also the one-row texts of the judging view: a chunk's heading path shortened to the width.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from rich.cells import cell_len
+
 from ragtui.core.labelling.judging import JudgedCount, JudgingQueue, PoolEntry, PoolOrder
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+
+#: A heading's attribute list (MkDocs / Python-Markdown ``attr_list``, Pandoc): ``{ #cors }``,
+#: ``{: #id .class }``, ``{#id}``, at the end of the heading.
+_ATTRIBUTES = re.compile(r"\s*\{:?\s*[#.][^{}]*\}\s*$")
+#: Markdown marks kept in a heading's text: inline code ticks, emphasis, closing hashes.
+_MARKS = re.compile(r"`+|\*\*|__|\s+#+\s*$")
+#: Between the parts of a heading path.
+PATH_SEPARATOR = " › "
+#: Stands for what was left out.
+ELLIPSIS = "…"
+
+
+def clean_heading(heading: str) -> str:
+    """A heading as a reader sees it: its attribute list (``{ #anchor }``), code ticks, bold marks
+    and closing hashes dropped, white space collapsed, control characters shown as escapes."""
+    text = _ATTRIBUTES.sub("", heading)
+    text = _MARKS.sub("", text)
+    return visible_line(" ".join(text.split()))
+
+
+def fit_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells: whole when it fits, else its start and end with ``…``
+    between them (the end, the most specific part, gets the larger share)."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    room = width - 1
+    head_room = room // 3
+    head = ""
+    for char in text:
+        if cell_len(head + char) > head_room:
+            break
+        head += char
+    tail = ""
+    for char in reversed(text):
+        if cell_len(head) + cell_len(char + tail) > room:
+            break
+        tail = char + tail
+    return head + ELLIPSIS + tail
+
+
+def heading_row(chunk_id: str, doc: str, headings: Sequence[str], width: int) -> tuple[str, str]:
+    """The chunk id and where it sits (its document unless the id names it, then its headings),
+    both in one row of ``width`` cells with two spaces between them: headings left out from the
+    middle (``A › … › D``, then ``… › D``); when even that does not fit, the id is cut in the middle
+    to half the row, and then the last heading."""
+    cid = visible_line(chunk_id)
+    parts = [h for h in (clean_heading(h) for h in headings) if h]
+    if not chunk_id.startswith(doc + "#"):
+        parts.insert(0, visible_line(doc))
+    if not parts:
+        return fit_middle(cid, width), ""
+    candidates = [PATH_SEPARATOR.join(parts)]
+    for kept in range(len(parts) - 2, 0, -1):
+        candidates.append(PATH_SEPARATOR.join([parts[0], ELLIPSIS, *parts[-kept:]]))
+    for kept in range(len(parts) - 1, 0, -1):
+        candidates.append(PATH_SEPARATOR.join([ELLIPSIS, *parts[-kept:]]))
+
+    def place(room: int) -> str | None:
+        return next((c for c in candidates if cell_len(c) <= room), None)
+
+    found = place(width - cell_len(cid) - 2)
+    if found is not None:
+        return cid, found
+    cid = fit_middle(cid, max(width // 2, width - 2 - cell_len(candidates[-1])))
+    room = width - cell_len(cid) - 2
+    if room < 2:
+        return cid, ""
+    found = place(room)
+    return cid, found if found is not None else fit_middle(parts[-1], room)
+
 
 #: The seed of the random pool order (fixed, so a session can be resumed in the same order).
 RANDOM_SEED = 0

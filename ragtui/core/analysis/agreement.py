@@ -23,7 +23,9 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
     """Confusion table, binary kappa and disagreements between the evidence rule (or qrels) and the hand grades.
 
     Only hand grades that apply (not stale) count; ``annotator`` limits them to one person's
-    (their last grade per pair). The disagreements come in golden-set order, then chunk order.
+    (their last grade per pair, adjudications aside). Without it each pair's grade that counts is
+    compared, an adjudicated one among them: its disagreement is marked adjudicated, not credited
+    to whoever wrote the adjudication. The disagreements come in golden-set order, then chunk order.
     """
     threshold = ws.settings.threshold
     if annotator is None:
@@ -54,7 +56,14 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
         person.append(relevant)
         if match != relevant:
             disagreements.append(
-                Disagreement(label.question, label.chunk, label.grade, match, label.annotator)
+                Disagreement(
+                    label.question,
+                    label.chunk,
+                    label.grade,
+                    match,
+                    label.annotator,
+                    label.adjudicated,
+                )
             )
     grades = sorted({g for _, g in table} | {0, 1, 2})
     n = len(rule)

@@ -371,7 +371,7 @@ def _rule_sections(result: RuleAgreement, source: str) -> list[Section]:
     disagreements = table(
         ["question", "chunk", "grade", "by", "disagreement"],
         (
-            [d.question, d.chunk, str(d.hand_grade), d.annotator or "(unnamed)", d.kind]
+            [d.question, d.chunk, str(d.hand_grade), d.by, d.kind]
             for d in result.disagreements
         ),
         heading=heading,

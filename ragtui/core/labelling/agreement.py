@@ -82,13 +82,25 @@ def weighted_kappa(
 
 @dataclass(frozen=True, slots=True)
 class Disagreement:
-    """A pair where the rule and the person differ: the hand grade, and whether the chunk matches the evidence."""
+    """A pair where the rule and the person differ: the hand grade, and whether the chunk matches the evidence.
+
+    ``annotator`` wrote the grade; an ``adjudicated`` grade is nobody's own judgement, so ``by``
+    names no annotator for it.
+    """
 
     question: str
     chunk: str
     hand_grade: int
     evidence_match: bool
     annotator: str
+    adjudicated: bool = False
+
+    @property
+    def by(self) -> str:
+        """Whose grade it is, as the reports print it: ``adjudicated``, the annotator, or ``(unnamed)``."""
+        if self.adjudicated:
+            return "adjudicated"
+        return self.annotator or "(unnamed)"
 
     @property
     def kind(self) -> str:

@@ -4,6 +4,9 @@ The pool of a question is the union of every retriever's top ``pool_depth`` (``k
 For the queue a pooled chunk counts as judged only when it has a hand grade that applies to the
 current chunking (stale labels do not count): the point of the queue is that a person looks at
 every pooled chunk, and the evidence rule is exactly what a person should confirm or overrule.
+When several people grade (``--annotator`` names one, or the journal holds another person's
+grades) the queue is a person's own: a pair is judged once the current annotator graded it, so
+each person walks every pooled pair (``JudgingQueue.person``).
 Judged@k, on the other hand, is about how much of a top-k the metrics rest on, so there a chunk
 counts as judged when it has a hand grade or a base grade (evidence match, or BEIR qrels).
 
@@ -29,11 +32,16 @@ from ragtui.core.metrics.tables import RankingTable, source_rows
 
 
 class _Cutoff(Protocol):
-    """Settings with a cut-off k."""
+    """Settings with a cut-off k (and who is labelling)."""
 
     @property
     def k(self) -> int:
         """The cut-off of the metrics."""
+        ...
+
+    @property
+    def annotator(self) -> str | None:
+        """The annotator named by ``--annotator`` (None: the login name, not named)."""
         ...
 
 
@@ -239,6 +247,9 @@ class JudgingQueue:
         #: Question id -> its pool, in queue order (rank order, or the seeded shuffle); each
         #: question is pooled when first asked for.
         self.pools: Pools = Pools(self)
+        # The named annotators of the journal's lines (adjudications aside), read incrementally:
+        # (the first line read, how many lines, the names).
+        self._names: tuple[Label | None, int, set[str]] = (None, 0, set())
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -294,8 +305,45 @@ class JudgingQueue:
 
     # ---- judged status -------------------------------------------------------------------------
 
+    def annotators(self) -> set[str]:
+        """The named annotators with a line in the journal (adjudicated lines and unnamed lines
+        aside), read incrementally as the journal grows."""
+        history = self.ws.labels.history
+        first, seen, names = self._names
+        # A journal read again from the start (replaced, compacted) has a new first line.
+        if seen > len(history) or (history[0] if history else None) is not first:
+            seen, names = 0, set()
+        for label in history[seen:]:
+            if label.annotator and not label.adjudicated:
+                names.add(label.annotator)
+        self._names = (history[0] if history else None, len(history), names)
+        return names
+
+    @property
+    def person(self) -> str | None:
+        """Whose queue this is: the current annotator when several people grade (``--annotator``
+        names one, or the journal holds grades by a named annotator other than the current one),
+        else None: one person grades and any hand grade counts as judged."""
+        labels = self.ws.labels
+        me = labels.annotator
+        if self.ws.settings.annotator is not None or self.annotators() - {me}:
+            return me
+        return None
+
+    def own_grade(self, qid: str, cid: str) -> int | None:
+        """The current annotator's own grade of a pair, when it applies (else None)."""
+        pair = self.ws.labels.pair(qid, cid)
+        label = pair.annotators.get(self.ws.labels.annotator) if pair is not None else None
+        if label is None or label.grade is None or self.ws.label_status(label) is not None:
+            return None
+        return label.grade
+
     def is_judged(self, qid: str, cid: str) -> bool:
-        """Whether the pair has a hand grade that applies (stale labels and the evidence rule do not count)."""
+        """Whether the pair is judged: it has a hand grade that applies (stale labels and the
+        evidence rule do not count); when several people grade (``person``), the current
+        annotator's own grade that applies."""
+        if self.person is not None:
+            return self.own_grade(qid, cid) is not None
         pair = self.ws.labels.pair(qid, cid)
         if pair is None:
             return False

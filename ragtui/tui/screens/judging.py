@@ -1,10 +1,15 @@
 """The judging view: one pair at a time, a digit grades it and moves to the next (one key a pair).
 
 It walks the pooled pairs (every shown retriever's top k) of the questions the main screen shows,
-in their order, each question's unjudged pairs first. The question is shown in full, the chunk at
-full width scrolled to the evidence (else to the passage densest in question terms), with where it
-comes from and, unless blind, which retrievers ranked it where. Grades go to the app as requests
-carrying their pair; the view moves on at once.
+in their order, each question's unjudged pairs first (when several people grade: unjudged by the
+current annotator). The question is shown in full, the chunk at full width scrolled to the
+evidence (else to the passage densest in question terms), with where it comes from and, unless
+blind, which retrievers ranked it where. Grades go to the app as requests carrying their pair; the
+view moves on at once.
+
+Every line but the chunk keeps its row at any size: the chunk id and heading path are shortened to
+one row, the ranks and grade to another, the annotators (when several graded) to a third; the
+chunk scrolls in what remains.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,8 +25,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import Workspace
-from ragtui.tui.judging import JudgingSession, JudgingWalk
+from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, Workspace
+from ragtui.tui.judging import JudgingSession, JudgingWalk, heading_row
 from ragtui.tui.messages import Changed, GradeRequested, Notice, UndoRequested
 from ragtui.tui.screens.main import format_seconds, ndcg_moves
 from ragtui.tui.widgets.chunk_view import ChunkView
@@ -124,7 +130,8 @@ class JudgingScreen(Screen[None]):
             "Blind",
             show=False,
             priority=True,
-            tooltip="Hide which retrievers ranked the chunk (judge without knowing the system).",
+            tooltip="Judge blind: hide which retrievers ranked the chunk, the evidence rule's grade "
+            "and its highlight (stays on until b again).",
             id="judge.blind",
         ),
         Binding(
@@ -151,19 +158,17 @@ class JudgingScreen(Screen[None]):
         qids: list[str],
         retrievers: list[str],
         start: tuple[str, str | None] | None = None,
-        blind: bool = False,
         adjudicate: bool = False,
     ) -> None:
         """Judge the pools of ``qids`` (in this order) over ``retrievers``' top k, starting at
-        ``start`` when it is pooled; with ``adjudicate``, settle their disputed pairs instead."""
+        ``start`` when it is pooled; with ``adjudicate``, settle their disputed pairs instead.
+        Blind or not is the app's (the ``blind`` setting, toggled with ``b`` for the session)."""
         super().__init__(id="judging")
         self.ws = ws
         self.retrievers = retrievers
         #: The adjudication pass: digits record adjudicated grades, which win.
         self.adjudicate = adjudicate
         self.session = JudgingSession(JudgingWalk(ws, qids), start, adjudicate=adjudicate)
-        #: Hide which retrievers ranked the chunk.
-        self.blind = blind
         #: Show the neighbouring chunks.
         self.context = False
         self._started = time.monotonic()
@@ -178,6 +183,20 @@ class JudgingScreen(Screen[None]):
         """The app, typed."""
         return cast("RagtuiApp", self.app)
 
+    @property
+    def blind(self) -> bool:
+        """Judging blind: the retrievers' ranks, the evidence rule's grade and its highlight hidden
+        (the ``blind`` setting until ``b`` toggles it; the toggle lasts the session)."""
+        controller = self.ragtui.controller
+        if controller.judging_blind is not None:
+            return controller.judging_blind
+        return controller.settings.blind
+
+    @property
+    def person(self) -> str | None:
+        """Whose queue this is when several people grade (None: one person, any hand grade counts)."""
+        return self.session.walk.queue.person
+
     def compose(self) -> ComposeResult:
         """The pair: question, where the chunk is from, the chunk; then the scale, status, keys."""
         yield Static("", id="judge-question")
@@ -191,10 +210,7 @@ class JudgingScreen(Screen[None]):
         """Follow the app's changes and status line, and show the first pair."""
         self.ragtui.changed.subscribe(self, self._changed, immediate=True)
         self.ragtui.status_changed.subscribe(self, self.query_one(StatusLine).show, immediate=True)
-        scale = self.ragtui.controller.grade_scale
-        self.query_one("#judge-scale", Static).update(
-            Text(visible_line("  ·  ".join(f"{g} {label}" for g, label in scale)))
-        )
+        self._draw_scale()
         if self.session.current is None:
             self.post_message(
                 Notice(
@@ -206,6 +222,37 @@ class JudgingScreen(Screen[None]):
         self.show_pair()
 
     # ---- drawing ------------------------------------------------------------------------------
+
+    @property
+    def line_width(self) -> int:
+        """The cells of one line of the view (the screen less the padding)."""
+        return max(10, (self.size.width or self.app.size.width) - 2)
+
+    def on_resize(self) -> None:
+        """Fit the one-row lines to the new width."""
+        self._draw_scale()
+        entry = self.session.current
+        if entry is not None:
+            self._draw_meta(entry.question, entry.chunk)
+
+    def _draw_scale(self) -> None:
+        """The grade scale in its own words, on one row (closer together, then cut, when narrow)."""
+        scale = self.ragtui.controller.grade_scale
+        words = [visible_line(f"{g} {label}") for g, label in scale]
+        legend = "  ·  ".join(words)
+        if cell_len(legend) > self.line_width:
+            legend = " · ".join(words)
+        self.query_one("#judge-scale", Static).update(
+            Text(legend, no_wrap=True, overflow="ellipsis")
+        )
+
+    def _draw_meta(self, qid: str, cid: str) -> None:
+        """The origin lines: two rows, three when the annotators' grades are shown (a new layout
+        only when that changes)."""
+        meta = self.query_one("#judge-meta", Static)
+        origin = self._meta(qid, cid)
+        meta.set_class(origin.plain.count("\n") >= 2, "-annotators")
+        meta.update(origin, layout=False)
 
     def show_pair(self) -> None:
         """Draw the pair on screen (question, origin, ranks, grade, chunk)."""
@@ -236,54 +283,114 @@ class JudgingScreen(Screen[None]):
             isinstance(old, Text) and old == line
         ):  # the next pair is often the same question's
             question_bar.update(line)
-        # The origin lines have a fixed height (one more when annotators' grades are shown): a new
-        # layout only when that changes.
-        origin = self._meta(entry.question, entry.chunk)
-        meta.set_class(origin.plain.count("\n") >= 2, "-annotators")
-        meta.update(origin, layout=False)
-        view.show(ws, entry.question, entry.chunk, context=self.context)
+        self._draw_meta(entry.question, entry.chunk)
+        view.show(ws, entry.question, entry.chunk, context=self.context, evidence=not self.blind)
         self._update_title()
 
     def _meta(self, qid: str, cid: str) -> Text:
-        """``doc › heading · bm25 #2 · vector – · hybrid #3 · grade 2 (hand)``."""
+        """The origin lines, each one row of the view's width:
+
+        ``pumping-stations.md#3  Pumping Stations › Test runs``
+        ``bm25 #2 · vector – · hybrid #3  ·  grade 2 (hand)`` (blind: no ranks, no rule's grade)
+        ``! annotators: alice 2 · bob 0  disputed: a digit settles it`` (when several graded)."""
         ws = self.ws
+        width = self.line_width
         chunk = ws.chunk_by_id[cid]
-        place = " › ".join((chunk.doc, *chunk.heading_path))
-        out = Text()
-        out.append(visible_line(cid), "bold")
-        out.append("  " + visible_line(place), "dim")
-        if not self.blind:
-            ranks = []
-            for name in self.retrievers:
-                ranked = [c for c, _ in ws.ranking(name, qid)]
-                ranks.append(f"{name} #{ranked.index(cid) + 1}" if cid in ranked else f"{name} –")
-            out.append("\n" + visible_line(" · ".join(ranks)))
+        shown_id, place = heading_row(cid, chunk.doc, chunk.heading_path, width)
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append(shown_id, "bold")
+        if place:
+            out.append("  " + place, "dim")
+        grade, grade_style = self._grade_text(qid, cid)
+        room = width - cell_len(grade) - 5
+        out.append("\n")
+        if self.blind:
+            out.append("blind: the retrievers are hidden" if room >= 32 else "blind", "dim")
         else:
-            out.append("\nblind: the retrievers are hidden", "dim")
-        grade, source = ws.grade_source(qid, cid)
+            out.append(self._ranks(qid, cid, room))
         out.append("  ·  ")
-        out.append(
-            "not graded" if grade is None else f"grade {grade} ({source})",
-            "bold" if source == "hand" else "",
-        )
-        by_annotator = ws.annotator_grades(qid, cid)
-        if len(by_annotator) > 1 and (self.adjudicate or not self.blind):
-            # Several people graded the pair: each one's grade (what an adjudicator settles).
-            grades = " · ".join(f"{visible_line(a)} {g}" for a, g in sorted(by_annotator.items()))
-            disputed = ws.disputed(qid, cid)
-            out.append(f"\n{DISPUTED_MARK if disputed else ' '} annotators: {grades}")
-            if disputed:
-                out.append("  disputed: a digit settles it", "bold")
+        out.append(grade, grade_style)
+        annotators = self._annotators_line(qid, cid, width)
+        if annotators is not None:
+            out.append("\n")
+            out.append_text(annotators)
         return out
 
+    def _ranks(self, qid: str, cid: str, room: int) -> str:
+        """``bm25 #2 · vector – · hybrid #3`` in ``room`` cells: when too long, only the retrievers
+        that ranked the chunk (and ``5 others –``), then cut with ``…``."""
+        ws = self.ws
+        ranks: list[tuple[str, int | None]] = []
+        for name in self.retrievers:
+            ranked = [c for c, _ in ws.ranking(name, qid)]
+            ranks.append((visible_line(name), ranked.index(cid) + 1 if cid in ranked else None))
+        full = " · ".join(f"{n} #{r}" if r is not None else f"{n} –" for n, r in ranks)
+        if cell_len(full) <= room:
+            return full
+        found = [f"{n} #{r}" for n, r in ranks if r is not None]
+        others = len(ranks) - len(found)
+        return _cut(" · ".join(found + ([f"{others} others –"] if others else [])), max(room, 1))
+
+    def _grade_text(self, qid: str, cid: str) -> tuple[str, str]:
+        """The pair's grade, where it comes from, and its style: the grade that counts; blind,
+        without the evidence rule's (or the qrels') grade; in a person's own queue, whether they
+        graded it (blind: only their own grade)."""
+        grade, source = self.ws.grade_source(qid, cid)
+        by_hand = source in (SOURCE_HAND, SOURCE_ADJUDICATED)
+        style = "bold" if by_hand else ""
+        person = None if self.adjudicate else self.person
+        if person is not None:
+            own = self.session.walk.queue.own_grade(qid, cid)
+            if self.blind:
+                if own is None:
+                    return f"unjudged by {visible_line(person)}", ""
+                return f"grade {own} (yours)", "bold"
+            if grade is None:
+                return "not graded", ""
+            text = f"grade {grade} ({source})"
+            if own is None:
+                text += f" · unjudged by {visible_line(person)}"
+            return text, style
+        if grade is None or (self.blind and not by_hand):
+            return ("no hand grade" if self.blind else "not graded"), ""
+        return f"grade {grade} ({source})", style
+
+    def _annotators_line(self, qid: str, cid: str, width: int) -> Text | None:
+        """``! annotators: alice 2 · bob 0`` when several people graded the pair (in a person's
+        queue: when someone else did), unless blind outside the adjudication pass; ``disputed`` when
+        they differ, and in the adjudication pass ``disputed: a digit settles it``."""
+        if self.blind and not self.adjudicate:
+            return None
+        ws = self.ws
+        by_annotator = ws.annotator_grades(qid, cid)
+        person = None if self.adjudicate else self.person
+        others = set(by_annotator) - ({person} if person is not None else set())
+        if not (len(by_annotator) > 1 or (person is not None and others)):
+            return None
+        disputed = ws.disputed(qid, cid)
+        grades = " · ".join(
+            f"{visible_line(a) or '(unnamed)'} {g}" for a, g in sorted(by_annotator.items())
+        )
+        tail = ""
+        if disputed:
+            tail = "  disputed: a digit settles it" if self.adjudicate else "  disputed"
+        head = f"{DISPUTED_MARK if disputed else ' '} annotators: "
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(head + _cut(grades, max(width - cell_len(head) - cell_len(tail), 1)))
+        if tail:
+            line.append(tail, "bold")
+        return line
+
     def _update_title(self) -> None:
-        """``pair 3 of 351 · judged 40 · 12/min · 26 min left``."""
+        """``pair 3 of 351 · judged 40/351 · 12/min · 26 min left`` (``judged 40/351 by bob`` in a
+        person's own queue)."""
         session = self.session
         total = len(session.pairs)
         judged = session.judged_count()
+        person = None if self.adjudicate else self.person
         parts = [
             f"pair {session.position + 1 if total else 0} of {total}",
-            f"judged {judged}/{total}",
+            f"judged {judged}/{total}" + (f" by {visible_line(person)}" if person else ""),
         ]
         if self._first_grade_at is not None and self._graded_here >= 2:
             minutes = max(time.monotonic() - self._first_grade_at, 1e-6) / 60
@@ -308,9 +415,8 @@ class JudgingScreen(Screen[None]):
         if change.kind == "grades" and change.moves:
             self._last_note = ndcg_moves(change.moves, self.ws.settings.k)
         if entry is not None and (change.questions is None or entry.question in change.questions):
-            self.query_one("#judge-meta", Static).update(
-                self._meta(entry.question, entry.chunk), layout=False
-            )
+            # The annotators' line may come or go (the view stays on a pair just graded).
+            self._draw_meta(entry.question, entry.chunk)
         self._update_title()
 
     # ---- keys ---------------------------------------------------------------------------------------
@@ -377,9 +483,18 @@ class JudgingScreen(Screen[None]):
         self.show_pair()
 
     def action_blind(self) -> None:
-        """Hide or show which retrievers ranked the chunk."""
-        self.blind = not self.blind
+        """Judge blind or not, for the rest of the session (every judging view opened after too)."""
+        blind = not self.blind
+        self.ragtui.controller.judging_blind = blind
         self.show_pair()
+        self.post_message(
+            Notice(
+                "Blind: the retrievers, the evidence rule's grade and its highlight are hidden "
+                "(b shows them)."
+                if blind
+                else "Not blind: the retrievers' ranks, every grade and the evidence are shown."
+            )
+        )
 
     def action_keys(self) -> None:
         """Say every key in the status line."""
@@ -393,3 +508,15 @@ class JudgingScreen(Screen[None]):
     def action_close(self) -> None:
         """Back to where the view was opened."""
         self.dismiss(None)
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its end replaced by ``…`` when cut."""
+    if cell_len(text) <= width:
+        return text
+    out = ""
+    for char in text:
+        if cell_len(out + char) > width - 1:
+            break
+        out += char
+    return out + "…"

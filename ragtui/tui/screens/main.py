@@ -1190,6 +1190,8 @@ class MainScreen(Screen[None]):
         from ragtui.tui.screens.reports import compare_screen
 
         ws = self.ws
+        if walk.queue.person is not None:  # several people grade: this annotator's own queue
+            text += f" by {visible_line(walk.queue.person)}"
         if ws is None:
             return
         names = ws.retrievers

@@ -82,14 +82,14 @@ class ChunkView(VerticalScroll, can_focus=False):
         #: False while a scroll to the evidence waits for the layout (tests wait for True).
         self.scroll_settled = True
         self._with_header = header
-        self._shown: tuple[str | None, str | None, bool] = (None, None, False)
+        self._shown: tuple[str | None, str | None, bool, bool] = (None, None, False, True)
         self._scroll_token = 0
         self._scroll_target: tuple[int, str, int] | None = None
 
     def notify_style_update(self) -> None:
         """A theme change restyles the highlights: the next ``show`` draws the text again."""
         super().notify_style_update()
-        self._shown = (None, None, False)
+        self._shown = (None, None, False, True)
 
     def on_mount(self) -> None:
         """Hide the header when the caller shows it."""
@@ -102,13 +102,15 @@ class ChunkView(VerticalScroll, can_focus=False):
         cid: str | None,
         context: bool = False,
         note: str = "",
+        evidence: bool = True,
     ) -> None:
         """Show a chunk for a question, scrolled to the passage that matched; ``context`` adds the
-        chunks before and after it in its document."""
+        chunks before and after it in its document; ``evidence`` False neither highlights the
+        evidence nor scrolls to it (blind judging: the question's words only)."""
         header = self.query_one("#chunk-header", Static)
         body = self.query_one("#chunk-text", Static)
-        same = self._shown == (qid, cid, context)
-        self._shown = (qid, cid, context)
+        same = self._shown == (qid, cid, context, evidence)
+        self._shown = (qid, cid, context, evidence)
         if ws is None or cid is None or cid not in ws.chunk_by_id:
             set_frame_text(self, "chunk")
             header.update(Text("no chunk highlighted"))
@@ -129,11 +131,11 @@ class ChunkView(VerticalScroll, can_focus=False):
             header.update(new_header, layout=not (same and header_same_size))
         if same:
             return  # the text and its highlights are the same; keep the reader's scroll position
-        evidence = question.evidence if question else ()
+        spans = question.evidence if question and evidence else ()
         terms = question.text if question else ""
         text = highlighted_text(
             chunk.text,
-            evidence,
+            spans,
             terms,
             self.get_component_rich_style("chunk-view--evidence"),
             self.get_component_rich_style("chunk-view--term"),
@@ -161,7 +163,7 @@ class ChunkView(VerticalScroll, can_focus=False):
                 )
             text = framed
         body.update(text)
-        offset, found = passage_start(chunk.text, evidence, terms)
+        offset, found = passage_start(chunk.text, spans, terms)
         self._scroll_token += 1
         self.scroll_settled = found == "start" and lead == 0
         if self.scroll_settled:

@@ -25,13 +25,12 @@ import io
 import math
 import os
 import re
-import socket
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 from urllib.parse import SplitResult, quote, urlsplit
 
 import orjson
@@ -319,10 +318,18 @@ class _Deadline:
         return remaining
 
 
+class _Socket(Protocol):
+    """What the deadline-bounded reads use of a connected socket (ragtui's HTTP retriever is a client)."""
+
+    def settimeout(self, value: float | None, /) -> None: ...
+
+    def makefile(self, mode: str, buffering: int) -> Any: ...
+
+
 class _DeadlineReader(io.RawIOBase):
     """A socket's reads, each with the time left before the deadline as its timeout."""
 
-    def __init__(self, raw: socket.SocketIO, sock: socket.socket, deadline: _Deadline) -> None:
+    def __init__(self, raw: io.RawIOBase, sock: _Socket, deadline: _Deadline) -> None:
         super().__init__()
         self._raw = raw
         self._sock = sock
@@ -343,17 +350,17 @@ class _DeadlineReader(io.RawIOBase):
 class _SocketView:
     """What ``HTTPResponse`` reads from: the socket, its reads bounded by the deadline."""
 
-    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
+    def __init__(self, sock: _Socket, deadline: _Deadline) -> None:
         self._sock = sock
         self._deadline = deadline
 
     def makefile(self, mode: str) -> IO[bytes]:
-        raw = self._sock.makefile("rb", buffering=0)
+        raw = self._sock.makefile("rb", 0)
         return io.BufferedReader(_DeadlineReader(raw, self._sock, self._deadline))
 
 
 def _response_class(deadline: _Deadline) -> Any:
-    def make(sock: socket.socket, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
+    def make(sock: _Socket, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
         return http.client.HTTPResponse(_SocketView(sock, deadline), *args, **kwargs)  # type: ignore[arg-type]
 
     return make

@@ -61,6 +61,7 @@ retrievers = ["bm25", "hybrid"]
 threshold = 2
 bm25-backend = "bm25s"
 annotator = "ana"
+blind = true
 max-file-mb = 2.5
 runs = ["mine=runs/mine.trec"]
 chunks = "team/chunks.jsonl"
@@ -90,6 +91,7 @@ rerank-over = "bm25"
         "threshold": 2,
         "bm25_backend": "bm25s",
         "annotator": "ana",
+        "blind": True,
         "max_file_mb": 2.5,
         "runs": (("mine", folder / "runs" / "mine.trec"),),
         "chunks": folder / "team" / "chunks.jsonl",

@@ -1,10 +1,14 @@
-"""TREC export: qrels of the effective grades and one run per retriever, readable by trec_eval."""
+"""TREC export: qrels of the effective grades and one run per retriever, readable by trec_eval.
+
+Retired questions are left out of every file, as ``ragtui eval`` leaves them out of every mean, so
+trec_eval averages over the questions ``eval`` does (those with a judgement among the rest)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from urllib.parse import quote
 
+from ragtui.core.data.golden import Question
 from ragtui.core.errors import InputError
 from ragtui.core.files import check_writable, write_atomic
 from ragtui.core.workspace import Workspace
@@ -18,16 +22,22 @@ def trec_id(identifier: str) -> str:
     return quote(identifier, safe=_SAFE)
 
 
+def exported_questions(ws: Workspace) -> list[Question]:
+    """The questions the export writes: every question but the retired ones, in golden-set order."""
+    return [q for q in ws.questions if not q.retired]
+
+
 def qrels_lines(ws: Workspace, retriever: str | None = None) -> list[str]:
     """``qid 0 docid grade`` for every judged pair the metrics use: chunks (evidence rule or qrels,
     then hand grades) or, at document level, documents; with ``retriever``, those its own passages
-    add for it (a live retriever's passages that ragtui does not hold)."""
+    add for it (a live retriever's passages that ragtui does not hold). Retired questions are left
+    out."""
     lines = []
     first_chunk: dict[str, int] = {}
     for c in ws.chunks:
         first_chunk.setdefault(c.doc, ws.chunk_order[c.id])
     ev = ws.evaluation
-    for q in ws.questions:
+    for q in exported_questions(ws):
         if retriever is not None and ev is not None and q.id in ev.rankings.get(retriever, {}):
             grades = dict(ev.gains_for(retriever, q.id))
         else:
@@ -40,10 +50,11 @@ def qrels_lines(ws: Workspace, retriever: str | None = None) -> list[str]:
 
 
 def run_lines(ws: Workspace, name: str) -> list[str]:
-    """``qid Q0 docid rank score tag`` for one retriever, as the metrics read it; scores are the ranks turned into strictly decreasing numbers."""
+    """``qid Q0 docid rank score tag`` for one retriever, as the metrics read it; scores are the
+    ranks turned into strictly decreasing numbers. Retired questions are left out."""
     lines = []
     depth = ws.settings.depth
-    for q in ws.questions:
+    for q in exported_questions(ws):
         ranking = ws.evaluated_ranking(ws.ranking(name, q.id))
         for rank, (cid, _) in enumerate(ranking, start=1):
             lines.append(

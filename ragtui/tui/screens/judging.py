@@ -489,10 +489,9 @@ class JudgingScreen(Screen[None]):
         self.show_pair()
         self.post_message(
             Notice(
-                "Blind: the retrievers, the evidence rule's grade and its highlight are hidden "
-                "(b shows them)."
+                "Blind: ranks, evidence grade and highlight hidden (b shows them)."
                 if blind
-                else "Not blind: the retrievers' ranks, every grade and the evidence are shown."
+                else "Not blind: ranks, every grade and the evidence shown (b hides them)."
             )
         )
 

@@ -468,7 +468,9 @@ async def test_blind_is_a_setting_that_stays_and_hides_the_rule(tui_settings: Se
             text = screen.query_one("#chunk-text").content
             return any(span.style == evidence_style for span in text.spans)
 
-        assert highlighted() and "grade 2 (evidence)" in str(screen.query_one("#judge-meta").content)
+        assert highlighted() and "grade 2 (evidence)" in str(
+            screen.query_one("#judge-meta").content
+        )
         await pilot.press("b")
         await pilot.pause()
         meta = screen.query_one("#judge-meta").content.plain

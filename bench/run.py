@@ -147,6 +147,21 @@ def main() -> int:
             f"{judging['latency_ms_median']:.1f} ms (p95 {judging['latency_ms_p95']:.1f})",
             "reported (includes tmux round trips)",
         )
+        second = judging["annotators"]["bench2"]
+        report.add(
+            "judging, second annotator (same 500 pairs): keys per pair",
+            f"{second['keys_per_pair']:.3f}",
+            "1 (a queue of their own)",
+            "before issue 23: judged 500/500 on opening, two keys a pair",
+            second["journal_lines"] == 500
+            and second["grades_in_order"]
+            and judging["second_annotator_same_pairs"],
+        )
+        report.add(
+            "judging in tmux, second annotator: key to next pair drawn",
+            f"{second['latency_ms_median']:.1f} ms (p95 {second['latency_ms_p95']:.1f})",
+            "reported (includes tmux round trips)",
+        )
 
     print(report.table())
     return 0

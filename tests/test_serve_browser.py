@@ -341,17 +341,31 @@ def test_the_page_shows_the_question_list(page, served, tmp_path):
     assert terminal.requests and all(u.startswith(served["base"]) for u in terminal.requests)
 
 
-def test_a_key_press_in_the_page_grades_a_chunk(page, served):
+def _chunk_on_screen(screen: Any) -> str | None:
+    """The id of the chunk the chunk view shows (the highlighted row of the focused list)."""
+    for line in screen.display:
+        found = re.search(r"─ ?chunk (\S+)", line)
+        if found:
+            return found.group(1)
+    return None
+
+
+def test_keys_typed_right_after_the_page_loads_grade_the_pair_on_screen(page, served):
+    """No click, no focusing by the test: the page focuses the terminal itself, so the first keys
+    go to the app. Tab then 1, in one burst, grade the first chunk of the bm25 list (the pair on
+    screen), and the journal gets that line."""
     tab, terminal = page
     ws = _mini_workspace(served["folder"])
     first = ws.questions[0]
     top_bm25 = ws.ranking("bm25", first.id)[0][0]
-    terminal.wait_for(lambda s: len(_question_rows(s, [first.id])) == 1)
     journal = served["folder"] / "golden" / "labels.jsonl"
     lines_before = journal.read_text().splitlines() if journal.exists() else []
-    tab.locator(".xterm-helper-textarea").focus()
+    # The terminal has the keyboard focus from the moment the page shows it.
+    assert tab.evaluate("document.activeElement.className").startswith("xterm-helper-textarea")
+    terminal.wait_for(
+        lambda s: len(_question_rows(s, [first.id])) == 1 and "bm25" in str(s.display)
+    )
     tab.keyboard.press("Tab")  # the question list -> the bm25 list, its first result highlighted
-    tab.wait_for_timeout(300)
     tab.keyboard.press("1")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -360,7 +374,7 @@ def test_a_key_press_in_the_page_grades_a_chunk(page, served):
             break
         tab.wait_for_timeout(200)
     else:
-        raise AssertionError("no label was written")
+        raise AssertionError("no label was written: the keys did not reach the app")
     label = json.loads(lines[-1])
     assert (label["question"], label["chunk"], label["grade"], label["annotator"]) == (
         first.id,
@@ -369,6 +383,18 @@ def test_a_key_press_in_the_page_grades_a_chunk(page, served):
         "browser",
     )
     assert label["chunk_sha1"] == ws.chunk_by_id[top_bm25].sha1
+    # The pair graded is the pair the screen shows: the chunk view names it, graded 1 by hand.
+    screen = terminal.wait_for(lambda s: "grade 1 (hand)" in "\n".join(s.display))
+    assert _chunk_on_screen(screen) == top_bm25
+    assert len(lines) == len(lines_before) + 1
+    # The page itself got the focus back (a click beside the terminal, another window): the next
+    # key typed still reaches the app, on the same pair.
+    tab.evaluate("document.activeElement.blur()")
+    assert tab.evaluate("document.activeElement === document.body")
+    tab.keyboard.press("2")
+    screen = terminal.wait_for(lambda s: "grade 2 (hand)" in "\n".join(s.display))
+    label = json.loads(journal.read_text().splitlines()[-1])
+    assert (label["question"], label["chunk"], label["grade"]) == (first.id, top_bm25, 2)
 
 
 #: A page another local server serves (what a malicious or compromised local web app, or a site

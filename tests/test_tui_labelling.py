@@ -57,8 +57,9 @@ async def test_next_unjudged_follows_the_pool_and_counts_progress(tui_settings: 
             after = entry.key
         progress = queue.progress()
         first_question = progress.per_question["m01"]
+        # --annotator tester: several people may grade, so the queue is tester's own.
         assert progress_line(app) == (
-            f"judged {progress.overall.judged}/{progress.overall.pooled} · this question "
+            f"judged {progress.overall.judged}/{progress.overall.pooled} by tester · this question "
             f"{first_question.judged}/{first_question.pooled}"
         )
         seen = []

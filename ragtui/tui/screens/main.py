@@ -1074,9 +1074,12 @@ class MainScreen(Screen[None]):
         text = f"judged {totals}"
         if self.current_qid is not None:
             count = walk.count(self.current_qid)
-            text += (
-                f" · this {count}" if self.has_class("-compact") else f" · this question {count}"
-            )
+            compact = self.has_class("-compact")
+            this = f" · this {count}" if compact else f" · this question {count}"
+            # Whose queue it is comes first: in a narrow frame the question's count gives way.
+            room = self.query_one("#questions").size.width - 6 if compact else 0
+            if room <= 0 or len(text + this) <= room:
+                text += this
         if self.queue_order == "random":
             text += " · random order"
         return text

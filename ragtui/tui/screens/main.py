@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -36,7 +37,7 @@ from ragtui.tui.judging import JudgingWalk
 from ragtui.tui.messages import Changed, Notice, RetireRequested, UndoRequested
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.metrics_panel import MetricsPanel
-from ragtui.tui.widgets.question_list import QuestionList, QuestionView
+from ragtui.tui.widgets.question_list import QuestionList, QuestionView, RankLegend
 from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView
 from ragtui.tui.widgets.row_list import RowList
 from ragtui.tui.widgets.status_line import StatusLine
@@ -62,6 +63,8 @@ MIN_HEIGHT = 24
 CHANGE_NOTE_SECONDS = 8.0
 #: Seconds of no typing before the filter is applied.
 FILTER_DELAY = 0.2
+#: Marks the tab of the list shown in the compact layout.
+ACTIVE_TAB_MARK = "▸"
 #: The + and - keys share one footer entry.
 K_GROUP = Binding.Group("k", compact=True)
 
@@ -92,6 +95,23 @@ class TabLabel(Static):
         )
         #: The retriever this tab stands for.
         self.retriever = retriever
+        #: The first relevant rank it shows, and whether it is the active tab.
+        self.rank = ""
+        self.active = False
+
+    def show(
+        self, rank: str | None = None, active: bool | None = None, layout: bool = True
+    ) -> bool:
+        """`` bm25 #1 ``, or ``▸bm25 #1 `` for the active tab (the mark says which list is shown
+        where colours do not); True when the text changed."""
+        self.rank = self.rank if rank is None else rank
+        self.active = self.active if active is None else active
+        self.set_class(self.active, "-active")
+        label = f"{ACTIVE_TAB_MARK if self.active else ' '}{self.retriever} {self.rank} "
+        if str(self.content) == label:
+            return False
+        self.update(label, layout=layout)
+        return True
 
     def on_click(self, event: Click) -> None:
         """Focus this retriever's list."""
@@ -99,6 +119,56 @@ class TabLabel(Static):
         screen = self.screen
         if isinstance(screen, MainScreen):
             screen.focus_retriever(self.retriever)
+
+
+class TabStrip(Horizontal):
+    """The tabs of the compact layout on one line. When they do not all fit, the tabs before the
+    active one that do not fit are left out and ``‹N`` says how many: the active tab is always
+    whole in view."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """An empty strip; the screen composes the tabs into it."""
+        super().__init__(id=id)
+        #: The retriever whose tab has to be in view.
+        self.active = ""
+
+    def compose(self) -> ComposeResult:
+        """The count of tabs left out, before the tabs."""
+        yield Static("", id="tab-more", classes="tab-label", markup=False)
+
+    def on_mount(self) -> None:
+        """The count goes first; nothing is left out yet."""
+        more = self.query_one("#tab-more")
+        more.display = False
+        self.move_child(more, before=0)
+
+    def on_resize(self) -> None:
+        """Another width: another number of tabs fits."""
+        self.show_tab(self.active)
+
+    def show_tab(self, retriever: str) -> None:
+        """Show as many tabs before ``retriever``'s as fit with it, and it."""
+        self.active = retriever
+        width = self.size.width
+        tabs = list(self.query(TabLabel))
+        names = [t.retriever for t in tabs]
+        if not width or retriever not in names:
+            return
+        active = names.index(retriever)
+        sizes = [cell_len(str(t.content)) + t.styles.margin.right for t in tabs]
+
+        def room(first: int) -> int:
+            more = cell_len(f"‹{first}") + 1 if first else 0
+            return more + sum(sizes[first : active + 1])
+
+        start = active
+        while start > 0 and room(start - 1) <= width:
+            start -= 1
+        for index, tab in enumerate(tabs):
+            tab.display = index >= start
+        more = self.query_one("#tab-more", Static)
+        more.update(f"‹{start}")
+        more.display = start > 0
 
 
 def _has_relevant(ws: Workspace, qid: str) -> bool:
@@ -303,9 +373,10 @@ class MainScreen(Screen[None]):
                     id="filter",
                 )
                 yield QuestionList(id="question-list")
+                yield RankLegend(id="rank-legend")
             with Vertical(id="results"):
                 yield Static("", id="question-bar", markup=False)
-                with Horizontal(id="tab-strip"):
+                with TabStrip(id="tab-strip"):
                     for name in self.retrievers:
                         yield TabLabel(name)
                 for name in self.retrievers:
@@ -360,6 +431,8 @@ class MainScreen(Screen[None]):
             self.set_class(compact, "-compact")
             self.refresh_metrics()
             self.update_progress_line()
+            if compact:
+                self._scroll_tab_into_view()
         tiny = width < MIN_WIDTH or height < MIN_HEIGHT
         self.set_class(tiny, "-tiny")
         if tiny:
@@ -682,6 +755,11 @@ class MainScreen(Screen[None]):
             title += f" · Δ vs {baseline.name}"
         set_frame_text(self.query_one("#questions"), title)
 
+    @on(QuestionList.LegendChanged)
+    def _legend_changed(self, event: QuestionList.LegendChanged) -> None:
+        """Show the line naming the rank headings that do not name their retriever."""
+        self.query_one(RankLegend).show(event.legend)
+
     @on(RowList.CursorMoved, "#question-list")
     def _question_highlighted(self, event: RowList.CursorMoved) -> None:
         """Show the question under the cursor (read from the cursor, so stale events do nothing)."""
@@ -768,6 +846,7 @@ class MainScreen(Screen[None]):
     def _update_titles(self) -> None:
         """Pane titles and compact tabs: first relevant rank and nDCG@k of the current question."""
         ws = self.ws
+        moved = False
         for name in self.retrievers:
             rank = self._first_rank_text(name)
             title = f"{name} · first relevant {rank}"
@@ -783,10 +862,10 @@ class MainScreen(Screen[None]):
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
             set_frame_text(self.pane(name), title)
             tab = self.query_one("#" + widget_id("tab", name), TabLabel)
-            label = f" {name} {rank} "
-            if str(tab.content) != label:
-                # The tabs show only in the compact layout: elsewhere no new layout.
-                tab.update(label, layout=self.has_class("-compact"))
+            # The tabs show only in the compact layout: elsewhere no new layout.
+            moved |= tab.show(rank, layout=self.has_class("-compact"))
+        if moved and self.has_class("-compact"):
+            self._scroll_tab_into_view()  # the tabs changed width: keep the active one in view
 
     # ---- result lists and the chunk view -------------------------------------------------------
 
@@ -795,9 +874,17 @@ class MainScreen(Screen[None]):
         self.active_retriever = name
         for other in self.retrievers:
             self.pane(other).set_class(other == name, "-active")
-            self.query_one("#" + widget_id("tab", other), TabLabel).set_class(
-                other == name, "-active"
+            # The same width either way: no new layout.
+            self.query_one("#" + widget_id("tab", other), TabLabel).show(
+                active=other == name, layout=False
             )
+        if self.has_class("-compact"):
+            self._scroll_tab_into_view()
+
+    def _scroll_tab_into_view(self) -> None:
+        """Keep the active tab in view in the tab strip."""
+        if self.active_retriever:
+            self.query_one(TabStrip).show_tab(self.active_retriever)
 
     def focus_retriever(self, name: str) -> None:
         """Show and focus one retriever's list."""

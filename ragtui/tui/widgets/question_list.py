@@ -11,11 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import Static
 
 from ragtui.core.analysis.why import CAUSE_MARKS, WhyIndex
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.tui.ids import rank_marks, unclear_marks
 from ragtui.tui.messages import Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.text import (
@@ -98,6 +102,18 @@ class QuestionList(RowList):
         ),
     ]
 
+    @dataclass
+    class LegendChanged(Message):
+        """The rank headings that need a legend changed (another width, other retrievers)."""
+
+        question_list: QuestionList
+        legend: str
+
+        @property
+        def control(self) -> QuestionList:
+            """The list that sent it."""
+            return self.question_list
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         """An empty list; ``show`` fills it."""
         super().__init__(id=id, classes=classes)
@@ -106,6 +122,9 @@ class QuestionList(RowList):
         self._show_slices = False
         self._show_why = False
         self._id_width = 2
+        #: The rank headings a legend spells out (``m=milvus  5=milvus-e5``), "" when each says
+        #: which retriever it stands for.
+        self.legend = ""
 
     # ---- data -----------------------------------------------------------------------------------
 
@@ -198,11 +217,13 @@ class QuestionList(RowList):
         self._collapsed = collapsed
         self._id_width = id_width
         columns = [ColumnSpec(" ", 1, key="mark"), ColumnSpec("id", id_width)]
+        headings = rank_marks(names) if collapsed else short_names(names, 3)
         if collapsed:
-            heading = "".join(short_names(names, 1).values())
+            heading = "".join(headings.values())
             columns.append(ColumnSpec(heading, max(1, len(names)), key="ranks"))
         else:
-            columns += [ColumnSpec(h, 3, "right", n) for n, h in short_names(names, 3).items()]
+            columns += [ColumnSpec(h, 3, "right", n) for n, h in headings.items()]
+        self._set_legend(headings)
         if delta:
             columns.append(ColumnSpec("Δ", delta, "right", "delta"))
         if self._show_why:
@@ -211,6 +232,27 @@ class QuestionList(RowList):
         if self._show_slices:
             columns.append(ColumnSpec("slices", SLICES_WIDTH))
         self.set_columns(columns)
+
+    def _set_legend(self, headings: Mapping[str, str]) -> None:
+        """Name the rank columns whose headings do not say it themselves: the list's tooltip gives
+        every heading, ``LegendChanged`` the ones a legend line has to spell out (``m=milvus
+        5=milvus-e5``)."""
+        unclear = unclear_marks(headings)
+        legend = "  ".join(f"{mark}={name}" for mark, name in unclear.items())
+        tooltip = (
+            Text(
+                "rank columns: "
+                + ", ".join(f"{h} {visible_line(n)}" for n, h in headings.items())
+                + (" (a rank above 9 is +)" if self._collapsed else "")
+            )
+            if unclear
+            else None
+        )
+        if tooltip != self.tooltip:
+            self.tooltip = tooltip
+        if legend != self.legend:
+            self.legend = legend
+            self.post_message(self.LegendChanged(self, legend))
 
     # ---- rows -----------------------------------------------------------------------------------------
 
@@ -296,6 +338,28 @@ class QuestionList(RowList):
         if abs(change) < 1e-9:
             return Cell("=", "skipped")
         return Cell(f"{change:+.2f}", "hit" if change > 0 else "miss")
+
+
+class RankLegend(Static):
+    """The line under the question list that names the rank headings which do not name their
+    retriever themselves (hidden when every heading does)."""
+
+    DEFAULT_CSS = """
+    RankLegend {
+        height: auto;
+        color: $text-muted;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """An empty, hidden legend."""
+        super().__init__("", id=id, markup=False)
+        self.display = False
+
+    def show(self, legend: str) -> None:
+        """Show ``legend`` (already made visible), or hide the line when it is empty."""
+        self.update(legend)
+        self.display = bool(legend)
 
 
 def _collapse(ranks: list[Cell]) -> Cell:

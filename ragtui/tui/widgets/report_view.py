@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.constrain import Constrain
 from rich.padding import Padding
 from rich.style import Style
 from rich.table import Table
@@ -43,49 +44,92 @@ PLAIN_WIDTH = 1000
 #: A column of single words (chunk ids) is shortened in the middle, but never below this width.
 MIN_SHORTENED = 10
 
+#: A column of text wraps at spaces, but never below this width (nor below its longest word).
+MIN_WRAPPED = 10
+#: How far a table is indented under its section's heading.
+INDENT = 2
 
-class _FittedTable:
-    """A section's table that fits the width it is drawn at: when the columns are too wide, the
-    widest columns of single words (chunk ids, document names) are shortened in the middle, keeping
-    their ends (``emergency-…dures.md#2``), so numbers and headings stay whole and no row wraps."""
 
-    def __init__(self, section: Section, styles: Mapping[str, Style]) -> None:
-        self.section = section
-        self.styles = styles
+def _longest_word(text: str) -> int:
+    """The width of the longest space-separated word of ``text`` (1 for an empty text)."""
+    return max((cell_len(word) for word in text.split()), default=1)
 
-    def _widths(self, width: int) -> list[int]:
-        """Each column's width: its widest cell, the shortenable ones cut down until they fit."""
-        section = self.section
-        rows = [[visible_line(c) for c in row.cells] for row in section.rows]
-        titles = [visible_line(c.title) for c in section.columns]
-        widths = [
-            max([cell_len(titles[i]), *(cell_len(r[i]) for r in rows)]) for i in range(len(titles))
-        ]
-        shortenable = [
-            i
-            for i, column in enumerate(section.columns)
-            if column.align == "left" and all(" " not in r[i] for r in rows)
-        ]
-        excess = sum(widths) + len(widths) - 1 - width  # one space between columns
+
+def fitted_widths(section: Section, width: int) -> list[int]:
+    """Each column's width for a table drawn in ``width`` cells: its widest cell, made narrower in
+    three steps until the table fits, each step taken only as far as needed:
+
+    1. headings wrap at their spaces (``judged like`` over ``baseline``);
+    2. columns of single words (chunk ids, document names) are shortened in the middle, keeping
+       their ends (``emergency-…dures.md#2``), never below ``MIN_SHORTENED``;
+    3. columns of text wrap at spaces, never below ``MIN_WRAPPED`` nor their longest word.
+
+    Numbers are never cut or wrapped and no word is ever broken: a table that still does not fit is
+    wider than ``width`` (the report view then scrolls sideways)."""
+    rows = [[visible_line(c) for c in row.cells] for row in section.rows]
+    titles = [visible_line(c.title) for c in section.columns]
+    count = len(titles)
+    cells = [max((cell_len(r[i]) for r in rows), default=0) for i in range(count)]
+    widths = [max(cell_len(titles[i]), cells[i], 1) for i in range(count)]
+    heading_word = [_longest_word(t) for t in titles]
+    words = [all(" " not in r[i] for r in rows) for i in range(count)]
+    left = [c.align == "left" for c in section.columns]
+    floors = (
+        [max(cells[i], heading_word[i]) for i in range(count)],
+        [
+            max(MIN_SHORTENED, heading_word[i]) if left[i] and words[i] else widths[i]
+            for i in range(count)
+        ],
+        [
+            max(
+                [heading_word[i], min(MIN_WRAPPED, widths[i]), *(_longest_word(r[i]) for r in rows)]
+            )
+            if left[i] and not words[i]
+            else widths[i]
+            for i in range(count)
+        ],
+    )
+    excess = sum(widths) + count - 1 - width  # one space between columns
+    for floor in floors:
         while excess > 0:
-            candidates = [
-                i for i in shortenable if widths[i] > max(MIN_SHORTENED, cell_len(titles[i]))
-            ]
+            candidates = [i for i in range(count) if widths[i] > floor[i]]
             if not candidates:
                 break
+            # The widest column gives way, down to the next widest: wide columns end up alike.
             widest = max(candidates, key=lambda i: widths[i])
-            floor = max(MIN_SHORTENED, cell_len(titles[widest]))
-            cut = min(excess, widths[widest] - floor)
+            others = [widths[i] for i in candidates if i != widest]
+            level = max(floor[widest], max(others, default=0))
+            cut = min(excess, max(1, widths[widest] - level), widths[widest] - floor[widest])
             widths[widest] -= cut
             excess -= cut
-        return widths
+    return widths
+
+
+def table_width(section: Section, width: int) -> int:
+    """The width a section's table takes when fitted to ``width`` (more when it cannot fit)."""
+    widths = fitted_widths(section, width)
+    return sum(widths) + max(0, len(widths) - 1)
+
+
+class _FittedTable:
+    """A section's table that fits the width it is drawn at (see ``fitted_widths``): numbers and
+    words stay whole, and no column is ever squeezed to a letter per line."""
+
+    def __init__(
+        self, section: Section, styles: Mapping[str, Style], fit_width: int | None = None
+    ) -> None:
+        self.section = section
+        self.styles = styles
+        #: The width to fit (the visible width); None: the width the table is drawn at.
+        self.fit_width = fit_width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         """A Rich table with the fitted widths; a shortened cell keeps both its ends."""
         from ragtui.tui.widgets.row_list import shorten_middle
 
         section = self.section
-        widths = self._widths(options.max_width)
+        width = options.max_width if self.fit_width is None else self.fit_width
+        widths = fitted_widths(section, width)
         grid = Table(
             box=None,
             show_edge=False,
@@ -95,8 +139,7 @@ class _FittedTable:
             expand=False,
         )
         for i, column in enumerate(section.columns):
-            # Each column as wide as fitted; when there is still too little room, text columns
-            # wrap at spaces and a long word folds: nothing is ever cut off.
+            # Each column as wide as fitted: headings and text wrap at spaces.
             grid.add_column(
                 Text(visible_line(column.title)),
                 justify=column.align,
@@ -114,34 +157,62 @@ class _FittedTable:
         yield grid
 
 
-def _section(section: Section, styles: Mapping[str, Style]) -> RenderableType:
-    """One section: heading, table (indented under a heading, as the command line does), notes."""
+def _section(
+    section: Section, styles: Mapping[str, Style], fit_width: int | None = None
+) -> RenderableType:
+    """One section: heading, table (indented under a heading, as the command line does), notes.
+    With ``fit_width``, the table is fitted to it and the heading and notes wrap at it, however wide
+    the table turns out."""
+
+    def wrapped(text: Text) -> RenderableType:
+        return text if fit_width is None else Constrain(text, fit_width)
+
     parts: list[RenderableType] = []
     if section.heading:
-        parts.append(Text(visible_line(section.heading), styles.get("heading", "")))
+        parts.append(wrapped(Text(visible_line(section.heading), styles.get("heading", ""))))
     if section.has_table:
-        grid = _FittedTable(section, styles)
-        parts.append(Padding(grid, (0, 0, 0, 2)) if section.heading else grid)
-    parts.extend(Text(visible(n.text), styles.get(n.tone, "")) for n in section.notes)
+        indent = INDENT if section.heading else 0
+        grid = _FittedTable(section, styles, None if fit_width is None else fit_width - indent)
+        parts.append(Padding(grid, (0, 0, 0, indent)) if indent else grid)
+    parts.extend(wrapped(Text(visible(n.text), styles.get(n.tone, ""))) for n in section.notes)
     return Group(*parts)
 
 
+def report_min_width(report: Report) -> int:
+    """The narrowest a report's tables can be drawn with every heading and text wrapped as far as
+    ``fitted_widths`` goes (0 without tables): narrower, the report view scrolls sideways."""
+    return max(
+        (
+            (INDENT if section.heading else 0) + table_width(section, 0)
+            for section in report.sections
+            if section.has_table
+        ),
+        default=0,
+    )
+
+
 def report_renderable(
-    report: Report, styles: Mapping[str, Style] | None = None, *, title: bool = True
+    report: Report,
+    styles: Mapping[str, Style] | None = None,
+    *,
+    title: bool = True,
+    fit_width: int | None = None,
 ) -> RenderableType:
     """A report as Rich renderables: the title, then each section, a blank line between sections.
 
     ``styles`` maps a tone (and ``title``, ``heading``, ``header``) to a Rich style; missing ones
-    are plain.
+    are plain. ``fit_width``: the width tables are fitted to and text wraps at (default: the width
+    drawn at); a table that cannot fit is drawn wider (``report_width``).
     """
     styles = styles or {}
     parts: list[RenderableType] = []
     if title and report.title:
-        parts.append(Text(visible_line(report.title), styles.get("title", "")))
+        heading = Text(visible_line(report.title), styles.get("title", ""))
+        parts.append(heading if fit_width is None else Constrain(heading, fit_width))
     for i, section in enumerate(report.sections):
         if i:
             parts.append(Text(""))
-        parts.append(_section(section, styles))
+        parts.append(_section(section, styles, fit_width))
     return Group(*parts)
 
 
@@ -203,10 +274,17 @@ class ReportView(Widget):
         self.report = report
         #: Whether the view draws the report's title itself.
         self.show_title = show_title
+        self._set_min_width()
+
+    def _set_min_width(self) -> None:
+        """Never narrower than the report's tables can be drawn: in a narrower container the view
+        is wider than it and the container scrolls sideways (``.report-box`` does)."""
+        self.styles.min_width = report_min_width(self.report) if self.report is not None else None
 
     def show(self, report: Report) -> None:
         """Draw another report."""
         self.report = report
+        self._set_min_width()
         self.refresh(layout=True)
 
     def render(self) -> RenderableType:
@@ -217,7 +295,15 @@ class ReportView(Widget):
             tone: self.get_component_rich_style(name, partial=True)
             for tone, name in TONE_CLASSES.items()
         }
-        return report_renderable(self.report, styles, title=self.show_title)
+        # Fitted to the width drawn at; when the view is wider than its container (a table that
+        # cannot fit), to what is visible of it, so that headings and notes wrap there.
+        parent = self.parent
+        fit: int | None = None
+        if isinstance(parent, Widget):
+            visible = parent.scrollable_content_region.width
+            if 0 < visible < self.size.width:
+                fit = visible
+        return report_renderable(self.report, styles, title=self.show_title, fit_width=fit)
 
     @property
     def plain(self) -> str:

@@ -498,3 +498,35 @@ async def test_blind_is_a_setting_that_stays_and_hides_the_rule(tui_settings: Se
         screen = await open_on(pilot, "m08", CORS_CHUNK)
         meta = screen.query_one("#judge-meta").content.plain
         assert screen.blind and "blind: the retrievers are hidden  ·  no hand grade" in meta
+
+
+def test_heading_row_fits_any_width() -> None:
+    """The id and heading path in one row of any width: anchors, code ticks and bold marks
+    dropped, headings left out from the middle, then the id and the last heading cut with …; the
+    document named only when the id does not name it."""
+    from rich.cells import cell_len
+
+    from ragtui.tui.judging import clean_heading, heading_row
+
+    assert clean_heading("Use `CORSMiddleware` { #use-corsmiddleware }") == "Use CORSMiddleware"
+    assert clean_heading("**Bold** heading {: #id .cls }") == "Bold heading"
+    assert clean_heading("Closed heading ##") == "Closed heading"
+    assert clean_heading("Odd\x1b[31m {not an anchor}") == "Odd\\x1b[31m {not an anchor}"
+    headings = [
+        "FastAPI { #fastapi }",
+        "Tutorial - User Guide { #tutorial-user-guide }",
+        "CORS (Cross-Origin Resource Sharing) { #cors-cross-origin-resource-sharing }",
+        "Use CORSMiddleware { #use-corsmiddleware }",
+    ]
+    cid, doc = "docs/en/docs/tutorial/cors.md#3", "docs/en/docs/tutorial/cors.md"
+    assert heading_row(cid, doc, headings, 200) == (
+        cid,
+        "FastAPI › Tutorial - User Guide › CORS (Cross-Origin Resource Sharing) › Use CORSMiddleware",
+    )
+    assert heading_row(cid, doc, headings, 78) == (cid, "FastAPI › … › Use CORSMiddleware")
+    assert heading_row(cid, doc, headings, 60) == (cid, "… › Use CORSMiddleware")
+    for width in range(4, 120):
+        shown, place = heading_row(cid, doc, headings, width)
+        assert cell_len(shown) + (2 + cell_len(place) if place else 0) <= width, width
+    # An id that does not name its document (the team's own chunks): the document leads the path.
+    assert heading_row("c-17", "guide.md", ["Intro"], 78) == ("c-17", "guide.md › Intro")

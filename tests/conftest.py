@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+# This interpreter's scripts first on PATH, as an activated virtual environment has them: a test
+# that starts `ragtui` or `python3` by name (in tmux, over SSH) runs the environment under test
+# (`.venv/bin/python -m pytest`), not another Python's install found further along PATH.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"

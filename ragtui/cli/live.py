@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from ragtui.cli.output import load_workspace, out, rich_progress
 from ragtui.core.errors import InputError
-from ragtui.core.retrieval.milvus import CollectionRecord, MilvusTarget, index_collection
+from ragtui.core.retrieval.milvus import (
+    CollectionRecord,
+    MilvusTarget,
+    index_collection,
+    require_milvus,
+)
 from ragtui.core.settings import Settings
 from ragtui.core.text import mask_url
 
@@ -13,6 +18,8 @@ def run_index(
     settings: Settings, *, batch: int = 512, replace: bool = False, vector_index: str = "FLAT"
 ) -> int:
     """Index the chunked corpus (or ``--chunks``) into ``--milvus URI --collection NAME``; resumable."""
+    # Without the milvus extra nothing here can run: said first, before the corpus is read.
+    require_milvus(settings.milvus is None or MilvusTarget(settings.milvus, "").is_lite)
     if settings.milvus is None or settings.collection is None:
         raise InputError(None, "index needs --milvus URI and --collection NAME")
     # Only the chunks are needed: no retriever is built or asked.

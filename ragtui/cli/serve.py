@@ -544,9 +544,10 @@ def run_serve(
     """Serve the app until interrupted (ctrl+c)."""
     try:
         server_class = _server_class()
-    except ImportError:
+    except ImportError:  # textual-serve, or aiohttp that comes with it
         raise InputError(
-            None, "ragtui serve needs textual-serve: pip install 'textual-serve==1.1.3'"
+            None,
+            'ragtui serve needs the serve extra (textual-serve): pip install "ragtui[serve]"',
         ) from None
     if port > 65535:
         raise InputError(None, f"--port: {port} is not a port (1-65535)")

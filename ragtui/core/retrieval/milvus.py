@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import logging
 import os
 import re
@@ -69,6 +70,7 @@ __all__ = [
     "chunks_fingerprint",
     "connect",
     "index_collection",
+    "require_milvus",
 ]
 
 #: Environment variables read (in order) for a cluster's token.
@@ -295,6 +297,20 @@ def _writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK) and bool(mode & 0o222)
 
 
+#: What a run that needs Milvus says when pymilvus or milvus-lite is not installed.
+MILVUS_EXTRA = (
+    'Milvus needs the milvus extra (pymilvus and milvus-lite): pip install "ragtui[milvus]"'
+)
+
+
+def require_milvus(lite: bool = True) -> None:
+    """InputError naming the ``milvus`` extra when pymilvus (or, for a Lite file, milvus-lite) is
+    not installed. Imports nothing: a missing extra is said before any work is done."""
+    needed = ("pymilvus", "milvus_lite") if lite else ("pymilvus",)
+    if any(importlib.util.find_spec(name) is None for name in needed):
+        raise InputError(None, MILVUS_EXTRA)
+
+
 def connect(uri: str, *, create: bool = False, log_root: Path | None = None) -> Any:
     """A pymilvus ``MilvusClient`` for a Lite file or a cluster URL; InputError when it cannot be reached.
 
@@ -302,14 +318,13 @@ def connect(uri: str, *, create: bool = False, log_root: Path | None = None) -> 
     go to ``milvus.log`` under ``log_root`` (the cache folder by default).
     """
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core writes to fd 2 otherwise
+    target = MilvusTarget(uri, "")
+    require_milvus(target.is_lite)
     try:
         from pymilvus import MilvusClient
-    except ImportError:
-        raise InputError(
-            None, "Milvus needs pymilvus and milvus-lite: pip install pymilvus milvus-lite"
-        ) from None
+    except ImportError:  # installed but broken (a dependency of its own missing)
+        raise InputError(None, MILVUS_EXTRA) from None
     _capture_logs(log_root)
-    target = MilvusTarget(uri, "")
     if target.is_lite:
         check_target(target, create=create)
         uri = str(Path(uri).expanduser())
@@ -888,7 +903,9 @@ class MilvusRetriever:
         self._fields: _Fields | None = None
         self._embedder: Any = None
         self._cache: Any = None
-        # A bad collection name or Lite path is one line now (nothing is contacted or started).
+        # A missing milvus extra, a bad collection name or Lite path is one line now (nothing is
+        # imported, contacted or started).
+        require_milvus(target.is_lite)
         check_target(target)
 
     def _ready(self) -> tuple[Any, _Fields]:

@@ -412,8 +412,8 @@ def test_real_app_in_tmux_with_eight_lists(mini: Path, tmp_path: Path, plugin_di
     command = (
         # tmux may give a new session its size a moment after starting the command: wait for it.
         'while [ "$(stty size)" != "30 100" ]; do sleep 0.05; done; '
-        # COLUMNS and LINES of the test process (set by the Textual test harness) would fix the
-        # app at their size: the app must measure the pane.
+        # The shell may have exported COLUMNS and LINES of the pane's first size (80x24, before
+        # tmux resized it): they would fix the app at that size. The app must measure the pane.
         f"cd {shlex.quote(str(mini))} && env -u COLUMNS -u LINES {exports} {shlex.join(args)}; "
         "echo RAGTUI-EXIT=$?; sleep 60"
     )

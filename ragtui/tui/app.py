@@ -19,14 +19,17 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from textual import events, on, work
+from textual.actions import ActionParseResult
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.signal import Signal
 from textual.theme import BUILTIN_THEMES
@@ -67,7 +70,9 @@ from ragtui.tui.messages import (
 from ragtui.tui.screens.dialogs import LoadErrorScreen, PromptScreen
 from ragtui.tui.screens.help import HelpScreen
 from ragtui.tui.screens.main import MainScreen, format_seconds, ndcg_moves
+from ragtui.tui.typing_keys import typed_into
 from ragtui.tui.widgets.status_line import Status
+from ragtui.tui.widgets.text_box import TextBox
 
 #: Seconds between two progress messages (a newer one replaces a queued one anyway).
 PROGRESS_INTERVAL = 0.25
@@ -210,6 +215,8 @@ class RagtuiApp(App[int]):
         #: Seconds from start to the first full screen painted (every list and the metrics drawn
         #: after ``ready_after``): the start-up benchmark and tests wait on it.
         self.full_screen_after: float | None = None
+        #: The key whose bindings are being tried (see ``run_action``), else None.
+        self._key_in_flight: events.Key | None = None
 
     # ---- state, for reading ---------------------------------------------------------------------
 
@@ -285,7 +292,41 @@ class RagtuiApp(App[int]):
         """A key clears an error from the status line (it has been seen)."""
         if isinstance(event, events.Key) and self.status.error:
             self.say("")
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            # The key's bindings run inside this call (priority ones): ``run_action`` reads it.
+            self._key_in_flight = event
+            try:
+                if not await self._type_into_text_box(event):
+                    await super().on_event(event)
+            finally:
+                self._key_in_flight = None
+            return
         await super().on_event(event)
+
+    async def _type_into_text_box(self, event: events.Key) -> bool:
+        """While a text box has the focus, apply a key to it now rather than through its queue:
+        the screen's and the app's priority bindings first (escape, tab, enter in the filter,
+        ctrl+q), then the box types the character or runs its own binding (backspace, ctrl+u...).
+        Keys in one burst then act in the order typed, as when typed slowly. False: not handled."""
+        box = self.screen.focused
+        if not isinstance(box, TextBox):
+            return False
+        self.app_focus = True  # as Textual does for a key
+        return await self._check_bindings(event.key, priority=True) or await box.take_key(event)
+
+    async def run_action(
+        self,
+        action: str | ActionParseResult,
+        default_namespace: DOMNode | None = None,
+        namespaces: Mapping[str, DOMNode] | None = None,
+    ) -> bool:
+        """Run an action, unless a key's binding asks while a text box has the focus and the key
+        types a character there: typing in a text box types, whatever the screen or the app binds
+        to that key (``-`` and ``+`` change k elsewhere; Textual's own check misses them)."""
+        key = self._key_in_flight
+        if key is not None and typed_into(self.screen.focused, key.key, key.character):
+            return False
+        return await super().run_action(action, default_namespace, namespaces)
 
     # ---- start and stop -----------------------------------------------------------------------------
 

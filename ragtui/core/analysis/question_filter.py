@@ -9,7 +9,11 @@ A filter is words and terms, all of which a question must match:
 - ``disputed`` the questions with a pair that annotators graded differently and nobody adjudicated
   (``Workspace.disputed_pairs`` gives the pairs, for an adjudication pass).
 - ``why:CAUSE`` the questions some shown retriever misses with that cause (any of its causes, see
-  ``ragtui.core.analysis.why.CAUSES``), ``why:CAUSE:RETRIEVER`` those that retriever misses with it.
+  ``ragtui.core.analysis.why.CAUSES``), ``why:CAUSE:RETRIEVER`` those that retriever misses with it;
+  a cause is named in full (``fusion-loss``) or by the why column's short mark (``fuse``).
+
+A miss is one rule everywhere (``misses_in_top_k``): the retriever's recall@k is below 1, that is
+some relevant chunk is not in its top k. The question list's ``✗`` and ``miss:`` both use it.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragtui.core.analysis.why import CAUSES, WhyIndex
+from ragtui.core.analysis.why import CAUSE_MARKS, CAUSES, WhyIndex
 from ragtui.core.labelling.judging import JudgingQueue
+from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.workspace import Workspace
 
 #: The terms a filter understands besides plain words.
@@ -35,6 +40,19 @@ TERMS = (
 )
 #: What a filter may hold, in one line (the app's placeholder, help and palette).
 FILTER_SYNTAX = "words, " + ", ".join(TERMS)
+#: The cause each ``why:`` word stands for: its full name and the why column's short mark.
+CAUSE_WORDS: dict[str, str] = {
+    **{cause: cause for cause in CAUSES},
+    **{mark: cause for cause, mark in CAUSE_MARKS.items()},
+}
+
+
+def cause_list() -> str:
+    """The causes a ``why:`` term takes, each with its short mark: ``label-gap (label), split, ...``."""
+    return ", ".join(
+        cause if CAUSE_MARKS.get(cause, cause) == cause else f"{cause} ({CAUSE_MARKS[cause]})"
+        for cause in CAUSES
+    )
 
 
 @dataclass(frozen=True)
@@ -76,9 +94,10 @@ class QuestionFilter:
             if sep and head == "slice" and rest:
                 slices.append(rest)
             elif sep and head == "why" and rest:
-                cause, _, retriever = rest.partition(":")
-                if cause not in CAUSES:
-                    raise ValueError(f"why:{cause}: no such cause (causes: {', '.join(CAUSES)})")
+                word, _, retriever = rest.partition(":")
+                cause = CAUSE_WORDS.get(word)
+                if cause is None:
+                    raise ValueError(f"why:{word}: no such cause (causes: {cause_list()})")
                 if retriever and retriever not in known:
                     raise ValueError(
                         f"why:{rest}: no such retriever (shown: {', '.join(retrievers)})"
@@ -99,14 +118,20 @@ class QuestionFilter:
         return cls(tuple(words), tuple(slices), tuple(misses), unjudged, disputed, tuple(causes))
 
 
+def misses_in_top_k(values: QuestionMetrics) -> bool:
+    """Whether a retriever's values on one question are a miss: it has a relevant chunk and
+    recall@k below 1 (some relevant chunk is not in the top k; for a live retriever scored by
+    evidence recall, some evidence string is not found). The one rule of ``✗`` and ``miss:``."""
+    return values.num_relevant > 0 and values.recall < 1.0
+
+
 def misses(ws: Workspace, retriever: str, qid: str) -> bool:
     """Whether ``retriever`` leaves a relevant chunk of ``qid`` out of its top k (False for a question
     with no relevant chunk, or a retriever without rankings yet)."""
     ev = ws.evaluation
     if ev is None or retriever not in ev.per_question or qid not in ev.evaluated:
         return False
-    values = ev.per_question[retriever][qid]
-    return values.num_relevant > 0 and values.recall < 1.0
+    return misses_in_top_k(ev.per_question[retriever][qid])
 
 
 def misses_with(why: WhyIndex, cause: str, retrievers: Sequence[str], qid: str) -> bool:

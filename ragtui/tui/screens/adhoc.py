@@ -30,6 +30,7 @@ from ragtui.tui.messages import AddQuestionRequested, ForeignChunks, Notice
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.status_line import Status, StatusLine
 from ragtui.tui.widgets.text import fmt_score, set_frame_text
+from ragtui.tui.widgets.text_box import TextBox
 
 if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
@@ -122,7 +123,7 @@ class AdhocScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         """Query, the lists side by side, the chunk text, evidence and slices, status."""
-        yield Input(
+        yield TextBox(
             placeholder="type any question, enter to search every retriever", id="adhoc-query"
         )
         with Horizontal(id="adhoc-lists"):
@@ -134,11 +135,11 @@ class AdhocScreen(Screen[None]):
             "", read_only=True, soft_wrap=True, id="adhoc-chunk", show_line_numbers=False
         )
         with Horizontal(id="adhoc-form"):
-            yield Input(
+            yield TextBox(
                 placeholder="evidence: type words of the chunk (a ... b for a span), or select and F2",
                 id="adhoc-evidence",
             )
-            yield Input(placeholder="slices, comma-separated", id="adhoc-slices")
+            yield TextBox(placeholder="slices, comma-separated", id="adhoc-slices")
         yield StatusLine(id="adhoc-status")
         yield Footer(compact=True)
 

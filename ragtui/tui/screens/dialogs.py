@@ -14,6 +14,7 @@ from textual.widgets import Footer, Input, Label, Static
 from ragtui.core.report import Report
 from ragtui.tui.screens.report import ReportScreen
 from ragtui.tui.widgets.text import set_frame_text
+from ragtui.tui.widgets.text_box import TextBox
 
 
 class LoadErrorScreen(Screen[None]):
@@ -76,7 +77,7 @@ class PromptScreen(ModalScreen[str | None]):
         """The question and an input."""
         with Vertical(id="prompt-box") as box:
             set_frame_text(box, self.title_text)
-            yield Input(self.value, id="prompt-input")
+            yield TextBox(self.value, id="prompt-input")
             yield Label("enter: accept · escape: cancel", id="prompt-hint")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -96,7 +96,7 @@ MARKS: list[tuple[str, str]] = [
         "question list: rank of the first relevant chunk per retriever (beyond k: warning colour)",
     ),
     (MISS_MARK, "no relevant chunk in that retriever's run"),
-    (FAILURE_MARK, "some retriever has no relevant chunk in its top k"),
+    (FAILURE_MARK, "some retriever misses a relevant chunk in its top k (recall@k below 1)"),
     (
         SKIPPED_MARK,
         (

@@ -7,13 +7,14 @@ applies it and publishes ``Changed``; the screen then redraws what depends on it
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Click, DescendantFocus, Resize
 from textual.screen import Screen
@@ -49,6 +50,7 @@ from ragtui.tui.widgets.text import (
     fmt,
     set_frame_text,
 )
+from ragtui.tui.widgets.text_box import TextBox
 
 if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
 #: Below this width or height the screen uses its compact layout (one result list at a time).
 COMPACT_WIDTH = 110
 COMPACT_HEIGHT = 30
+#: Below this height the wide layout gives the stacked result lists 4 rows of the bottom row.
+SHORT_HEIGHT = 34
 #: Below this size even the compact layout does not fit: a line says so (the app keeps working).
 MIN_WIDTH = 80
 MIN_HEIGHT = 24
@@ -67,6 +71,11 @@ FILTER_DELAY = 0.2
 ACTIVE_TAB_MARK = "▸"
 #: The + and - keys share one footer entry.
 K_GROUP = Binding.Group("k", compact=True)
+#: Below this width the footer leaves out the keys of ``WIDE_FOOTER_ONLY`` (k and the next
+#: unjudged chunk; the help lists every key), so that it fits: at 80 columns the result list's
+#: keys, the filter's escape, undo, judge, quit and help take the room left by the palette's.
+FULL_FOOTER_WIDTH = 100
+WIDE_FOOTER_ONLY = frozenset({"metrics.k_up", "metrics.k_down", "labels.next_unjudged"})
 
 
 def format_seconds(seconds: float) -> str:
@@ -368,7 +377,7 @@ class MainScreen(Screen[None]):
         yield Header(icon="≡")
         with Horizontal(id="top"):
             with Vertical(id="questions"):
-                yield Input(
+                yield TextBox(
                     placeholder=f"{FILTER_SYNTAX}; enter applies",
                     id="filter",
                 )
@@ -425,7 +434,8 @@ class MainScreen(Screen[None]):
             self.refresh_all()
 
     def _apply_layout(self, width: int, height: int) -> None:
-        """Compact below 110x30: one result list at a time, with tabs."""
+        """Compact below 110x30: one result list at a time, with tabs (short below 34 rows: a
+        smaller bottom row); below 100 columns a shorter footer."""
         compact = width < COMPACT_WIDTH or height < COMPACT_HEIGHT
         if compact != self.has_class("-compact"):
             self.set_class(compact, "-compact")
@@ -433,6 +443,10 @@ class MainScreen(Screen[None]):
             self.update_progress_line()
             if compact:
                 self._scroll_tab_into_view()
+        self.set_class(not compact and height < SHORT_HEIGHT, "-short")
+        if (width < FULL_FOOTER_WIDTH) != self.has_class("-narrow-footer"):
+            self.set_class(width < FULL_FOOTER_WIDTH, "-narrow-footer")
+            self.refresh_bindings()
         tiny = width < MIN_WIDTH or height < MIN_HEIGHT
         self.set_class(tiny, "-tiny")
         if tiny:
@@ -440,6 +454,21 @@ class MainScreen(Screen[None]):
                 f"terminal {width}x{height}: ragtui needs at least {MIN_WIDTH}x{MIN_HEIGHT}; "
                 "enlarge it (keys still work)"
             )
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The keys the footer lists: below ``FULL_FOOTER_WIDTH`` columns not those of
+        ``WIDE_FOOTER_ONLY`` (the help lists them; Textual's key panel too), so that the footer
+        fits 80 columns with a filter on and a result list focused."""
+        bindings = super().active_bindings
+        if not self.has_class("-narrow-footer"):
+            return bindings
+        return {
+            key: active._replace(binding=replace(active.binding, show=False))
+            if active.binding.id in WIDE_FOOTER_ONLY
+            else active
+            for key, active in bindings.items()
+        }
 
     # ---- access ------------------------------------------------------------------------------
 
@@ -729,11 +758,13 @@ class MainScreen(Screen[None]):
         target = keep if keep is not None and keep in qids else (qids[0] if qids else None)
         self.question_list.show(self._question_view(ws), target)
         self._update_list_title()
+        if target is not None and (target != self.current_qid or refill):
+            self.select_question(target)
+            return
         if target is None:
             self.select_question(None)
-            return
-        if target != self.current_qid or refill:
-            self.select_question(target)
+        # The same question in another list (or none): the judged count is of the list shown.
+        self.update_progress_line()
 
     def _update_list_title(self) -> None:
         """``questions 12/68 · miss:hybrid · worst first · Δ vs NAME``."""
@@ -974,32 +1005,48 @@ class MainScreen(Screen[None]):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        """Filter as the user types, once typing pauses."""
+        """Filter as the user types, once typing pauses (a change that arrives after the filter was
+        applied or closed, as in a burst, is old news: nothing)."""
         if self._filter_timer is not None:
             self._filter_timer.stop()
-        value = event.value
-        self._filter_timer = self.set_timer(FILTER_DELAY, lambda: self.set_filter(value))
+            self._filter_timer = None
+        box = self.query_one("#filter", Input)
+        if event.value != box.value or not self.query_one("#questions").has_class("-filtering"):
+            return
+
+        def apply() -> None:
+            # A term half typed (``why:fu``) leaves the list as it is; enter says why.
+            if box.value == event.value and self.query_one("#questions").has_class("-filtering"):
+                self.set_filter(event.value, quiet=True)
+
+        self._filter_timer = self.set_timer(FILTER_DELAY, apply)
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         """Apply the filter and go back to the list."""
+        self.submit_filter(event.value)
+
+    def submit_filter(self, text: str) -> None:
+        """Apply the filter and go back to the list (the input stays open when it is not
+        understood: the status line says why)."""
         if self._filter_timer is not None:
             self._filter_timer.stop()
             self._filter_timer = None
-        if self.set_filter(event.value):
+        if self.set_filter(text):
             self._hide_filter_input()
             self._focus(self.question_list)
 
-    def set_filter(self, text: str) -> bool:
+    def set_filter(self, text: str, quiet: bool = False) -> bool:
         """Filter the question list ("" shows every question); False when the filter is not
-        understood (the status line says why, the list stays)."""
+        understood (the list stays and, unless ``quiet``, the status line says why)."""
         text = " ".join(text.split())
         if text == self.filter_text:
             return True
         try:
             parsed = QuestionFilter.parse(text, self.retrievers)
         except ValueError as exc:
-            self.post_message(Notice(str(exc), error=True))
+            if not quiet:
+                self.post_message(Notice(str(exc), error=True))
             return False
         self.filter_text = text
         self._filter = parsed
@@ -1022,7 +1069,9 @@ class MainScreen(Screen[None]):
         if action == "clear_filter":
             return bool(self.filter_text) or self.query_one("#questions").has_class("-filtering")
         if isinstance(self.focused, Input):
-            return action in ("cycle_focus",)
+            # Enter in the filter applies it at once (``action_choose``): a key typed right after
+            # it, in the same burst, already goes to the list.
+            return action == "cycle_focus" or (action == "choose" and self.focused.id == "filter")
         return True
 
     # ---- keys that move and grade (priority: one key finished before the next) ----------------
@@ -1049,9 +1098,11 @@ class MainScreen(Screen[None]):
             self._cursor_moved(focused)
 
     def action_choose(self) -> None:
-        """Enter: a question's lists, or a chunk full screen."""
+        """Enter: apply the filter, show a question's lists, or a chunk full screen."""
         focused = self.focused
-        if isinstance(focused, QuestionList):
+        if isinstance(focused, TextBox) and focused.id == "filter":
+            self.submit_filter(focused.value)
+        elif isinstance(focused, QuestionList):
             self.focus_retriever(self.active_retriever)
         elif isinstance(focused, ResultList):
             self._open_chunk(focused)

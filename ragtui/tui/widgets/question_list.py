@@ -1,8 +1,9 @@
 """The question list: one row per golden question, drawn only when visible (Line API).
 
-Each row: a mark (✗ some retriever misses within k, ∅ no relevant chunk), the id, the first
-relevant rank of each retriever (one column each, or one character each when the list is narrow),
-the change against a baseline run, the question and, when there is room, its slices.
+Each row: a mark (✗ some retriever misses a relevant chunk within k, ∅ no relevant chunk), the
+id, the first relevant rank of each retriever (one column each, or one character each when the
+list is narrow), the change against a baseline run, the question and, when there is room, its
+slices.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import Static
 
+from ragtui.core.analysis.question_filter import misses_in_top_k
 from ragtui.core.analysis.why import CAUSE_MARKS, WhyIndex
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
@@ -303,7 +305,8 @@ class QuestionList(RowList):
     @staticmethod
     def _mark(view: QuestionView, qid: str) -> Cell:
         """∅ for a question with no relevant chunk (no judgement, or every grade below the threshold),
-        ✗ when a ready retriever misses a relevant chunk in the top k."""
+        ✗ when a ready retriever misses a relevant chunk in the top k (recall@k below 1: the rule
+        of ``miss:``)."""
         evaluation = view.ws.evaluation
         if evaluation is None:
             return Cell(" ")
@@ -316,10 +319,8 @@ class QuestionList(RowList):
         ready = [v[qid] for name in view.retrievers if (v := evaluation.per_question.get(name))]
         if ready and not ready[0].num_relevant:
             return Cell(SKIPPED_MARK, "skipped")  # judged, but every grade is below the threshold
-        for values in ready:
-            rank = values.first_relevant_rank
-            if rank is None or rank > evaluation.k:
-                return Cell(FAILURE_MARK, "miss")
+        if any(misses_in_top_k(values) for values in ready):
+            return Cell(FAILURE_MARK, "miss")
         return Cell(" ")
 
     @staticmethod

@@ -1,18 +1,29 @@
-"""The status line: one line above the footer, always visible, never over the content.
+"""The status line: above the footer, always visible, never over the content.
 
 It replaces toasts: what a grade did, why a key saved nothing, what went wrong. An error stays
-until the next key; other messages stay until a newer one replaces them.
+until the next key; other messages stay until a newer one replaces them. A message is shown
+whole: it wraps onto a second and third row when it needs them (the line grows, the content above
+gives way); a message longer still ends its third row with ``… (all of it: ctrl+p messages)``, and
+the messages log has it whole.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 
+from rich.console import Console
 from rich.text import Text
+from textual.events import Resize
 from textual.widgets import Static
 
 from ragtui.core.text import visible_line
 from ragtui.tui.widgets.text import covered
+
+#: The most rows the status line grows to.
+MAX_ROWS = 3
+#: Ends the last row of a message too long for ``MAX_ROWS`` rows.
+MORE = "… (all of it: ctrl+p messages)"
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,26 @@ class Status:
     error: bool = False
     #: When it was said (HH:MM:SS), for the log of recent messages.
     when: str = field(default="", compare=False)
+
+
+#: Wraps messages (no output: only its measuring is used).
+_CONSOLE = Console(width=1000, color_system=None, file=io.StringIO(), legacy_windows=False)
+
+
+def wrap_status(text: str, width: int, max_rows: int = MAX_ROWS) -> list[str]:
+    """The rows a status message takes at ``width`` columns: wrapped at spaces (a longer word is
+    folded), at most ``max_rows``; when more are needed the last row ends with ``MORE``. A row
+    keeps the space it was wrapped at, so the rows joined are the message."""
+    width = max(len(MORE) + 1, width)
+    line = Text(visible_line(text))
+    rows = [row.plain for row in line.wrap(_CONSOLE, width, overflow="fold")] or [""]
+    if len(rows) <= max_rows:
+        return rows
+    kept = rows[:max_rows]
+    last = Text(kept[-1].rstrip())
+    last.truncate(width - len(MORE))
+    kept[-1] = last.plain.rstrip() + MORE
+    return kept
 
 
 class StatusLine(Static):
@@ -42,22 +73,52 @@ class StatusLine(Static):
     }
     """
 
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        """An empty status line."""
+        super().__init__("", id=id, classes=classes, markup=False)
+        #: The message shown (shown again, wrapped anew, when the width changes).
+        self.status = Status()
+        self._rows = 1
+        self._shown = ""
+
     def show(self, status: Status) -> None:
-        """Show a status message (control characters made visible). Under another screen nothing
-        is drawn: a change there makes the screen on top repaint the region (the judging view
-        redrew 44 lines a key for the main screen's status line); its screen shows the latest
-        message when it is shown again."""
+        """Show a status message (control characters made visible), on as many rows as it needs
+        (at most ``MAX_ROWS``). Under another screen nothing is drawn: a change there makes the
+        screen on top repaint the region (the judging view redrew 44 lines a key for the main
+        screen's status line); its screen shows the latest message when it is shown again."""
+        self.status = status
         if self.is_attached and covered(self.screen):
             return
-        # One line, always: no new layout (a layout pass of the whole screen costs tens of ms).
-        self.update(
-            Text(visible_line(status.text), no_wrap=True, overflow="ellipsis"), layout=False
-        )
+        rows = wrap_status(status.text, self._width())
+        # A new layout (tens of ms for the whole screen) only when the number of rows changes.
+        if len(rows) != self._rows:
+            self._rows = len(rows)
+            self.styles.height = len(rows)
+        self._shown = "".join(rows)
+        shown = "\n".join(row.rstrip() for row in rows)
+        self.update(Text(shown, no_wrap=True, overflow="ellipsis"), layout=False)
         if self.has_class("-error") != status.error:
             self.set_class(status.error, "-error")
 
+    def _width(self) -> int:
+        """The columns a row of text has (the app's width before the first layout)."""
+        width = self.content_region.width if self.size.width else 0
+        if width <= 0 and self.is_attached:
+            width = self.app.size.width - 2
+        return max(1, width)
+
+    def on_resize(self, event: Resize) -> None:
+        """Wrap the message again for the new width."""
+        self.show(self.status)
+
     @property
     def plain(self) -> str:
-        """The text shown."""
+        """The text shown, its rows joined (the message as it was said, unless it was cut)."""
+        return self._shown
+
+    @property
+    def rows(self) -> list[str]:
+        """The rows shown."""
         content = self.content
-        return content.plain if isinstance(content, Text) else str(content)
+        text = content.plain if isinstance(content, Text) else str(content)
+        return text.split("\n")

@@ -1,16 +1,38 @@
 """Keys in one burst (as over SSH): every grade lands on the pair that was on screen when its key was
-pressed, because each request carries its question and chunk."""
+pressed, because each request carries its question and chunk; and every request (grade, clear,
+undo, retire) is applied in key order, so ``1 u 2`` sent in one write leaves 2, as typed slowly.
+
+The tmux tests run the real app in a tmux pane on the small corpus (BM25 only: no model to load)
+and send keys with ``tmux send-keys``: the keys of one call reach the app in one write.
+"""
 
 from __future__ import annotations
 
+import json
 import random
+import shlex
+import shutil
+import sys
+import time
+import uuid
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from ragtui.core.settings import Settings
+from ragtui.core.workspace import Workspace
 from ragtui.tui.app import RagtuiApp
+from ragtui.tui.controller import Controller, Refused
 from ragtui.tui.judging import JudgingWalk
 from ragtui.tui.widgets.result_list import ResultList
+from tests.conftest import MINI, MINI_CHUNK_SIZE, ROOT
+from tests.test_e2e_tmux import Pane
 from tests.test_tui import COMPACT, FakeEmbedder, labels, run_async, wait_ready
 from tests.test_tui_labelling import bundled_settings, type_ahead
+
+TMUX = shutil.which("tmux")
+needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 
 
 @run_async
@@ -86,3 +108,192 @@ async def test_a_filter_typed_in_one_burst_is_typed_into_the_filter(tmp_path: Pa
         await type_ahead(pilot, ["slash", "escape", "tab", "0"])
         assert screen.filter_text == ""
         assert labels(settings)[-1]["grade"] == 0
+
+
+def test_an_undo_names_the_change_it_undoes(mini_settings: Settings) -> None:
+    """``u`` carries the change that was the latest when it was pressed: the controller undoes that
+    change or nothing, never an older or a newer one."""
+    settings = replace(mini_settings, retrievers=("bm25",))
+    controller = Controller(settings)
+    controller.loaded(Workspace.load(settings), None)
+    ws = controller.ws
+    assert controller.latest_change == 0
+    with pytest.raises(Refused, match="Nothing to undo"):
+        controller.undo(controller.latest_change)
+    controller.grade("m01", "ferry.md#0", 1)
+    first = controller.latest_change
+    controller.grade("m01", "ferry.md#0", 2)
+    second = controller.latest_change
+    controller.retire("m02", True)
+    retired = controller.latest_change
+    assert 0 < first < second < retired
+    # The key was pressed before the retirement was made: that undo undoes nothing.
+    with pytest.raises(Refused, match="Not undone: the latest change is now m02 retired"):
+        controller.undo(second)
+    assert ws.question_by_id["m02"].retired and ws.grade_source("m01", "ferry.md#0")[0] == 2
+    assert controller.undo(retired).undo and not ws.question_by_id["m02"].retired
+    change = controller.undo(second)
+    assert change.undo and change.chunk == "ferry.md#0"
+    assert ws.grade_source("m01", "ferry.md#0") == (1, "hand")
+    assert controller.latest_change == first
+    controller.undo(None)  # the latest, whatever it is (the command palette's undo)
+    assert ws.grade_source("m01", "ferry.md#0") != (1, "hand")
+    assert controller.latest_change == 0
+
+
+# ---- the real app in tmux ---------------------------------------------------------------------------
+
+
+class App(Pane):
+    """The real app on a copy of the small corpus's golden set, in its own session of a tmux server
+    (several share one server: ``Pane.kill`` stops it)."""
+
+    def __init__(self, socket: str, name: str, folder: Path, size: tuple[int, int] = (100, 30)):
+        """Copy the golden set into ``folder`` and start the app there (BM25 only)."""
+        super().__init__(socket)
+        self.name = name
+        self.golden = folder / "golden"
+        shutil.copytree(MINI / "golden", self.golden)
+        env = {
+            "HF_HUB_OFFLINE": "1",
+            "RAGTUI_CACHE_DIR": str(folder / "cache"),
+            "XDG_DATA_HOME": str(folder / "data"),
+            "TERM": "screen",
+            "TEXTUAL_ANIMATIONS": "none",
+            "PYTHONPATH": str(ROOT),
+        }
+        args = [
+            sys.executable,
+            "-m",
+            "ragtui",
+            "--no-project",
+            "--corpus",
+            str(MINI / "corpus"),
+            "--golden",
+            str(self.golden),
+            "--chunk-size",
+            str(MINI_CHUNK_SIZE),
+            "--retrievers",
+            "bm25",
+            "--annotator",
+            "e2e",
+        ]
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        command = (
+            f"cd {shlex.quote(str(folder))} && env {exports} {shlex.join(args)};"
+            " echo RAGTUI-EXIT=$?; sleep 60"
+        )
+        self.tmux("new-session", "-d", "-s", name, "-x", str(size[0]), "-y", str(size[1]), command)
+
+    def screen(self) -> str:
+        """The visible text of this app's pane."""
+        return self.tmux("capture-pane", "-p", "-t", self.name)
+
+    def keys(self, *keys: str) -> None:
+        """Send keys in one ``send-keys`` call (tmux names: Tab, BSpace, Up, or literal text)."""
+        self.tmux("send-keys", "-t", self.name, *keys)
+
+    def ready(self) -> None:
+        """Wait for the question list and its judging progress."""
+        self.wait_for(lambda s: "questions 7" in s and "judged" in s, 60, "the app to start")
+
+    def settled(self, timeout: float = 15.0) -> str:
+        """Wait until the screen stops changing (two captures 60 ms apart agree); return it."""
+        deadline = time.monotonic() + timeout
+        time.sleep(0.06)
+        last = self.screen()
+        while time.monotonic() < deadline:
+            time.sleep(0.06)
+            now = self.screen()
+            if now == last:
+                return now
+            last = now
+        raise AssertionError(f"the screen kept changing:\n{last}")
+
+    def journal(self) -> list[dict]:
+        """The journal's lines, without the time each was written."""
+        path = self.golden / "labels.jsonl"
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for line in lines:
+            line.pop("at", None)
+        return lines
+
+    def retired(self) -> list[str]:
+        """The retired questions of the golden set."""
+        path = self.golden / "questions.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return [row["id"] for row in rows if row.get("retired")]
+
+    def quit(self) -> None:
+        """ctrl+q, and wait for the exit code 0."""
+        self.keys("C-q")
+        self.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 30, "the app to exit with code 0")
+
+
+def effective(lines: list[dict]) -> dict[tuple[str, str], int | None]:
+    """The grade each pair has after these journal lines (one annotator)."""
+    out: dict[tuple[str, str], int | None] = {}
+    for line in lines:
+        out[(line["question"], line["chunk"])] = line["grade"]
+    return out
+
+
+@needs_tmux
+def test_undo_in_a_burst_undoes_the_grade_before_it(tmp_path: Path) -> None:
+    """Issue 23, finding 1, sent as ``tmux send-keys`` of several keys in one call. In the judging
+    view on an unjudged pair, ``1 u 2`` leaves 2 (it left 1 and said ``undone: … → grade 1``), and
+    ``1 u 2 1 0`` grades three pairs 2, 1, 0 (it undid the third pair's 0, which the user saw
+    saved); on the main screen ``1 u 0`` leaves 0 and ``1 u 2 1 0`` leaves 0 (both left 1)."""
+    app = App(f"ragtui-burst-{uuid.uuid4().hex[:8]}", "burst", tmp_path)
+    try:
+        app.ready()
+        app.keys("j")
+        app.wait_for(lambda s: "pair 1 of" in s and "judged 0/" in s, 30, "the judging view")
+        assert not (app.golden / "labels.jsonl").read_text().strip(), "an unjudged pair"
+        # 1 u 2 on an unjudged pair: 1 saved, undone, 2 saved; the view is on the next pair.
+        app.keys("1", "u", "2")
+        app.settled()
+        lines = app.journal()
+        assert [line["grade"] for line in lines] == [1, None, 2]
+        pair = (lines[0]["question"], lines[0]["chunk"])
+        assert {(line["question"], line["chunk"]) for line in lines} == {pair}
+        assert effective(lines)[pair] == 2
+        # 1 u 2 1 0 on the next pair B: B gets 2, then C 1 and D 0 (the 0 stays).
+        app.keys("1", "u", "2", "1", "0")
+        screen = app.settled()
+        more = app.journal()[3:]
+        assert [line["grade"] for line in more] == [1, None, 2, 1, 0]
+        b, c, d = ((line["question"], line["chunk"]) for line in (more[0], more[3], more[4]))
+        assert len({pair, b, c, d}) == 4 and more[1]["chunk"] == more[2]["chunk"] == b[1]
+        grades = effective(app.journal())
+        assert (grades[pair], grades[b], grades[c], grades[d]) == (2, 2, 1, 0)
+        assert f"saved: {d[0]} {d[1]} → grade 0 (hand)" in screen
+        # The main screen, m01's list at rank 4 (beyond the judged top 3): 1 u 0 leaves 0.
+        app.keys("Escape")
+        app.settled()
+        app.keys("Tab")
+        app.wait_for(lambda s: "Grade" in s, 15, "the result list's keys in the footer")
+        app.keys("Down", "Down", "Down")
+        app.settled()
+        app.keys("1", "u", "0")
+        app.settled()
+        x = app.journal()[8:]
+        assert [line["grade"] for line in x] == [1, None, 0]
+        fourth = (x[0]["question"], x[0]["chunk"])
+        assert fourth[0] == "m01" and {(line["question"], line["chunk"]) for line in x} == {fourth}
+        assert fourth not in (pair, b, c, d)
+        assert effective(app.journal())[fourth] == 0
+        # Rank 5: 1 u 2 1 0 leaves 0.
+        app.keys("Down")
+        app.settled()
+        app.keys("1", "u", "2", "1", "0")
+        screen = app.settled()
+        y = app.journal()[11:]
+        assert [line["grade"] for line in y] == [1, None, 2, 1, 0]
+        fifth = (y[0]["question"], y[0]["chunk"])
+        assert {(line["question"], line["chunk"]) for line in y} == {fifth} and fifth != fourth
+        assert effective(app.journal())[fifth] == 0
+        assert f"saved: m01 {fifth[1]} → grade 0 (hand)" in screen
+        app.quit()
+    finally:
+        app.kill()

@@ -5,7 +5,8 @@ messages; the handlers here, on the UI thread, hand the results to the ``Control
 changes the workspace. Every change ends in ``changed.publish(...)``, so each screen redraws what
 it touched. Results carry a generation number, so a late result of an older load is dropped.
 Screens ask for changes with request messages (``GradeRequested`` and the like) that carry their
-whole target; they never change the workspace themselves.
+whole target; they never change the workspace themselves. Requests form one ordered stream with the
+keys: each is applied right after the key that made it, before the next key is read (``request``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from textual.actions import ActionParseResult
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
+from textual.message import Message
 from textual.screen import Screen
 from textual.signal import Signal
 from textual.theme import BUILTIN_THEMES
@@ -59,6 +61,7 @@ from ragtui.tui.messages import (
     LoadFailed,
     Notice,
     QuestionAppended,
+    Request,
     RerankReady,
     RetireRequested,
     UndoRequested,
@@ -217,6 +220,8 @@ class RagtuiApp(App[int]):
         self.full_screen_after: float | None = None
         #: The key whose bindings are being tried (see ``run_action``), else None.
         self._key_in_flight: events.Key | None = None
+        #: Requests not applied yet, oldest first (see ``request``).
+        self._requests: deque[Request] = deque()
 
     # ---- state, for reading ---------------------------------------------------------------------
 
@@ -289,7 +294,10 @@ class RagtuiApp(App[int]):
             self.say(notice)
 
     async def on_event(self, event: events.Event) -> None:
-        """A key clears an error from the status line (it has been seen)."""
+        """A key clears an error from the status line (it has been seen); every request made
+        before it is applied first."""
+        if isinstance(event, events.InputEvent):
+            self._apply_requests()
         if isinstance(event, events.Key) and self.status.error:
             self.say("")
         if isinstance(event, events.Key) and not event.is_forwarded:
@@ -327,6 +335,47 @@ class RagtuiApp(App[int]):
         if key is not None and typed_into(self.screen.focused, key.key, key.character):
             return False
         return await super().run_action(action, default_namespace, namespaces)
+
+    # ---- requests: one ordered stream ------------------------------------------------------------
+
+    def post_message(self, message: Message) -> bool:
+        """Queue a message; a request (``GradeRequested``, ``UndoRequested``, ``RetireRequested``)
+        joins the ordered stream of ``request`` instead of the message queue."""
+        if isinstance(message, Request):
+            return self.request(message)
+        return super().post_message(message)
+
+    def request(self, message: Request) -> bool:
+        """Apply a change a screen asks for, in the order asked, before the next key is read.
+
+        Keys reach the app in its message queue, and every key that changes something is a
+        priority binding the app runs itself. A request posted to the message queue would wait
+        behind the keys already there: in a burst (a paste, tmux, SSH coalescing keys) ``1 u 2``
+        would save 1, save 2, then undo the 2. Here a request is queued apart and applied as soon
+        as the message that made it (the key) is handled, so every key sees the state the keys
+        before it left, as when typed slowly. From another thread it is handed to the UI thread.
+        """
+        if threading.get_ident() != self._thread_id:
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                return False
+            loop.call_soon_threadsafe(self.request, message)
+            return True
+        self._requests.append(message)
+        if len(self._requests) == 1:
+            self.call_next(self._apply_requests)
+        return True
+
+    def _apply_requests(self) -> None:
+        """Apply the queued requests, oldest first."""
+        while self._requests:
+            message = self._requests.popleft()
+            if isinstance(message, GradeRequested):
+                self._grade_requested(message)
+            elif isinstance(message, UndoRequested):
+                self._undo(message.target)
+            elif isinstance(message, RetireRequested):
+                self._retire_requested(message)
 
     # ---- start and stop -----------------------------------------------------------------------------
 
@@ -716,10 +765,8 @@ class RagtuiApp(App[int]):
 
     # ---- labels ---------------------------------------------------------------------------------------
 
-    @on(GradeRequested)
     def _grade_requested(self, message: GradeRequested) -> None:
         """Save a grade for exactly the pair the request names."""
-        message.stop()
         try:
             change = self.controller.grade(
                 message.question, message.chunk, message.grade, message.adjudicate
@@ -748,10 +795,8 @@ class RagtuiApp(App[int]):
         verb = "undone:" if change.undo else "saved:"
         self.say(f"{verb} {qid} {change.chunk} → {now} · {ndcg_moves(change.moves, ws.settings.k)}")
 
-    @on(RetireRequested)
     def _retire_requested(self, message: RetireRequested) -> None:
         """Retire a question (or bring it back), as the request names."""
-        message.stop()
         try:
             change = self.controller.retire(message.question, message.retired)
         except Refused as exc:
@@ -765,16 +810,15 @@ class RagtuiApp(App[int]):
         )
         self._say_notices()
 
-    @on(UndoRequested)
-    def _undo_requested(self, message: UndoRequested) -> None:
-        """Undo the last label change."""
-        message.stop()
-        self.action_undo()
-
     def action_undo(self) -> None:
-        """Undo the last label change (itself a journal line)."""
+        """Undo the latest change (the command palette's undo): a request like ``u``'s."""
+        self.post_message(UndoRequested(self.controller.latest_change))
+
+    def _undo(self, target: int | None) -> None:
+        """Undo the change ``target`` names when it is still the latest (a label change is undone
+        with a new journal line)."""
         try:
-            change = self.controller.undo()
+            change = self.controller.undo(target)
         except Refused as exc:
             self.say(exc.message, error=exc.message != "Nothing to undo.")
             return

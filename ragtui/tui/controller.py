@@ -10,6 +10,7 @@ line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
@@ -40,6 +41,30 @@ def _moves(change: GradeChange) -> dict[str, tuple[float, float]]:
     return {name: (old.ndcg, new.ndcg) for name, (old, new) in change.changes.items()}
 
 
+@dataclass(frozen=True)
+class UndoEntry:
+    """A change ``u`` can undo."""
+
+    serial: int
+    """Its number: every change gets the next one, so an undo names the change it undoes."""
+    kind: Literal["label", "retire"]
+    """A label change (the journal keeps what the pair had before) or a retirement."""
+    question: str
+    """The question whose label changed, or that was retired or brought back."""
+    chunk: str = ""
+    """The chunk of a label change."""
+    retired_before: bool = False
+    """Whether the question was retired before a retirement change."""
+
+    def describe(self) -> str:
+        """``q01 ferry.md#1`` or ``q01 retired``, for a message."""
+        if self.kind == "label":
+            return visible_line(f"{self.question} {self.chunk}")
+        return visible_line(
+            f"{self.question} {'brought back' if self.retired_before else 'retired'}"
+        )
+
+
 @dataclass
 class Controller:
     """The app's state and the rules for changing it."""
@@ -58,9 +83,9 @@ class Controller:
     """(done, total) while embedding runs."""
     judging_blind: bool | None = None
     """The judging view's blind mode as toggled with ``b`` this session (None: the blind setting)."""
-    undo_stack: list[tuple[str, str, bool]] = field(default_factory=list)
-    """What ``u`` undoes, newest last: ("label", "", False) for a label change (the journal keeps
-    what it was), ("retire", question id, retired before) for a retirement."""
+    undo_stack: list[UndoEntry] = field(default_factory=list)
+    """What ``u`` undoes, newest last (label changes and retirements of this session)."""
+    _serial: int = field(default=0, init=False, repr=False)
 
     @property
     def ws(self) -> Workspace:
@@ -93,6 +118,8 @@ class Controller:
         self.settings = ws.settings
         if reloaded:
             ws.refresh_labels()  # labels saved while the reload ran
+            # The new journal has nothing to undo: only retirements (in the golden set) still can be.
+            self.undo_stack = [e for e in self.undo_stack if e.kind == "retire"]
         if vectors is not None:
             ws.apply_vectors(vectors)
         self.retriever_status = {
@@ -215,20 +242,43 @@ class Controller:
             raise Refused(exc.message) from None
         except OSError as exc:
             raise Refused(f"Could not save the label: {exc.strerror or exc}") from None
-        self.undo_stack.append(("label", "", False))
+        self._record("label", qid, cid)
         return Changed(
             "grades", frozenset({qid}), cid, moves=_moves(change), warnings=change.warnings
         )
 
-    def undo(self) -> Changed:
-        """Undo the last change: a label change (a new journal line) or a retirement."""
+    def _record(
+        self, kind: Literal["label", "retire"], qid: str, cid: str = "", before: bool = False
+    ) -> None:
+        """Remember a change for ``u``, with the next serial number."""
+        self._serial += 1
+        self.undo_stack.append(UndoEntry(self._serial, kind, qid, cid, before))
+
+    @property
+    def latest_change(self) -> int:
+        """The serial number of the change ``u`` would undo now (0: none). A key's undo request
+        carries it, so it undoes the change that was the latest when the key was pressed."""
+        return self.undo_stack[-1].serial if self.undo_stack else 0
+
+    def undo(self, target: int | None = None) -> Changed:
+        """Undo the latest change: a label change (a new journal line) or a retirement. ``target``
+        (the serial number of the change the person saw as the latest) must be that change: an
+        undo never reaches past it to another one."""
         ws = self.ws
-        if self.undo_stack and self.undo_stack[-1][0] == "retire":
-            _, qid, before = self.undo_stack[-1]
-            restored = self.retire(qid, before, record=False)
+        if not self.undo_stack or target == 0:
+            raise Refused("Nothing to undo.")
+        entry = self.undo_stack[-1]
+        if target is not None and entry.serial != target:
+            raise Refused(
+                f"Not undone: the latest change is now {entry.describe()}, "
+                "not the one shown when u was pressed."
+            )
+        if entry.kind == "retire":
+            restored = self.retire(entry.question, entry.retired_before, record=False)
             self.undo_stack.pop()
             return replace(restored, undo=True)
         if not ws.labels.can_undo:
+            self.undo_stack.pop()  # the journal forgot it (read again): nothing to restore
             raise Refused("Nothing to undo.")
         self._check_writable("cannot undo.")
         try:
@@ -239,8 +289,7 @@ class Controller:
             raise Refused(f"Could not save the undo: {exc.strerror or exc}") from None
         if change is None:
             raise Refused("Nothing to undo.")
-        if self.undo_stack:
-            self.undo_stack.pop()
+        self.undo_stack.pop()
         return Changed(
             "grades",
             frozenset({change.question}),
@@ -285,7 +334,7 @@ class Controller:
         except OSError as exc:
             raise Refused(f"Could not write the golden set: {exc.strerror or exc}") from None
         if record:
-            self.undo_stack.append(("retire", qid, not retired))
+            self._record("retire", qid, before=not retired)
         return Changed("retired", frozenset({qid}))
 
     # ---- settings ------------------------------------------------------------------------------

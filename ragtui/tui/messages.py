@@ -1,8 +1,11 @@
 """The app's messages: requests that screens post up to the app, results that workers post to the
 app, and ``Changed``, what the app tells every screen after it applied a change.
 
-Every request carries its whole target (question id, chunk id, grade): keys can arrive in one burst
-over SSH, and by the time a request is handled the screen may show something else.
+Every request carries its whole target (question id, chunk id, grade; for an undo, the change it
+undoes): keys can arrive in one burst over SSH, and by the time a request is handled the screen may
+show something else. Requests are posted to the app itself (``self.app.post_message``): the app
+applies them in the order they were made, each right after the key that made it and before the next
+key is read, so a burst does what the same keys typed slowly do.
 """
 
 from __future__ import annotations
@@ -23,7 +26,12 @@ from ragtui.core.workspace import LiveResult, VectorResult, Workspace
 
 
 @dataclass
-class GradeRequested(Message):
+class Request(Message):
+    """A change a key (or a command) asks the app for; see the module's note on order."""
+
+
+@dataclass
+class GradeRequested(Request):
     """Give a chunk a grade for a question (None removes the hand grade)."""
 
     question: str
@@ -37,8 +45,12 @@ class GradeRequested(Message):
 
 
 @dataclass
-class UndoRequested(Message):
-    """Undo the last label change (written as a new journal line)."""
+class UndoRequested(Request):
+    """Undo the latest change (a label change is undone with a new journal line)."""
+
+    target: int | None = None
+    """The change to undo: the latest one when the key was pressed (``Controller.latest_change``;
+    0 when there was none). None: whatever change is the latest when the request is applied."""
 
 
 @dataclass
@@ -51,7 +63,7 @@ class AddQuestionRequested(Message):
 
 
 @dataclass
-class RetireRequested(Message):
+class RetireRequested(Request):
     """Retire a question (excluded from the metrics, kept in the file) or bring it back."""
 
     question: str

@@ -453,8 +453,9 @@ class JudgingScreen(Screen[None]):
             )
 
     def action_undo(self) -> None:
-        """Undo the last label change and go back to that pair."""
-        self.post_message(UndoRequested())
+        """Undo the last label change and go back to that pair (the request names the change
+        that was the latest as this key was pressed)."""
+        self.app.post_message(UndoRequested(self.ragtui.controller.latest_change))
         if self.session.back_to_last_graded():
             self._graded_here = max(0, self._graded_here - 1)
             self.show_pair()

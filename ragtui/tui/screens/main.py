@@ -1108,8 +1108,9 @@ class MainScreen(Screen[None]):
             self._open_chunk(focused)
 
     def action_undo(self) -> None:
-        """Undo the last label change (the app owns it)."""
-        self.post_message(UndoRequested())
+        """Undo the latest change (the app owns it): the one that was the latest as this key was
+        pressed, posted to the app itself so it keeps its place among the keys."""
+        self.app.post_message(UndoRequested(self.controller.latest_change))
 
     def _cursor_moved(self, row_list: RowList) -> None:
         """Follow a list's cursor now: a question shows its lists, a chunk the chunk view."""
@@ -1271,7 +1272,7 @@ class MainScreen(Screen[None]):
         if ws is None or self.current_qid is None:
             return
         question = ws.question_by_id[self.current_qid]
-        self.post_message(RetireRequested(question.id, not question.retired))
+        self.app.post_message(RetireRequested(question.id, not question.retired))
 
     def action_judge(self) -> None:
         """The judging view over the questions shown, in their order, starting here."""

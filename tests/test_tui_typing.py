@@ -289,8 +289,12 @@ async def test_status_line_shows_a_long_message_whole(tmp_path: Path) -> None:
         await press(pilot, "enter")
         assert app.status.error and status.plain == app.status.text
         assert "not-retrieved (absent)" in " ".join(screen_lines(app)[-5:])
+        # A shorter message keeps the rows for a while (no jump at every grade), then shrinks.
+        status.shrink_delay = 0.2
         app.say("saved.")
         await pilot.pause()
+        assert status.size.height == 3 and status.rows[0] == "saved."
+        await pilot.pause(0.4)
         assert status.size.height == 1
         app.say(LONG * 3)
         await pilot.pause()

@@ -4,7 +4,9 @@ It replaces toasts: what a grade did, why a key saved nothing, what went wrong. 
 until the next key; other messages stay until a newer one replaces them. A message is shown
 whole: it wraps onto a second and third row when it needs them (the line grows, the content above
 gives way); a message longer still ends its third row with ``… (all of it: ctrl+p messages)``, and
-the messages log has it whole.
+the messages log has it whole. The line shrinks back only after ``SHRINK_DELAY`` seconds of
+shorter messages, so that grading pair after pair (messages of one and two rows in turn) does not
+make the content above jump, nor lay the screen out again, at every key.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.text import Text
 from textual.events import Resize
+from textual.timer import Timer
 from textual.widgets import Static
 
 from ragtui.core.text import visible_line
@@ -24,6 +27,8 @@ from ragtui.tui.widgets.text import covered
 MAX_ROWS = 3
 #: Ends the last row of a message too long for ``MAX_ROWS`` rows.
 MORE = "… (all of it: ctrl+p messages)"
+#: Seconds the line keeps rows it no longer needs.
+SHRINK_DELAY = 4.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,9 @@ class StatusLine(Static):
         self.status = Status()
         self._rows = 1
         self._shown = ""
+        #: Seconds the line keeps rows it no longer needs (tests make it short).
+        self.shrink_delay = SHRINK_DELAY
+        self._shrink_timer: Timer | None = None
 
     def show(self, status: Status) -> None:
         """Show a status message (control characters made visible), on as many rows as it needs
@@ -90,15 +98,32 @@ class StatusLine(Static):
         if self.is_attached and covered(self.screen):
             return
         rows = wrap_status(status.text, self._width())
-        # A new layout (tens of ms for the whole screen) only when the number of rows changes.
-        if len(rows) != self._rows:
-            self._rows = len(rows)
-            self.styles.height = len(rows)
+        # A new layout (tens of ms for the whole screen) only when the line grows, or when it has
+        # needed fewer rows for a while.
+        if self._shrink_timer is not None:
+            self._shrink_timer.stop()
+            self._shrink_timer = None
+        if len(rows) > self._rows:
+            self._set_rows(len(rows))
+        elif len(rows) < self._rows and self.is_attached:
+            self._shrink_timer = self.set_timer(self.shrink_delay, self._shrink)
         self._shown = "".join(rows)
         shown = "\n".join(row.rstrip() for row in rows)
         self.update(Text(shown, no_wrap=True, overflow="ellipsis"), layout=False)
         if self.has_class("-error") != status.error:
             self.set_class(status.error, "-error")
+
+    def _set_rows(self, rows: int) -> None:
+        """Make the line ``rows`` rows high."""
+        self._rows = rows
+        self.styles.height = rows
+
+    def _shrink(self) -> None:
+        """As many rows as the message shown needs."""
+        self._shrink_timer = None
+        rows = len(wrap_status(self.status.text, self._width()))
+        if rows < self._rows and not (self.is_attached and covered(self.screen)):
+            self._set_rows(rows)
 
     def _width(self) -> int:
         """The columns a row of text has (the app's width before the first layout)."""

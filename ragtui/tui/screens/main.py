@@ -1211,6 +1211,8 @@ class MainScreen(Screen[None]):
             return ""
         totals = walk.totals()
         text = f"judged {totals}"
+        if walk.queue.person is not None:  # several people grade: this annotator's own queue
+            text += f" by {visible_line(walk.queue.person)}"
         if self.current_qid is not None:
             count = walk.count(self.current_qid)
             compact = self.has_class("-compact")
@@ -1332,8 +1334,6 @@ class MainScreen(Screen[None]):
         from ragtui.tui.screens.reports import compare_screen
 
         ws = self.ws
-        if walk.queue.person is not None:  # several people grade: this annotator's own queue
-            text += f" by {visible_line(walk.queue.person)}"
         if ws is None:
             return
         names = ws.retrievers

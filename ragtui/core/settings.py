@@ -11,8 +11,10 @@ from ragtui.core.data.corpus import MAX_FILE_BYTES
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale, load_grade_scale
 from ragtui.core.data.paths import bundled_corpus, bundled_golden, golden_for_reading
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
+from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.retrieval.live import LiveSpec
+from ragtui.core.retrieval.rerank import RERANK_SUFFIX, RERANKABLE
 from ragtui.core.retrieval.windows import DEFAULT_WINDOWS
 
 
@@ -112,3 +114,61 @@ class Settings:
         if scale is None:
             scale = load_grade_scale(golden) or DEFAULT_GRADE_SCALE
         return replace(self, corpus=corpus, golden=golden, grade_scale=scale)
+
+    def checked(self) -> Settings:
+        """``resolved()``, refused with one line (InputError) when the options cannot go together:
+        a reranked retriever without its ``--rerank``, a retriever that cannot be reranked, k or
+        depth below 1, a run named like a retriever or another run, an overlap outside the chunk
+        size, or ``--chunks`` with ``--corpus``."""
+        settings = self.resolved()
+        for name in settings.retrievers:
+            if name.endswith(RERANK_SUFFIX) and name != settings.rerank_name:
+                raise InputError(
+                    None,
+                    f"--retrievers: {name} comes from --rerank MODEL"
+                    + (
+                        f" with --rerank-over {name.removesuffix(RERANK_SUFFIX)}"
+                        if settings.rerank
+                        else ""
+                    ),
+                )
+        if settings.rerank and settings.rerank_over not in RERANKABLE:
+            raise InputError(
+                None,
+                f"--rerank-over: {settings.rerank_over!r} cannot be reranked; choose from {', '.join(RERANKABLE)}",
+            )
+        if settings.k < 1 or settings.depth < 1:
+            raise InputError(None, "--k and --depth must be at least 1")
+        run_names = [name for name, _ in settings.runs]
+        for name in run_names:
+            if name in RETRIEVER_NAMES or run_names.count(name) > 1:
+                raise InputError(
+                    None, f"--run: the name {name!r} is taken; give each run its own name"
+                )
+        if settings.chunk_size is not None and not 0 <= settings.overlap < settings.chunk_size:
+            raise InputError(None, "--overlap must be at least 0 and smaller than --chunk-size")
+        if settings.chunks is not None and settings.corpus is not None:
+            raise InputError(
+                None, "--chunks replaces --corpus (the chunks are the corpus); give one of them"
+            )
+        return settings
+
+    def notes(self) -> list[str]:
+        """What the settings allow but the user should know: k above depth caps recall@k."""
+        if self.k <= self.depth:
+            return []
+        note = (
+            f"--k {self.k} is above --depth {self.depth}: no retriever returns more than "
+            f"{self.depth} chunks, so recall@{self.k} is recall@{self.depth} "
+            f"(precision@{self.k} still divides by {self.k}); raise --depth to see deeper"
+        )
+        return [note]
+
+    def needed_retrievers(self) -> set[str]:
+        """The built-in retrievers to compute: the ones shown, the one reranked, and what hybrid fuses."""
+        needed = {n for n in self.retrievers if n in RETRIEVER_NAMES}
+        if self.rerank:
+            needed.add(self.rerank_over)
+        if "hybrid" in needed:
+            needed |= {"bm25", "vector"}
+        return needed

@@ -391,3 +391,14 @@ def test_save_run_core_api(mini_settings, tmp_path):
     assert run.summaries["bm25"]["ndcg"] == ws.evaluation.summary("bm25").ndcg
     with pytest.raises(InputError):
         save_run(ws, "...", tmp_path)
+
+
+def test_a_run_named_like_a_builtin_retriever_is_one_line(capsys):
+    """--run's own check raises while the options are parsed: one line and exit 2, no traceback."""
+    from ragtui.cli import main
+
+    assert main(["eval", "--run", "bm25=whatever.trec"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "ragtui: error: --run 'bm25=whatever.trec': 'bm25' is a built-in retriever; choose another name"
+    ]

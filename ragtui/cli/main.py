@@ -544,7 +544,12 @@ def _refuse_undecodable(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; returns the exit code (0 ok, 1 problems found, 2 bad input or usage)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    args = build_parser().parse_args(argv)
+    try:
+        # An option's own check (``--run NAME=PATH``) may raise InputError while parsing.
+        args = build_parser().parse_args(argv)
+    except InputError as exc:
+        print(f"ragtui: error: {exc.message}", file=sys.stderr)
+        return 2
     try:
         _refuse_undecodable(args)
         if args.command == "init":

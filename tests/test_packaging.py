@@ -67,6 +67,7 @@ def _closure(requirements: list[str]) -> dict[str, importlib.metadata.Distributi
     for dist in importlib.metadata.distributions():
         installed.setdefault(canonicalize_name(dist.metadata["Name"]), dist)
     reached: dict[str, importlib.metadata.Distribution] = {}
+    followed: set[tuple[str, str]] = set()  # (distribution, extra) whose requirements are queued
     todo = [(Requirement(r), "") for r in requirements]
     unmet = []
     while todo:
@@ -78,11 +79,11 @@ def _closure(requirements: list[str]) -> dict[str, importlib.metadata.Distributi
         if dist is None or not requirement.specifier.contains(dist.version, prereleases=True):
             unmet.append(f"{requirement} (installed: {dist.version if dist else 'none'})")
             continue
-        if name in reached and not requirement.extras:
-            continue
         reached[name] = dist
         for wanted in ("", *requirement.extras):
-            todo += [(Requirement(r), wanted) for r in dist.requires or ()]
+            if (name, wanted) not in followed:
+                followed.add((name, wanted))
+                todo += [(Requirement(r), wanted) for r in dist.requires or ()]
     assert not unmet, f"not satisfied by the running environment: {unmet}"
     return reached
 
@@ -94,7 +95,9 @@ def _link_farm(dists: dict[str, importlib.metadata.Distribution], folder: Path) 
     for name, dist in dists.items():
         files = dist.files
         assert files is not None, f"{name}: installed without a RECORD"
-        for top in sorted({f.parts[0] for f in files if f.parts and f.parts[0] != ".."}):
+        # Scripts (../../bin) stay out, and so does the shared bytecode folder of single modules.
+        tops = {f.parts[0] for f in files if f.parts} - {"..", "__pycache__"}
+        for top in sorted(tops):
             link = folder / top
             if not link.exists():
                 link.symlink_to(Path(str(dist.locate_file(top))))

@@ -350,3 +350,12 @@ def test_ci_runs_the_readmes_two_set_up_commands():
         if line.split(" ")[0] in {"ruff", "mypy", "lint-imports", "pip", "python"}
     ]
     assert not checks, checks
+
+
+def test_the_tests_start_this_environments_ragtui_and_python3():
+    # Tests that start `ragtui` or `python3` by name (tmux panes) run the environment under test,
+    # not another install found earlier on PATH (tests/conftest.py puts this one first).
+    here = Path(sys.executable).parent
+    for name in ("ragtui", "python3"):
+        if (here / name).exists():
+            assert shutil.which(name) == str(here / name), name

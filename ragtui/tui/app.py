@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 from textual import events, on, work
@@ -135,7 +135,7 @@ class _ReportingEmbedder:
         return rows
 
 
-def _end_process(code: int) -> None:
+def _end_process(code: int) -> NoReturn:
     """End the process now (the exit watchdog): flush what can be flushed, then ``os._exit``."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
@@ -1168,11 +1168,19 @@ class RagtuiApp(App[int]):
         self.push_screen(check_screen(ws))
 
 
-def run_app(settings: Settings, mouse: bool = True) -> int:
-    """Run the app until the user quits; returns the exit code (2 when the data could not be loaded)."""
+def run_app(settings: Settings, mouse: bool = True) -> NoReturn:
+    """Run the app until the user quits, then end the process with its exit code (2 when the data
+    could not be loaded).
+
+    Quitting never waits for a worker: ``asyncio.run`` would wait for every worker thread (a model
+    still loading, a live retriever's request) and Python's exit would join them again, then tear
+    down torch (a second or more). The app runs on a loop of its own instead, and once the terminal
+    is restored (every label was fsynced when it was made) the process ends at once.
+    """
     app = RagtuiApp(settings)
-    app.run(mouse=mouse)
+    app.run(mouse=mouse, loop=asyncio.new_event_loop())
+    code = app.return_code or 0
     if app.load_error:
         print(f"ragtui: error: {app.load_error}", file=sys.stderr)
-        return 2
-    return app.return_code or 0
+        code = 2
+    _end_process(code)

@@ -98,17 +98,31 @@ class Embedder:
         self.cache_name = self.name
         self.path = resolve_model(model)
         self._model: SentenceTransformer | None = None
+        #: Two threads needing the model at once (an ad-hoc query, a new question) load it once.
+        self._loading = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (the first ``encode`` or ``load`` imports and reads it)."""
+        return self._model is not None
+
+    def load(self) -> None:
+        """Import sentence-transformers and read the model now (seconds; a no-op once loaded)."""
+        self._load()
 
     def _load(self) -> SentenceTransformer:
-        if self._model is None:
-            quiet_offline_hub()
-            try:
-                from sentence_transformers import SentenceTransformer
+        if self._model is not None:
+            return self._model
+        with self._loading:
+            if self._model is None:
+                quiet_offline_hub()
+                try:
+                    from sentence_transformers import SentenceTransformer
 
-                self._model = SentenceTransformer(self.path, device="cpu")
-            except Exception as exc:  # any failure to find or read the model is bad input
-                raise InputError(self.name, f"cannot load embedding model: {exc}") from None
-        return self._model
+                    self._model = SentenceTransformer(self.path, device="cpu")
+                except Exception as exc:  # any failure to find or read the model is bad input
+                    raise InputError(self.name, f"cannot load embedding model: {exc}") from None
+            return self._model
 
     @property
     def max_seq_length(self) -> int:

@@ -2,14 +2,21 @@
 as they arrive), choose evidence in a chunk, and ask the app to add the question to the golden set.
 
 The screen only reads: the retrievers (their indexes and embeddings never change while it is open)
-rank the text in a worker; adding goes to the app as ``AddQuestionRequested``.
+rank the text in workers (one for bm25, vector and hybrid, one per live retriever); adding goes to
+the app as ``AddQuestionRequested``. The first query that needs the embedding model loads it in
+that worker: the vector and hybrid lists say so (``loading the model… 4 s``, then ``embedding the
+query…``) while bm25's list is already shown, and every key keeps working.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich.cells import cell_len
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -21,6 +28,7 @@ from textual.widgets import Footer, Input, TextArea
 from textual.widgets.text_area import Selection
 
 from ragtui.core.data.golden import find_span, normalize_ws
+from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.live import run_live
 from ragtui.core.text import visible, visible_line
@@ -36,8 +44,40 @@ if TYPE_CHECKING:
     from ragtui.tui.app import RagtuiApp
 
 
+#: The widest chunk column (cells): a longer id is shortened (``docs/…/cors.md#1``).
+MAX_CHUNK_WIDTH = 48
+#: The score column's width, and the narrowest text column worth drawing.
+SCORE_WIDTH = 6
+MIN_TEXT_WIDTH = 6
+#: Seconds between two updates of a slow step's elapsed time (``loading the model… 4 s``).
+TICK_S = 0.5
+
+
+def short_chunk_id(cid: str, width: int) -> str:
+    """``cid`` in at most ``width`` cells, keeping its file name and ``#n``: the folders go first
+    (``docs/…/cors.md#1``, then ``…/cors.md#1``), then the middle of the file name."""
+    if cell_len(cid) <= width:
+        return cid
+    path, hash_mark, number = cid.rpartition("#")
+    if not hash_mark:
+        path, number = cid, ""
+    end = path.rpartition("/")[2] + (hash_mark + number)
+    folders = path.rpartition("/")[0]
+    if folders:
+        candidates = [f"…/{end}"]
+        if "/" in folders:
+            candidates.insert(0, f"{folders.split('/', 1)[0]}/…/{end}")
+        for candidate in candidates:
+            if cell_len(candidate) <= width:
+                return candidate
+    return shorten_middle(end, width)
+
+
 class AdhocList(RowList):
-    """One retriever's ranking of the typed query: rank, chunk id, score, text."""
+    """One retriever's ranking of the typed query: rank, chunk id, score, text.
+
+    The chunk column is as wide as the longest id shown (up to ``MAX_CHUNK_WIDTH``); the score is
+    shown when the whole id fits beside it, the text when some room is left."""
 
     def __init__(self, ws: Workspace, retriever: str) -> None:
         """The list of ``retriever``."""
@@ -49,29 +89,48 @@ class AdhocList(RowList):
     def show(self, ranking: Ranking) -> None:
         """Fill the list."""
         self.ranking = ranking
-        width = self.scrollable_content_region.width or 40
-        chunk_width = min(22, max(8, width // 3))
-        self.set_columns(
-            [
-                ColumnSpec("#", 2, "right"),
-                ColumnSpec("chunk", chunk_width),
-                ColumnSpec("score", 6, "right"),
-                ColumnSpec("text", max(4, width - chunk_width - 11)),
-            ]
-        )
+        self._layout()
         self.set_row_count(len(ranking), 0)
+
+    def on_resize(self) -> None:
+        """Fit the columns to the new width (RowList's handler keeps the cursor in view)."""
+        self._layout()
+
+    def _layout(self) -> None:
+        """The columns for the width and the ids shown."""
+        width = self.scrollable_content_region.width or 40
+        rank = max(2, len(str(len(self.ranking))))
+        longest = max((cell_len(visible_line(cid)) for cid, _ in self.ranking), default=0)
+        need = min(max(longest, len("chunk")), MAX_CHUNK_WIDTH)
+        room = width - rank - 1
+        columns = [ColumnSpec("#", rank, "right")]
+        if room - SCORE_WIDTH - 1 >= need:
+            columns += [ColumnSpec("chunk", need), ColumnSpec("score", SCORE_WIDTH, "right")]
+            rest = room - need - SCORE_WIDTH - 2
+            if rest >= MIN_TEXT_WIDTH:
+                columns.append(ColumnSpec("text", rest))
+        else:
+            # The id first: without the score, shortened only if it still does not fit.
+            columns.append(ColumnSpec("chunk", max(4, min(need, room))))
+        self.set_columns(columns)
 
     def row_cells(self, index: int) -> list[Cell]:
         """The cells of one ranked chunk."""
         cid, score = self.ranking[index]
-        chunk = self.ws.chunk_by_id.get(cid)
-        text = visible_line(" ".join(chunk.text.split())[:200]) if chunk else ""
-        return [
-            Cell(str(index + 1)),
-            Cell(shorten_middle(visible_line(cid), self.columns[1].width)),
-            Cell(fmt_score(score)),
-            Cell(text),
-        ]
+        cells = []
+        for column in self.columns:
+            if column.name == "#":
+                cells.append(Cell(str(index + 1)))
+            elif column.name == "chunk":
+                cells.append(Cell(short_chunk_id(visible_line(cid), column.width)))
+            elif column.name == "score":
+                cells.append(Cell(fmt_score(score)))
+            else:
+                chunk = self.ws.chunk_by_id.get(cid)
+                cells.append(
+                    Cell(visible_line(" ".join(chunk.text.split())[:200]) if chunk else "")
+                )
+        return cells
 
     @property
     def highlighted_chunk(self) -> str | None:
@@ -111,6 +170,14 @@ class AdhocScreen(Screen[None]):
         hits: list[Hit] = field(default_factory=list)
         """A live retriever's hits (chunks it brought with their text are added on the UI thread)."""
 
+    @dataclass
+    class Step(Message):
+        """The slow step some lists wait for (``loading the model…``, ``embedding the query…``)."""
+
+        generation: int
+        retrievers: tuple[str, ...]
+        what: str
+
     def __init__(self, ws: Workspace, retrievers: list[str]) -> None:
         """Ad-hoc search over ``ws`` with the ``retrievers`` that are ready."""
         super().__init__(id="adhoc")
@@ -120,6 +187,10 @@ class AdhocScreen(Screen[None]):
         #: The query the lists show.
         self.query_text = ""
         self._active = retrievers[0] if retrievers else ""
+        #: Each waiting list's step and when it started (its frame shows the seconds since).
+        self._steps: dict[str, tuple[str, float]] = {}
+        #: The lists of the current query still to come.
+        self._pending: set[str] = set()
 
     def compose(self) -> ComposeResult:
         """Query, the lists side by side, the chunk text, evidence and slices, status."""
@@ -152,6 +223,7 @@ class AdhocScreen(Screen[None]):
         status = self.query_one(StatusLine)
         cast("RagtuiApp", self.app).status_changed.subscribe(self, status.show, immediate=True)
         status.show(Status("Type a question and press enter; tab to the lists."))
+        self.set_interval(TICK_S, self._tick)
 
     def list_for(self, retriever: str) -> AdhocList:
         """The list that shows RETRIEVER's ranking."""
@@ -163,9 +235,41 @@ class AdhocScreen(Screen[None]):
 
     # ---- searching ---------------------------------------------------------------------------
 
+    def _pane(self, retriever: str) -> Vertical | None:
+        """The frame around ``retriever``'s list."""
+        pane = self.list_for(retriever).parent
+        return pane if isinstance(pane, Vertical) else None
+
+    def _set_step(self, retriever: str, what: str) -> None:
+        """Show what ``retriever``'s list waits for in its frame ("" when it waits for nothing)."""
+        if what:
+            self._steps[retriever] = (what, time.monotonic())
+        else:
+            self._steps.pop(retriever, None)
+        pane = self._pane(retriever)
+        if pane is not None:
+            set_frame_text(pane, subtitle=what)
+
+    def _tick(self) -> None:
+        """The seconds a slow step has taken so far, in its lists' frames."""
+        now = time.monotonic()
+        for name, (what, since) in self._steps.items():
+            pane = self._pane(name)
+            if pane is not None and now - since >= 1.0:
+                set_frame_text(pane, subtitle=f"{what} {now - since:.0f} s")
+
+    def _model(self) -> object | None:
+        """The embedding model behind the vector list (the one tests inject, else the app's loaded
+        model of this name); None when the app does not know it."""
+        app = cast("RagtuiApp", self.app)
+        if app.embedder is not None:
+            return cast("object", app.embedder)
+        return cast("object | None", app.models.get(self.ws.settings.model or ""))
+
     @on(Input.Submitted, "#adhoc-query")
     def _query_submitted(self, event: Input.Submitted) -> None:
-        """Rank the text with every retriever in a worker: BM25 first, the others as they come."""
+        """Rank the text in workers: BM25 first, the others as they come (a live retriever in a
+        worker of its own, so it never waits for the model)."""
         event.stop()
         text = normalize_ws(event.value)
         if not text:
@@ -173,52 +277,116 @@ class AdhocScreen(Screen[None]):
             return
         self.generation += 1
         self.query_text = text
+        self._pending = set(self.retrievers)
         for name in self.retrievers:
             self.list_for(name).show([])
-            pane = self.list_for(name).parent
-            if isinstance(pane, Vertical):
-                pane.border_subtitle = "searching…"
+            self._set_step(name, "searching…")
         self.say(f"searching {', '.join(self.retrievers)}…")
-        self._search(text, self.generation)
+        live = [n for n in self.retrievers if n in self.ws.live]
+        self._search(
+            text, self.generation, [n for n in self.retrievers if n not in live], self._model()
+        )
+        for name in live:
+            self.run_worker(
+                partial(self._ask_live, name, text, self.generation),
+                thread=True,
+                exclusive=True,
+                exit_on_error=False,
+                group=f"adhoc-live-{name}",
+            )
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="adhoc")
-    def _search(self, text: str, generation: int) -> None:
-        """BM25 first (no model), then vector (embeds the text), then hybrid (fuses the two)."""
+    def _search(self, text: str, generation: int, names: list[str], model: object | None) -> None:
+        """BM25 first (no model), then vector (loads the model the first time, embeds the text),
+        then hybrid (fuses the two); anything else cannot rank typed text."""
         ws = self.ws
         depth = ws.settings.depth
         found: dict[str, Ranking] = {}
-        for name in self.retrievers:
-            try:
-                if name == "bm25" and ws.bm25 is not None:
-                    found[name] = ws.bm25.search(text, depth)
-                elif name == "vector" and ws.vector is not None:
-                    found[name] = ws.vector.search(text, depth)
-                elif name in ws.live:
-                    run = run_live(ws.live[name], [("", text)], depth, root=ws.settings.cache_dir)
-                    if "" in run.failed or run.error:
-                        self.post_message(
-                            self.Ranked(generation, name, [], run.failed.get("", run.error))
-                        )
-                        continue
-                    hits = run.hits.get("", [])
-                    found[name] = [(h.id, h.score) for h in hits]
-                    self.post_message(self.Ranked(generation, name, found[name], hits=hits))
-                    continue
-                elif name == "hybrid" and ws.hybrid is not None:
-                    bm25 = found.get("bm25") or (ws.bm25.search(text, depth) if ws.bm25 else [])
-                    vector = found.get("vector") or (
-                        ws.vector.search(text, depth) if ws.vector else []
+        answered: set[str] = set()
+        bm25, vector, hybrid = ws.bm25, ws.vector, ws.hybrid
+        if "bm25" in names and bm25 is not None:
+            self._rank(generation, "bm25", lambda: bm25.search(text, depth), found, answered)
+        embedded = tuple(n for n in names if n in ("vector", "hybrid"))
+        if embedded and vector is not None:
+            if getattr(model, "loaded", True) is False:
+                # The first query that needs the model: import and read it (seconds), said so.
+                self.post_message(self.Step(generation, embedded, "loading the model…"))
+                try:
+                    model.load()  # type: ignore[union-attr]
+                except Exception as exc:
+                    message = (
+                        exc.message
+                        if isinstance(exc, InputError)
+                        else f"{type(exc).__name__}: {exc}"
                     )
-                    found[name] = ws.hybrid.fuse(bm25, vector, depth)
-                else:
-                    self.post_message(
-                        self.Ranked(generation, name, [], "not available for typed text")
-                    )
-                    continue
-            except Exception as exc:
-                self.post_message(self.Ranked(generation, name, [], f"{type(exc).__name__}: {exc}"))
-                continue
-            self.post_message(self.Ranked(generation, name, found[name]))
+                    for name in embedded:
+                        self.post_message(self.Ranked(generation, name, [], visible_line(message)))
+                    return
+            step = "embedding the query…"
+            if model is None:  # the app does not know whether the model is loaded yet
+                step = "embedding the query (the first query loads the model)…"
+            self.post_message(self.Step(generation, embedded, step))
+            self._rank(generation, "vector", lambda: vector.search(text, depth), found, answered)
+        if "hybrid" in embedded and hybrid is not None and "vector" in found:
+            lexical = found.get("bm25") or (bm25.search(text, depth) if bm25 else [])
+            semantic = found["vector"]
+            self._rank(
+                generation, "hybrid", lambda: hybrid.fuse(lexical, semantic, depth), found, answered
+            )
+        for name in names:
+            if name not in answered:
+                why = "not available for typed text"
+                if name == "hybrid" and "vector" in answered and "vector" not in found:
+                    why = "needs the vector list, which failed"
+                self.post_message(self.Ranked(generation, name, [], why))
+
+    def _rank(
+        self,
+        generation: int,
+        name: str,
+        rank: Callable[[], Ranking],
+        found: dict[str, Ranking],
+        answered: set[str],
+    ) -> None:
+        """Run one ranking (in the worker) and post it, or why it failed."""
+        answered.add(name)
+        try:
+            found[name] = rank()
+        except Exception as exc:
+            self.post_message(
+                self.Ranked(generation, name, [], visible_line(f"{type(exc).__name__}: {exc}"))
+            )
+            return
+        self.post_message(self.Ranked(generation, name, found[name]))
+
+    def _ask_live(self, name: str, text: str, generation: int) -> None:
+        """One live retriever's ranking of the text (in a worker of its own), through its cache."""
+        ws = self.ws
+        try:
+            run = run_live(
+                ws.live[name], [("", text)], ws.settings.depth, root=ws.settings.cache_dir
+            )
+        except Exception as exc:
+            self.post_message(self.Ranked(generation, name, [], f"{type(exc).__name__}: {exc}"))
+            return
+        if "" in run.failed or run.error:
+            self.post_message(self.Ranked(generation, name, [], run.failed.get("", run.error)))
+            return
+        hits = run.hits.get("", [])
+        self.post_message(self.Ranked(generation, name, [(h.id, h.score) for h in hits], hits=hits))
+
+    def on_adhoc_screen_step(self, message: Step) -> None:
+        """Lists of the current query wait for a slow step: their frames say which."""
+        if message.generation != self.generation:
+            return
+        for name in message.retrievers:
+            if name in self._pending:
+                self._set_step(name, message.what)
+        shown = ", ".join(n for n in self.retrievers if n not in self._pending)
+        self.say(
+            f"{message.what.rstrip('…')} for {', '.join(message.retrievers)}…"
+            + (f" {shown} shown; tab to a list." if shown else "")
+        )
 
     def on_adhoc_screen_ranked(self, message: Ranked) -> None:
         """Show one list unless a newer query was typed."""
@@ -229,14 +397,24 @@ class AdhocScreen(Screen[None]):
             self.post_message(ForeignChunks(tuple(message.hits), message.retriever))
         table = self.list_for(message.retriever)
         table.show(message.ranking)
-        pane = table.parent
-        if isinstance(pane, Vertical):
+        self._pending.discard(message.retriever)
+        self._set_step(message.retriever, "")
+        pane = self._pane(message.retriever)
+        if pane is not None:
             set_frame_text(pane, subtitle=message.error)
         if message.retriever == self._active:
             self._show_chunk()
-        self.say(
-            f"lists for: {self.query_text}. Tab to a list; choose evidence; F3 adds the question."
-        )
+        if self._pending:
+            waiting = ", ".join(
+                f"{n} ({self._steps[n][0].rstrip('…')})" if n in self._steps else n
+                for n in self.retrievers
+                if n in self._pending
+            )
+            self.say(f"lists for: {self.query_text}. Still to come: {waiting}…")
+        else:
+            self.say(
+                f"lists for: {self.query_text}. Tab to a list; choose evidence; F3 adds the question."
+            )
 
     @on(RowList.CursorMoved)
     def _row_highlighted(self, event: RowList.CursorMoved) -> None:

@@ -3,7 +3,7 @@ and the per-slice report (issue 7)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -24,8 +24,11 @@ from ragtui.tui.widgets.report_view import ReportView
 class CompareScreen(ReportScreen):
     """Two retrievers compared in a worker; ``a`` and ``b`` cycle through the retrievers.
 
-    The systems (each retriever's rankings and grades) are captured when the screen is made, so
-    the worker never reads the workspace the app changes meanwhile.
+    The systems (each retriever's rankings and grades) are captured on the UI thread, so the
+    worker never reads the workspace the app changes meanwhile: ``a`` and ``b`` when the screen is
+    made, another one (through ``capture``) when a key cycles to it. The screen shows
+    ``comparing B against A…`` at once and starts the worker after that first frame; every key
+    keeps working while it computes, and a result for a pair no longer asked for is dropped.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -47,15 +50,28 @@ class CompareScreen(ReportScreen):
         error: str = ""
 
     def __init__(
-        self, systems: Mapping[str, System], a: str, b: str, measures: Sequence[Measure]
+        self,
+        systems: Mapping[str, System],
+        a: str,
+        b: str,
+        measures: Sequence[Measure],
+        *,
+        names: Sequence[str] | None = None,
+        capture: Callable[[str], System] | None = None,
     ) -> None:
-        """Compare ``b`` against ``a``, two of ``systems``, on ``measures``."""
-        super().__init__(message_report(self._title(a, b), ""), id="compare")
+        """Compare ``b`` against ``a`` on ``measures``; ``systems`` holds at least those two. The
+        keys cycle through ``names`` (default: the systems given); ``capture(name)`` makes the
+        system of a name not captured yet (called on the UI thread)."""
+        super().__init__(message_report(self._title(a, b), self._comparing(a, b)), id="compare")
         self.systems = dict(systems)
+        self.names = list(names) if names is not None else list(self.systems)
+        self.capture = capture
         self.measures = list(measures)
         self.a = a
         self.b = b
         self.generation = 0
+        #: Whether a worker is computing (its result is dropped if the pair changed meanwhile).
+        self._computing = False
         #: The last comparison shown (None while computing or after a failure).
         self.comparison: Comparison | None = None
 
@@ -64,18 +80,50 @@ class CompareScreen(ReportScreen):
         """The frame title of a pair."""
         return f"compare {b} against {a}"
 
+    @staticmethod
+    def _comparing(a: str, b: str) -> str:
+        """What the screen says while a pair is computed."""
+        return f"comparing {b} against {a}…"
+
     def on_mount(self) -> None:
-        """Start computing."""
-        self._start()
+        """Start computing once ``comparing…`` is on screen (the worker never delays that frame)."""
+        self.call_after_refresh(self._first_compute)
+
+    def _first_compute(self) -> None:
+        """The first pair's worker (unless a key already asked for another pair)."""
+        if self.generation == 0:
+            self.generation = 1
+            self._compute_current()
 
     def _start(self) -> None:
-        """Compute the current pair in a worker (10,000 permutations per measure)."""
+        """Show ``comparing…`` for the current pair, then compute it."""
         self.generation += 1
         self.comparison = None
         self.show_report(
-            message_report(self._title(self.a, self.b), f"comparing {self.b} against {self.a}…")
+            message_report(self._title(self.a, self.b), self._comparing(self.a, self.b))
         )
-        a, b = self.systems[self.a], self.systems[self.b]
+        self._compute_current()
+
+    def _system(self, name: str) -> System:
+        """The captured system of ``name`` (captured now when it was not yet)."""
+        system = self.systems.get(name)
+        if system is None:
+            if self.capture is None:
+                raise KeyError(name)
+            system = self.systems[name] = self.capture(name)
+        return system
+
+    def _compute_current(self) -> None:
+        """Compute the current pair in a worker (10,000 permutations per measure); one worker at
+        a time: keys pressed meanwhile only change the pair, computed when the running one ends."""
+        if self._computing:
+            return
+        try:
+            a, b = self._system(self.a), self._system(self.b)
+        except Exception as exc:  # a retriever that cannot be read: said, not raised
+            self.show_message(f"comparison failed: {type(exc).__name__}: {exc}", "bad")
+            return
+        self._computing = True
         self._compute(a, b, tuple(self.measures), self.generation)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare")
@@ -90,8 +138,10 @@ class CompareScreen(ReportScreen):
         self.post_message(self.Ready(generation, comparison, report))
 
     def on_compare_screen_ready(self, message: Ready) -> None:
-        """Show the comparison (or why it failed) unless a newer pair was asked for."""
+        """Show the comparison (or why it failed), or compute the pair asked for meanwhile."""
+        self._computing = False
         if message.generation != self.generation:
+            self._compute_current()
             return
         self.comparison = message.comparison
         if message.report is None:
@@ -101,7 +151,7 @@ class CompareScreen(ReportScreen):
 
     def action_cycle(self, side: str) -> None:
         """Pick the next retriever for side A or B (never the same as the other side)."""
-        names = list(self.systems)
+        names = self.names
         if len(names) < 2:
             return
         current, other = (self.a, self.b) if side == "a" else (self.b, self.a)

@@ -9,6 +9,7 @@ workspace that the app keeps changing (grades, label polling, re-chunking).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from ragtui.core.analysis.attribution import explain_hybrid, explain_rerank, pool_ceilings
@@ -67,9 +68,18 @@ def explain_screen(ws: Workspace, qid: str, why: WhyIndex | None = None) -> Expl
 
 
 def compare_screen(ws: Workspace, a: str, b: str) -> CompareScreen:
-    """``b`` against ``a``; every retriever's system is captured now, so ``a``/``b`` can cycle."""
-    systems = {name: system_from_workspace(ws, name) for name in ws.retrievers}
-    return CompareScreen(systems, a, b, default_measures(ws.settings.k))
+    """``b`` against ``a``: their two systems are captured now (not every retriever's: with many
+    retrievers and questions that took the key's whole frame); another retriever's is captured on
+    the UI thread when ``a`` or ``b`` cycles to it."""
+    systems = {name: system_from_workspace(ws, name) for name in dict.fromkeys((a, b))}
+    return CompareScreen(
+        systems,
+        a,
+        b,
+        default_measures(ws.settings.k),
+        names=list(ws.retrievers),
+        capture=partial(system_from_workspace, ws),
+    )
 
 
 def curve_screen(ws: Workspace, question_ids: Sequence[str] | None = None) -> CurveScreen:

@@ -4,8 +4,9 @@ as they arrive), choose evidence in a chunk, and ask the app to add the question
 The screen only reads: the retrievers (their indexes and embeddings never change while it is open)
 rank the text in workers (one for bm25, vector and hybrid, one per live retriever); adding goes to
 the app as ``AddQuestionRequested``. The first query that needs the embedding model loads it in
-that worker: the vector and hybrid lists say so (``loading the model… 4 s``, then ``embedding the
-query…``) while bm25's list is already shown, and every key keeps working.
+that worker: the vector and hybrid lists say so in their frames (``loading model… 4 s``, then
+``embedding…``) and the status line in words, while bm25's list is already shown and every key
+keeps working.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ MAX_CHUNK_WIDTH = 48
 #: The score column's width, and the narrowest text column worth drawing.
 SCORE_WIDTH = 6
 MIN_TEXT_WIDTH = 6
-#: Seconds between two updates of a slow step's elapsed time (``loading the model… 4 s``).
+#: Seconds between two updates of a slow step's elapsed time (``loading model… 4 s``).
 TICK_S = 0.5
 
 
@@ -172,11 +173,13 @@ class AdhocScreen(Screen[None]):
 
     @dataclass
     class Step(Message):
-        """The slow step some lists wait for (``loading the model…``, ``embedding the query…``)."""
+        """The slow step some lists wait for: ``what`` in their frames (short: a list may be 22
+        cells wide), ``says`` in the status line."""
 
         generation: int
         retrievers: tuple[str, ...]
         what: str
+        says: str
 
     def __init__(self, ws: Workspace, retrievers: list[str]) -> None:
         """Ad-hoc search over ``ws`` with the ``retrievers`` that are ready."""
@@ -310,7 +313,14 @@ class AdhocScreen(Screen[None]):
         if embedded and vector is not None:
             if getattr(model, "loaded", True) is False:
                 # The first query that needs the model: import and read it (seconds), said so.
-                self.post_message(self.Step(generation, embedded, "loading the model…"))
+                self.post_message(
+                    self.Step(
+                        generation,
+                        embedded,
+                        "loading model…",
+                        "loading the embedding model (the first query that needs it)",
+                    )
+                )
                 try:
                     model.load()  # type: ignore[union-attr]
                 except Exception as exc:
@@ -322,10 +332,10 @@ class AdhocScreen(Screen[None]):
                     for name in embedded:
                         self.post_message(self.Ranked(generation, name, [], visible_line(message)))
                     return
-            step = "embedding the query…"
+            says = "embedding the query"
             if model is None:  # the app does not know whether the model is loaded yet
-                step = "embedding the query (the first query loads the model)…"
-            self.post_message(self.Step(generation, embedded, step))
+                says += " (the first query loads the model too)"
+            self.post_message(self.Step(generation, embedded, "embedding…", says))
             self._rank(generation, "vector", lambda: vector.search(text, depth), found, answered)
         if "hybrid" in embedded and hybrid is not None and "vector" in found:
             lexical = found.get("bm25") or (bm25.search(text, depth) if bm25 else [])
@@ -384,7 +394,7 @@ class AdhocScreen(Screen[None]):
                 self._set_step(name, message.what)
         shown = ", ".join(n for n in self.retrievers if n not in self._pending)
         self.say(
-            f"{message.what.rstrip('…')} for {', '.join(message.retrievers)}…"
+            f"{message.says} for {', '.join(message.retrievers)}…"
             + (f" {shown} shown; tab to a list." if shown else "")
         )
 

@@ -605,12 +605,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the command ``args`` names (the app when none)."""
+    """Run the command ``args`` names (``main`` starts the app, init, config and serve itself)."""
     command = args.command
-    if command is None:
-        from ragtui.tui.app import run_app
-
-        return run_app(settings, mouse=not args.no_mouse)
     if command in ("eval", "export", "diff", "explain"):
         from ragtui.cli import evaluate
 

@@ -15,9 +15,6 @@ from ragtui.core.analysis.full_report import CURVE_HEADING, FullReport
 from ragtui.core.report import Report, Section
 from ragtui.core.text import visible, visible_line
 
-#: The formats ``ragtui report --format`` writes.
-FORMATS = ("markdown", "html")
-
 # ---- Markdown -----------------------------------------------------------------------------------
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|<>#~])")

@@ -409,9 +409,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
 )
 
-#: The options by name.
-OPTIONS_BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
-
 
 def settings_from_values(values: Mapping[str, Any]) -> Settings:
     """Settings from parsed option values (missing ones take their defaults).

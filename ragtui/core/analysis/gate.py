@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ragtui.core.errors import InputError
 from ragtui.core.metrics.measures import FAMILIES, Measure, measure_means, parse_measure
-from ragtui.core.report import Report, Row, Section, table
+from ragtui.core.report import Row, Section, table
 from ragtui.core.workspace import Workspace
 
 __all__ = [
@@ -167,8 +167,3 @@ def gate_section(results: Sequence[GateResult]) -> Section:
         notes=[summary],
         right=(2, 3),
     )
-
-
-def gate_report(results: Sequence[GateResult]) -> Report:
-    """The gate alone, as a report."""
-    return Report("ragtui gate", (gate_section(results),))

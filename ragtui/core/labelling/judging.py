@@ -425,12 +425,6 @@ class JudgedSummary:
     thin: bool
 
 
-def judged_ids(ws: Pooled, qid: str) -> set[str]:
-    """The passages of a question that carry a grade: a hand grade or a base grade (evidence or
-    qrels), of ragtui's chunks and of live retrievers' own passages."""
-    return set(ws.shown_grades(qid))
-
-
 def judged_summaries(
     ws: Pooled, k: int | None = None, threshold: float = THIN_JUDGED
 ) -> dict[str, JudgedSummary]:

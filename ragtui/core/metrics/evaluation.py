@@ -219,7 +219,6 @@ class Evaluation:
         self._grade_values = values.astype(np.int64)
         self._gains: dict[str, Mapping[str, int]] = {}
         self._mask = np.diff(offsets) > 0
-        self._arrays = grade_arrays
         order = self.question_ids
         asked = set(regraded) | {order[i] for i in np.flatnonzero(source < 0).tolist()}
         for qid in asked:

@@ -86,10 +86,6 @@ class RankingTable(MutableMapping[str, Ranking]):
             out.append((ids[code], score))
         return out
 
-    def from_arrays(self, qid: str) -> bool:
-        """Whether ``qid``'s ranking is the one in its array row (not assigned since, nor removed)."""
-        return qid in self.rows and qid not in self.extra and qid not in self._removed
-
     def __getitem__(self, qid: str) -> Ranking:
         found = self.extra.get(qid)
         if found is not None:

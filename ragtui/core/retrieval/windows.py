@@ -104,11 +104,6 @@ class ChunkWindows:
         """Chunks read as more than one window."""
         return sum(1 for s in self.spans if len(s) > 1)
 
-    @property
-    def window_count(self) -> int:
-        """Windows of the chunks read as more than one window."""
-        return sum(len(s) for s in self.spans if len(s) > 1)
-
 
 def chunk_windows(
     chunks: Sequence[Chunk], counter: TokenCounter, plan: WindowPlan | None

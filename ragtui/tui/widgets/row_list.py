@@ -102,8 +102,6 @@ class RowList(ScrollView, can_focus=True):
     }
     """The header line, the cursor row when focused, and the cursor row when not focused."""
 
-    #: Suffixes of the subclass's component classes that cells may name (``row-list--`` excluded).
-    CELL_STYLES: ClassVar[tuple[str, ...]] = ()
     #: The prefix of the subclass's component classes.
     STYLE_PREFIX: ClassVar[str] = "row-list"
 

@@ -25,15 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ragtui.core.data.paths import safe_filename
 from ragtui.core.errors import InputError
 from ragtui.core.options import OPTIONS, OptionError
 from ragtui.core.settings import Settings, Variant
-
-if TYPE_CHECKING:
-    from ragtui.core.project import SectionContext
 
 #: Options a variant cannot set: they fix the questions and how they are judged.
 FIXED_OPTIONS = frozenset({"golden", "beir", "k", "threshold", "annotator"})
@@ -41,6 +38,21 @@ FIXED_OPTIONS = frozenset({"golden", "beir", "k", "threshold", "annotator"})
 BASELINE_KEY = "baseline"
 
 _BY_KEY = {o.key: o for o in OPTIONS}
+
+
+class SectionContext(Protocol):
+    """What ``[variants]`` reads of the project file's section (``ragtui.core.project.SectionContext``):
+    its name, for messages, and how a path in it is resolved. Named here, so that this module, below
+    the project file's layer, never imports it."""
+
+    @property
+    def name(self) -> str:
+        """The section's name (``variants``)."""
+        ...
+
+    def resolve(self, raw: str | Path) -> Path:
+        """A path from the file, relative to the file's folder."""
+        ...
 
 
 def _value(key: str, raw: Any, context: SectionContext) -> Any:

@@ -32,8 +32,7 @@ from ragtui.core.analysis.reports import (
     slices_report,
 )
 from ragtui.core.analysis.runs import diff_runs, resolve_saved, save_run
-from ragtui.core.analysis.why import WhyIndex
-from ragtui.core.analysis.why_report import why_question_report, why_report
+from ragtui.core.analysis.why import WhyIndex, why_question_report, why_report
 from ragtui.core.labelling.agreement import annotators, kappa_text
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.metrics.measures import (

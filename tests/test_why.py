@@ -39,8 +39,10 @@ from ragtui.core.analysis.why import (
     cause_summary,
     explain_misses,
     vector_coverage,
+    why_json,
+    why_question_report,
+    why_report,
 )
-from ragtui.core.analysis.why_report import why_json, why_question_report, why_report
 from ragtui.core.data.tokenizer import default_model_path
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace

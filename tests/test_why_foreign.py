@@ -27,8 +27,10 @@ from ragtui.core.analysis.why import (
     WindowSpans,
     cause_summary,
     chunk_index,
+    question_why_json,
+    why_json,
+    why_report,
 )
-from ragtui.core.analysis.why_report import question_why_json, why_json, why_report
 from ragtui.core.retrieval.live import parse_retriever_spec
 from ragtui.core.workspace import Workspace
 from tests.conftest import ROOT

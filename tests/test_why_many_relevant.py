@@ -21,9 +21,10 @@ from ragtui.core.analysis.why import (
     Outranked,
     WhyIndex,
     cause_summary,
+    question_why_json,
     question_words,
+    why_question_report,
 )
-from ragtui.core.analysis.why_report import question_why_json, why_question_report
 from ragtui.core.data.golden import query_terms
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace

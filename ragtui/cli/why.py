@@ -4,8 +4,9 @@ with each cause's remedy ceiling); the core computes the reports, ``output`` pri
 from __future__ import annotations
 
 from ragtui.cli.output import open_workspace, print_json, print_report
-from ragtui.core.analysis.why import WhyIndex, explain_misses
-from ragtui.core.analysis.why_report import (
+from ragtui.core.analysis.why import (
+    WhyIndex,
+    explain_misses,
     question_why_json,
     why_json,
     why_question_report,

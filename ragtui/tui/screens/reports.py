@@ -23,8 +23,7 @@ from ragtui.core.analysis.reports import (
     rerank_explanation_report,
     slices_report,
 )
-from ragtui.core.analysis.why import WhyIndex
-from ragtui.core.analysis.why_report import why_question_report
+from ragtui.core.analysis.why import WhyIndex, why_question_report
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.agreement import annotators
 from ragtui.core.labelling.authoring import QUESTIONS_FILE

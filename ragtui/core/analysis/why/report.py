@@ -1,5 +1,5 @@
-"""The views of ``ragtui.core.analysis.why``: the ``ragtui why`` reports (one question, the whole
-set, per slice) and their JSON objects; both front ends draw these."""
+"""The views of the causes of misses: the ``ragtui why`` reports (one question, the whole set, per
+slice) and their JSON objects; both front ends draw these."""
 
 from __future__ import annotations
 
@@ -7,19 +7,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragtui.core.analysis.slices import slice_names
-from ragtui.core.analysis.why import (
+from ragtui.core.analysis.why.causes import (
     CAUSES,
     FIXES,
     REMEDIES,
-    CauseCount,
     Neighbour,
     NotRetrieved,
     Outranked,
     QuestionWhy,
-    RetrieverCauses,
-    WhyIndex,
-    cause_summary,
 )
+from ragtui.core.analysis.why.index import CauseCount, RetrieverCauses, WhyIndex, cause_summary
 from ragtui.core.report import Report, Row, Section, fmt, note, signed, table, text_section
 
 __all__ = ["question_why_json", "why_json", "why_question_report", "why_report"]

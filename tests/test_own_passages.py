@@ -347,7 +347,7 @@ def test_random_live_answers_never_move_the_builtin_numbers(base_workspace_setti
             # A renamed chunk is the chunk: no own passage has the text of one of ragtui's chunks.
             for cid in ranked:
                 if cid in ws.foreign:
-                    assert ws._chunk_of_text(ws.foreign[cid].text) is None
+                    assert ws.chunk_texts.chunk_of(ws.foreign[cid].text, ws.chunks) is None
     # A fresh evaluation from scratch agrees with the one updated in place.
     fresh = ws.evaluate_all()
     assert fresh.summary("bm25") == summary

@@ -18,7 +18,7 @@ import fcntl
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -212,11 +212,12 @@ def check_regular(path: str | Path) -> None:
         raise _refuse(path, mode)
 
 
-def read_regular(path: str | Path) -> bytes:
+def read_regular(path: str | Path, check: Callable[[os.stat_result], None] | None = None) -> bytes:
     """The bytes of ``path`` if it is a regular file, else ``NotRegularFileError``; never blocks on a FIFO.
 
     The file is opened non-blocking (opening a FIFO for reading then returns at once) and checked
-    with ``fstat`` on the descriptor read, so it cannot be swapped between the check and the read.
+    with ``fstat`` on the descriptor read, so it cannot be swapped between the check and the read;
+    ``check``, when given, is called with that status before anything is read (it raises to refuse).
     Errors opening or reading it are the ``OSError`` of ``os.open`` (FileNotFoundError and so on).
     """
     mode = os.stat(path).st_mode  # not opened at all when it is no file (a tape, a terminal)
@@ -224,9 +225,11 @@ def read_regular(path: str | Path) -> bytes:
         raise _refuse(path, mode)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _refuse(path, mode)
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise _refuse(path, status.st_mode)
+        if check is not None:
+            check(status)
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             return handle.read()

@@ -46,8 +46,6 @@ class Option:
     """The ``--help`` section."""
     repeatable: bool = False
     """Given several times on the command line (each adds one item); a list in a project file."""
-    choices: tuple[str, ...] = ()
-    """The allowed values, when the option is a choice."""
     example: Any = None
     """A value a new project file shows for the option (commented out), when the default and the
     metavar do not make a valid one."""
@@ -284,7 +282,6 @@ OPTIONS: tuple[Option, ...] = (
         choice(BM25_BACKENDS),
         "rank-bm25 (default) or bm25s",
         "NAME",
-        choices=BM25_BACKENDS,
     ),
     Option(
         "windows",
@@ -293,7 +290,6 @@ OPTIONS: tuple[Option, ...] = (
         "scored by its best window (max, default), their mean (mean), or only its head (off)",
         "MODE",
         group="windows and reranking",
-        choices=WINDOW_MODES,
     ),
     Option(
         "window_stride",
@@ -357,7 +353,6 @@ OPTIONS: tuple[Option, ...] = (
         "evaluate qrels at document or chunk level (default: document when BEIR qrels name "
         "documents and the corpus is chunked; a document ranks at its best chunk's rank)",
         "LEVEL",
-        choices=LEVELS,
         example="document",
     ),
     Option(

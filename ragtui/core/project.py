@@ -238,21 +238,13 @@ def distrust(path: str | Path, status: os.stat_result) -> str | None:
 def read_trusted(path: str | Path) -> bytes:
     """A project file's bytes, when :func:`distrust` finds nothing against it (checked on the
     descriptor read, so the file cannot be swapped in between); InputError naming the reason."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        return read_regular(path)  # refuses it, naming what it is
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            return read_regular(path)
+
+    def trust(status: os.stat_result) -> None:
         reason = distrust(path, status)
         if reason is not None:
             raise InputError(path, reason)
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
+
+    return read_regular(path, check=trust)
 
 
 _TOML_WHERE = re.compile(r"\s*\(at line (\d+), column \d+\)\s*$")

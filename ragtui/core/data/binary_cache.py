@@ -29,7 +29,7 @@ import orjson
 from ragtui.core.errors import InputError
 from ragtui.core.files import folder_lock, read_regular, write_atomic
 
-__all__ = ["ALLOWED_DTYPES", "ArrayStore", "CacheMismatch", "digest", "read_npy"]
+__all__ = ["ALLOWED_DTYPES", "ArrayStore", "CacheMismatch", "digest", "npy_header", "read_npy"]
 
 #: The manifest layout this code writes and reads.
 STORE_FORMAT = 1
@@ -47,29 +47,35 @@ def digest(*parts: object) -> str:
     return hashlib.sha256(orjson.dumps(list(parts))).hexdigest()
 
 
-def read_npy(raw: bytes, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    """The array in the bytes of a ``.npy`` file, its header checked against ``dtype`` and ``shape``
-    before any memory is taken; read-only, sharing ``raw``."""
+def npy_header(raw: bytes) -> tuple[tuple[int, ...], bool, np.dtype[Any], int]:
+    """The shape, Fortran order and dtype a ``.npy`` file's header declares, and where its data
+    starts; ``CacheMismatch`` for an unknown format version, ValueError or EOFError for no header."""
     from numpy.lib import format as npy
 
     stream = io.BytesIO(raw)
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = npy.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran, dtype = npy.read_array_header_2_0(stream)
+    else:
+        raise CacheMismatch(f"unknown .npy format version {version}")
+    return tuple(shape), bool(fortran), dtype, stream.tell()
+
+
+def read_npy(raw: bytes, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The array in the bytes of a ``.npy`` file, its header checked against ``dtype`` and ``shape``
+    before any memory is taken; read-only, sharing ``raw``."""
     try:
-        version = npy.read_magic(stream)
-        if version == (1, 0):
-            header_shape, fortran, header_dtype = npy.read_array_header_1_0(stream)
-        elif version == (2, 0):
-            header_shape, fortran, header_dtype = npy.read_array_header_2_0(stream)
-        else:
-            raise CacheMismatch(f"unknown .npy format version {version}")
+        header_shape, fortran, header_dtype, offset = npy_header(raw)
     except (ValueError, EOFError) as exc:
         if isinstance(exc, CacheMismatch):
             raise
         raise CacheMismatch(f"not a .npy file ({' '.join(str(exc).split())})") from None
-    if header_dtype.str != dtype or fortran or tuple(header_shape) != shape:
+    if header_dtype.str != dtype or fortran or header_shape != shape:
         raise CacheMismatch(
-            f"array header says {header_dtype.str} {tuple(header_shape)}, the manifest {dtype} {shape}"
+            f"array header says {header_dtype.str} {header_shape}, the manifest {dtype} {shape}"
         )
-    offset = stream.tell()
     expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     if len(raw) - offset != expected:
         raise CacheMismatch(f"array holds {len(raw) - offset} bytes, its header says {expected}")

@@ -16,11 +16,12 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import orjson
 
+from ragtui.core.data.binary_cache import npy_header
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import model_fingerprint, resolve_model
 from ragtui.core.errors import InputError
@@ -48,21 +49,11 @@ def _read_matrix(raw: bytes, shape: tuple[int, int]) -> np.ndarray:
     Read with ``np.frombuffer`` from the checked offset: a forged header (a shape of 1e11 rows, an
     object array that would be a pickle, another dtype) is refused, never allocated or unpickled.
     """
-    from numpy.lib import format as npy
-
-    stream = io.BytesIO(raw)
-    version = npy.read_magic(stream)
-    if version == (1, 0):
-        header_shape, fortran, dtype = npy.read_array_header_1_0(stream)
-    elif version == (2, 0):
-        header_shape, fortran, dtype = npy.read_array_header_2_0(stream)
-    else:
-        raise ValueError(f"vectors.npy has an unknown format version {version}")
+    header_shape, fortran, dtype, offset = npy_header(raw)
     if dtype != np.dtype("<f4") or fortran or len(header_shape) != 2:
         raise ValueError("vectors.npy is not a float32 matrix")
-    if tuple(header_shape) != shape:
-        raise ValueError(f"shape {tuple(header_shape)} does not match the manifest {shape}")
-    offset = stream.tell()
+    if header_shape != shape:
+        raise ValueError(f"shape {header_shape} does not match the manifest {shape}")
     expected = shape[0] * shape[1] * 4
     if len(raw) - offset != expected:
         raise ValueError(
@@ -87,6 +78,20 @@ def quiet_offline_hub() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TQDM_DISABLE", "1")
+
+
+class TextEncoder(Protocol):
+    """What embedding asks of a model (``Embedder`` is one; the app wraps one to see encoding
+    start, tests give small fakes): the name its vectors are cached under, and ``encode``."""
+
+    @property
+    def cache_name(self) -> str:
+        """The name the model's embeddings are cached under."""
+        ...
+
+    def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """Unit-length float32 embeddings of ``texts``, one row each, in the order given."""
+        ...
 
 
 class Embedder:
@@ -370,7 +375,7 @@ class EmbeddingCache:
     def embed(
         self,
         texts: Sequence[str],
-        embedder: Embedder | None = None,
+        embedder: TextEncoder | None = None,
         progress: Progress | None = None,
     ) -> np.ndarray:
         """Embeddings of ``texts``, encoding (and caching) only the ones not cached yet."""

@@ -81,19 +81,6 @@ def cell(text: str, style: str | Style = "", *, justify: JustifyMethod = "left")
     return Text(text, style=style, no_wrap=True, overflow="ellipsis", justify=justify)
 
 
-def foreground(style: Style) -> Style:
-    """A style's colour and attributes without its background, so a table's cursor row keeps its own."""
-    return Style(
-        color=style.color,
-        bold=style.bold,
-        dim=style.dim,
-        italic=style.italic,
-        underline=style.underline,
-        strike=style.strike,
-        reverse=style.reverse,
-    )
-
-
 def data_text(raw: str, styled: Iterable[tuple[int, int, Style | str]] = ()) -> Text:
     """Text from a file as a ``Text`` with styled character spans of ``raw``; control characters
     are shown as escapes (the spans move with them), so nothing in the data reaches the terminal raw."""

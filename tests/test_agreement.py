@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from ragtui.cli import build_parser, main, settings_from
-from ragtui.core.analysis.agreement import rule_agreement
+from ragtui.core.analysis.rule_agreement import rule_agreement
 from ragtui.core.labelling.agreement import (
     annotator_agreement,
     annotators,

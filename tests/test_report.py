@@ -25,7 +25,7 @@ from ragtui.core.metrics.measures import (
     system_from_workspace,
 )
 from ragtui.core.metrics.significance import compare_systems
-from ragtui.core.report import fmt
+from ragtui.core.report_model import fmt
 from ragtui.core.workspace import Workspace
 from tests.conftest import mini_args
 

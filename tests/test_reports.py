@@ -42,7 +42,7 @@ from ragtui.core.metrics.measures import (
     system_from_workspace,
 )
 from ragtui.core.metrics.significance import compare_systems
-from ragtui.core.report import Note, Report, Row, table
+from ragtui.core.report_model import Note, Report, Row, table
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsInputs, DiagnosticsScreen

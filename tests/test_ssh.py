@@ -24,7 +24,7 @@ import pytest
 
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from ragtui.tui.judging import JudgingSession, JudgingWalk
+from ragtui.tui.judging_session import JudgingSession, JudgingWalk
 from tests.conftest import ROOT
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"

@@ -24,7 +24,7 @@ from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui.app import RagtuiApp
 from ragtui.tui.controller import Controller, Refused
-from ragtui.tui.judging import JudgingWalk
+from ragtui.tui.judging_session import JudgingWalk
 from ragtui.tui.widgets.result_list import ResultList
 from tests.conftest import MINI, MINI_CHUNK_SIZE, ROOT
 from tests.test_e2e_tmux import Pane

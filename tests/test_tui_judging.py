@@ -506,7 +506,7 @@ def test_heading_row_fits_any_width() -> None:
     document named only when the id does not name it."""
     from rich.cells import cell_len
 
-    from ragtui.tui.judging import clean_heading, heading_row
+    from ragtui.tui.judging_session import clean_heading, heading_row
 
     assert clean_heading("Use `CORSMiddleware` { #use-corsmiddleware }") == "Use CORSMiddleware"
     assert clean_heading("**Bold** heading {: #id .cls }") == "Bold heading"

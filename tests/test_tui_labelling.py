@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtui.core.analysis.agreement import rule_agreement
+from ragtui.core.analysis.rule_agreement import rule_agreement
 from ragtui.core.data.paths import bundled_corpus, bundled_golden
 from ragtui.core.labelling.judging import JudgingQueue, judged_summaries
 from ragtui.core.settings import Settings

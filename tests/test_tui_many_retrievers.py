@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ragtui.core.report import Report, table
+from ragtui.core.report_model import Report, table
 from ragtui.core.retrieval.live import spec_from_target
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace

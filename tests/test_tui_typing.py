@@ -20,7 +20,7 @@ from ragtui.core.analysis.question_filter import (
 )
 from ragtui.core.analysis.why import CAUSE_MARKS, CAUSES
 from ragtui.tui.app import RagtuiApp
-from ragtui.tui.judging import JudgingWalk
+from ragtui.tui.judging_session import JudgingWalk
 from ragtui.tui.screens.adhoc import AdhocScreen
 from ragtui.tui.screens.dialogs import PromptScreen
 from ragtui.tui.screens.report import ReportScreen

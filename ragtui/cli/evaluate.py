@@ -51,7 +51,7 @@ from ragtui.core.metrics.measures import (
     parse_measures,
 )
 from ragtui.core.metrics.significance import Comparison, compare_systems
-from ragtui.core.report import Report
+from ragtui.core.report_model import Report
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 

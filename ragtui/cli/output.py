@@ -17,7 +17,7 @@ import orjson
 
 from ragtui.core.data.corpus import utf8_name
 from ragtui.core.errors import InputError
-from ragtui.core.report import Report, Section
+from ragtui.core.report_model import Report, Section
 from ragtui.core.retrieval.embeddings import Progress
 from ragtui.core.retrieval.live import LiveProgress
 from ragtui.core.settings import Settings

@@ -20,7 +20,7 @@ from ragtui.core.data.paths import (
 from ragtui.core.errors import InputError
 from ragtui.core.options import OPTIONS, Option, value_text
 from ragtui.core.project import DEFAULT, PROJECT_FILE, Effective, load_project
-from ragtui.core.report import Report, table, text_section
+from ragtui.core.report_model import Report, table, text_section
 from ragtui.core.settings import Settings
 from ragtui.core.text import mask_urls
 

@@ -12,7 +12,7 @@ import html
 import re
 
 from ragtui.core.analysis.full_report import CURVE_HEADING, FullReport
-from ragtui.core.report import Report, Section
+from ragtui.core.report_model import Report, Section
 from ragtui.core.text import visible, visible_line
 
 # ---- Markdown -----------------------------------------------------------------------------------

@@ -267,7 +267,7 @@ class RagtuiApp(App[int]):
 
     def show_messages(self) -> None:
         """The recent status messages, newest first (the palette's "messages: recent")."""
-        from ragtui.core.report import Column, Report, Row, Section
+        from ragtui.core.report_model import Column, Report, Row, Section
         from ragtui.tui.screens.report import ReportScreen
 
         rows = tuple(

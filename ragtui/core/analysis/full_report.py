@@ -19,7 +19,7 @@ from ragtui.core.analysis.runs import SavedRun, manifest, settings_changes
 from ragtui.core.analysis.slices import slice_reports
 from ragtui.core.metrics.measures import default_measures, system_from_workspace
 from ragtui.core.metrics.significance import compare_systems
-from ragtui.core.report import Report, Row, Section, fmt, signed, table, text_section
+from ragtui.core.report_model import Report, Row, Section, fmt, signed, table, text_section
 from ragtui.core.workspace import Workspace
 
 __all__ = ["FullReport", "full_report"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ragtui.core.errors import InputError
 from ragtui.core.metrics.measures import FAMILIES, Measure, measure_means, parse_measure
-from ragtui.core.report import Row, Section, table
+from ragtui.core.report_model import Row, Section, table
 from ragtui.core.workspace import Workspace
 
 __all__ = [

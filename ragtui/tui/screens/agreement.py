@@ -14,7 +14,7 @@ from ragtui.core.analysis.reports import diagnostics_report
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document
 from ragtui.core.data.golden import Question
-from ragtui.core.report import Report
+from ragtui.core.report_model import Report
 from ragtui.tui.screens.report import ReportScreen, message_report
 
 

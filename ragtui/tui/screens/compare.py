@@ -15,7 +15,7 @@ from textual.message import Message
 from ragtui.core.analysis.reports import comparison_report, curve_report
 from ragtui.core.metrics.measures import Measure, System
 from ragtui.core.metrics.significance import Comparison, compare_systems
-from ragtui.core.report import Report
+from ragtui.core.report_model import Report
 from ragtui.tui.screens.report import ReportScreen, message_report
 from ragtui.tui.widgets.curve import CurvePlot
 from ragtui.tui.widgets.report_view import ReportView

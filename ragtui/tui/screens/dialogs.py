@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, Static
 
-from ragtui.core.report import Report
+from ragtui.core.report_model import Report
 from ragtui.tui.screens.report import ReportScreen
 from ragtui.tui.widgets.text import set_frame_text
 from ragtui.tui.widgets.text_box import TextBox

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragtui.core.report import Report
+from ragtui.core.report_model import Report
 from ragtui.tui.screens.report import ReportScreen
 
 

@@ -26,7 +26,7 @@ from textual.widgets import Footer, Static
 
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, Workspace
-from ragtui.tui.judging import JudgingSession, JudgingWalk, heading_row
+from ragtui.tui.judging_session import JudgingSession, JudgingWalk, heading_row
 from ragtui.tui.messages import Changed, GradeRequested, Notice, UndoRequested
 from ragtui.tui.screens.main import format_seconds, ndcg_moves
 from ragtui.tui.widgets.chunk_view import ChunkView

@@ -34,7 +34,7 @@ from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.controller import Controller
 from ragtui.tui.ids import widget_id
-from ragtui.tui.judging import JudgingWalk
+from ragtui.tui.judging_session import JudgingWalk
 from ragtui.tui.messages import Changed, Notice, RetireRequested, UndoRequested
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.metrics_panel import MetricsPanel

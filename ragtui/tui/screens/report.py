@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer
 
-from ragtui.core.report import Note, Report, Tone, text_section
+from ragtui.core.report_model import Note, Report, Tone, text_section
 from ragtui.core.text import visible_line
 from ragtui.tui.widgets.report_view import ReportView
 

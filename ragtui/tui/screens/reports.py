@@ -28,7 +28,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.labelling.agreement import annotators
 from ragtui.core.labelling.authoring import QUESTIONS_FILE
 from ragtui.core.metrics.measures import default_measures, system_from_workspace
-from ragtui.core.report import Report, text_section
+from ragtui.core.report_model import Report, text_section
 from ragtui.core.workspace import Workspace
 from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsInputs, DiagnosticsScreen
 from ragtui.tui.screens.compare import CompareScreen, CurveScreen, SlicesScreen

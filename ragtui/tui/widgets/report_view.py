@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
-from ragtui.core.report import Report, Section, Tone
+from ragtui.core.report_model import Report, Section, Tone
 from ragtui.core.text import visible, visible_line
 
 #: The component class of each tone, and of the parts that are not rows or notes.

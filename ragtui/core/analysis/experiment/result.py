@@ -16,7 +16,7 @@ from ragtui.core.metrics.significance import (
     N_PERMUTATIONS,
     N_RESAMPLES,
 )
-from ragtui.core.report import Column, Note, Report, Row, Section, Tone, fmt, signed, table
+from ragtui.core.report_model import Column, Note, Report, Row, Section, Tone, fmt, signed, table
 from ragtui.core.settings import Settings, Variant
 from ragtui.core.workspace import SOURCE_QRELS, Workspace
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragtui.core.report import Note, Section, text_section
+from ragtui.core.report_model import Note, Section, text_section
 
 __all__ = ["count", "empty", "rank"]
 

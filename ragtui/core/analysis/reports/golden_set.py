@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragtui.core.analysis.agreement import rule_agreement
+from ragtui.core.analysis.rule_agreement import rule_agreement
 from ragtui.core.analysis.check import Problem, chunking_hint, shorten, shown_path
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, histogram_bars
 from ragtui.core.analysis.reports.cells import count, empty, rank
@@ -20,7 +20,7 @@ from ragtui.core.labelling.agreement import (
     kappa_text,
 )
 from ragtui.core.labelling.authoring import AddedQuestion
-from ragtui.core.report import Column, Note, Report, Section, fmt, table, text_section
+from ragtui.core.report_model import Column, Note, Report, Section, fmt, table, text_section
 from ragtui.core.workspace import Workspace
 
 __all__ = [

@@ -18,7 +18,7 @@ from ragtui.core.analysis.slices import slice_reports
 from ragtui.core.labelling.judging import THIN_JUDGED, judged_summaries
 from ragtui.core.metrics.measures import Measure, measure_means
 from ragtui.core.metrics.significance import Comparison
-from ragtui.core.report import (
+from ragtui.core.report_model import (
     Note,
     Report,
     Row,

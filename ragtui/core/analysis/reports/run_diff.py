@@ -7,7 +7,7 @@ from typing import Any
 
 from ragtui.core.analysis.reports.cells import rank
 from ragtui.core.analysis.runs import RunDiff
-from ragtui.core.report import Note, Report, Row, fmt, signed, table, text_section
+from ragtui.core.report_model import Note, Report, Row, fmt, signed, table, text_section
 
 __all__ = ["diff_report"]
 

@@ -17,7 +17,7 @@ from ragtui.core.analysis.why.causes import (
     QuestionWhy,
 )
 from ragtui.core.analysis.why.index import CauseCount, RetrieverCauses, WhyIndex, cause_summary
-from ragtui.core.report import Report, Row, Section, fmt, note, signed, table, text_section
+from ragtui.core.report_model import Report, Row, Section, fmt, note, signed, table, text_section
 
 __all__ = ["question_why_json", "why_json", "why_question_report", "why_report"]
 

@@ -4,7 +4,7 @@ with the baseline variant, the p-values adjusted together, and each variant save
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ragtui.core.metrics.significance import (
     DEFAULT_SEED,
     N_PERMUTATIONS,
     N_RESAMPLES,
+    Comparison,
     adjust_p_values,
     compare_systems,
 )
@@ -111,14 +112,41 @@ def tail_questions(ws: Workspace) -> list[str]:
     return out
 
 
-def _baseline_retriever(name: str, baseline: Sequence[str]) -> str | None:
-    """The baseline retriever a variant's retriever is compared with, or None."""
-    if name in baseline:
-        return name
-    first_stage = name.removesuffix(RERANK_SUFFIX)
-    if first_stage != name and first_stage in baseline:
-        return first_stage
-    return None
+@dataclass(frozen=True)
+class _Comparing:
+    """The baseline variant, and how a variant's retriever is compared with it: the measures and
+    the paired tests' seed, sign flips and bootstrap resamples."""
+
+    base: VariantResult
+    measures: Sequence[Measure]
+    seed: int
+    n_permutations: int
+    n_resamples: int
+
+    def retriever(self, result: VariantResult, name: str) -> str | None:
+        """The baseline's retriever that ``name`` of ``result`` is compared with: the same one, or
+        for a reranked list the baseline lacks its first stage; None when there is none, or
+        ``result`` is the baseline."""
+        baseline = self.base.retrievers
+        if result is self.base:
+            return None
+        if name in baseline:
+            return name
+        first_stage = name.removesuffix(RERANK_SUFFIX)
+        if first_stage != name and first_stage in baseline:
+            return first_stage
+        return None
+
+    def compare(self, before: System, after: System) -> Comparison:
+        """The paired comparison of the baseline's ``before`` with a variant's ``after``."""
+        return compare_systems(
+            before,
+            after,
+            self.measures,
+            n_permutations=self.n_permutations,
+            n_resamples=self.n_resamples,
+            seed=self.seed,
+        )
 
 
 def run_experiment(
@@ -175,11 +203,12 @@ def run_experiment(
             result.judgements.applied_pairs == base.judgements.applied_pairs
             and result.judgements.evaluated == base.judgements.evaluated
         )
-    rows = _rows(results, base, chosen, seed, n_permutations, n_resamples)
+    comparing = _Comparing(base, chosen, seed, n_permutations, n_resamples)
+    rows = _rows(results, comparing)
     adjusted = adjust_p_values([r.p_value for r in rows if r.p_value is not None], correction)
     it = iter(adjusted)
     rows = [r if r.p_value is None else replace(r, p_adjusted=next(it)) for r in rows]
-    tail = _tail_means(results, base, chosen, seed, n_permutations, n_resamples)
+    tail = _tail_means(results, comparing)
     if save:
         # After every variant is evaluated: the first write may move the golden set to the user's copy.
         for result in results:
@@ -199,14 +228,7 @@ def run_experiment(
     )
 
 
-def _rows(
-    results: Sequence[VariantResult],
-    base: VariantResult,
-    measures: Sequence[Measure],
-    seed: int,
-    n_permutations: int,
-    n_resamples: int,
-) -> list[ExperimentRow]:
+def _rows(results: Sequence[VariantResult], comparing: _Comparing) -> list[ExperimentRow]:
     rows: list[ExperimentRow] = []
     for result in results:
         ws = result.workspace
@@ -218,9 +240,9 @@ def _rows(
             judged, thin = result.judged.get(name, (0.0, False))
             means = {
                 m.name: float(system.values(m, evaluated).mean()) if evaluated else 0.0
-                for m in measures
+                for m in comparing.measures
             }
-            against = _baseline_retriever(name, base.retrievers) if result is not base else None
+            against = comparing.retriever(result, name)
             if against is None:
                 rows += [
                     ExperimentRow(
@@ -232,10 +254,10 @@ def _rows(
                         judged=judged,
                         thin=thin,
                     )
-                    for m in measures
+                    for m in comparing.measures
                 ]
                 continue
-            before = system_from_workspace(base.workspace, against)
+            before = system_from_workspace(comparing.base.workspace, against)
             # The same lists judged the same way (bm25 when only windows change) are no test: left
             # out of the correction, which would otherwise grow with comparisons that cannot differ.
             same = all(
@@ -243,15 +265,8 @@ def _rows(
                 and dict(before.gains(q)) == dict(system.gains(q))
                 for q in {*before.question_ids, *system.question_ids}
             )
-            comparison = compare_systems(
-                before,
-                system,
-                measures,
-                n_permutations=n_permutations,
-                n_resamples=n_resamples,
-                seed=seed,
-            )
-            for m, compared in zip(measures, comparison.metrics, strict=True):
+            comparison = comparing.compare(before, system)
+            for m, compared in zip(comparing.measures, comparison.metrics, strict=True):
                 rows.append(
                     ExperimentRow(
                         result.name,
@@ -281,12 +296,7 @@ def _subset(system: System, questions: set[str]) -> System:
 
 
 def _tail_means(
-    results: Sequence[VariantResult],
-    base: VariantResult,
-    measures: Sequence[Measure],
-    seed: int,
-    n_permutations: int,
-    n_resamples: int,
+    results: Sequence[VariantResult], comparing: _Comparing
 ) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
     """Per variant and retriever, each measure over the questions whose evidence lies wholly in a
     cut-off tail: the mean, and the paired change against the baseline on those questions."""
@@ -299,7 +309,7 @@ def _tail_means(
         out[result.name] = {}
         for name in result.retrievers:
             system = system_from_workspace(result.workspace, name)
-            against = _baseline_retriever(name, base.retrievers) if result is not base else None
+            against = comparing.retriever(result, name)
             cells: dict[str, dict[str, Any]] = {
                 m.name: {
                     "mean": float(system.values(m, questions).mean()),
@@ -307,16 +317,12 @@ def _tail_means(
                     "ci95": None,
                     "p_value": None,
                 }
-                for m in measures
+                for m in comparing.measures
             }
             if against is not None:
-                comparison = compare_systems(
-                    _subset(system_from_workspace(base.workspace, against), chosen),
+                comparison = comparing.compare(
+                    _subset(system_from_workspace(comparing.base.workspace, against), chosen),
                     _subset(system, chosen),
-                    measures,
-                    n_permutations=n_permutations,
-                    n_resamples=n_resamples,
-                    seed=seed,
                 )
                 for compared in comparison.metrics:
                     cells[compared.measure].update(

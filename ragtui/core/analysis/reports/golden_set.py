@@ -8,10 +8,10 @@ import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragtui.core.analysis.rule_agreement import rule_agreement
 from ragtui.core.analysis.check import Problem, chunking_hint, shorten, shown_path
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, histogram_bars
 from ragtui.core.analysis.reports.cells import count, empty, rank
+from ragtui.core.analysis.rule_agreement import rule_agreement
 from ragtui.core.labelling.agreement import (
     AnnotatorAgreement,
     RuleAgreement,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
-from ragtui.core.retrieval.live import MILVUS_RETRIEVERS, LiveRetriever, LiveSpec
+from ragtui.core.retrieval.live_base import MILVUS_RETRIEVERS, LiveRetriever, LiveSpec
 from ragtui.core.retrieval.rerank import RERANK_SUFFIX
 
 __all__ = ["build_live_retrievers", "live_names"]

@@ -39,7 +39,7 @@ from typing import Any, TypeVar, cast
 
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Hit, HitError, normalize_hits
-from ragtui.core.retrieval.live import ENTRY_POINT_GROUP, LiveError, LiveSpec, one_line
+from ragtui.core.retrieval.live_base import ENTRY_POINT_GROUP, LiveError, LiveSpec, one_line
 
 __all__ = ["PluginRetriever", "entry_point_names", "load_plugin"]
 
@@ -240,7 +240,8 @@ def _import_factory(spec: LiveSpec) -> Callable[..., Any]:
         value = _guarded(walk, f"{where}: ")
     if not _guarded(lambda: callable(value), f"{where}: "):
         raise LiveError(f"{where} is not callable")
-    return value  # type: ignore[no-any-return]
+    factory: Callable[..., Any] = value
+    return factory
 
 
 def _whole(value: Any, minimum: int) -> int:

@@ -1,0 +1,295 @@
+"""The label journal's lines in memory: a ``Label`` (one line, its JSON and its checks), the labels
+of one (question, chunk) pair (``PairLabels``: each annotator's latest grade, the adjudicated one,
+the one that counts, whether the pair is disputed), and ``LabelSet``, every pair's labels as the
+lines were applied in order (``LabelJournal`` is a ``LabelSet`` read from and written to its file).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ragtui.core.errors import InputError
+
+__all__ = [
+    "MAX_GRADE",
+    "MIN_GRADE",
+    "BadLine",
+    "Label",
+    "LabelSet",
+    "PairLabels",
+    "default_annotator",
+    "is_json_object",
+    "loads_line",
+    "now_iso",
+    "parse_label",
+]
+
+#: Hand grades are whole numbers in this range (the digit keys of the app).
+MIN_GRADE = 0
+MAX_GRADE = 9
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """One journal line: the grade a person gave a chunk for a question (None removes it)."""
+
+    question: str
+    chunk: str
+    grade: int | None
+    chunk_sha1: str
+    at: str
+    annotator: str = ""
+    line: int = 0
+    #: An adjudicated grade: it wins over every annotator's grade of the pair.
+    adjudicated: bool = False
+
+    def to_json(self) -> bytes:
+        """The journal line, without the trailing newline.
+
+        A name that was not UTF-8 (a file name or login name, kept by Python as lone surrogates)
+        is written with JSON's ``\\udcXX`` escapes, which read back to the very same string.
+        """
+        obj: dict[str, object] = {
+            "question": self.question,
+            "chunk": self.chunk,
+            "grade": self.grade,
+            "chunk_sha1": self.chunk_sha1,
+            "at": self.at,
+        }
+        if self.annotator:
+            obj["annotator"] = self.annotator
+        if self.adjudicated:
+            obj["adjudicated"] = True
+        try:
+            return orjson.dumps(obj)
+        except TypeError:  # orjson refuses lone surrogates; the standard library escapes them
+            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+            # Only a lone surrogate cannot be encoded, and "backslashreplace" writes it as \udcXX:
+            # inside a JSON string that is exactly its escape.
+            return text.encode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A journal line that could not be read: skipped, never applied, left in the file."""
+
+    path: str
+    line: int
+    problem: str
+
+    @property
+    def message(self) -> str:
+        """The one-line warning ``file:line: problem (line skipped)``."""
+        return InputError(self.path, f"{self.problem} (line skipped)", self.line).message
+
+
+@dataclass(slots=True)
+class PairLabels:
+    """The current labels of one (question, chunk): each annotator's latest grade and the adjudicated one.
+
+    A removal (``"grade": null``) by an annotator withdraws that annotator's grade only; an
+    adjudicated removal withdraws the adjudication. ``applies`` (optional everywhere) leaves out
+    labels that do not apply, such as labels on another chunk text.
+    """
+
+    annotators: dict[str, Label] = field(default_factory=dict)
+    adjudicated: Label | None = None
+
+    def labels(self) -> list[Label]:
+        """Every current label of the pair, in journal order."""
+        out = list(self.annotators.values())
+        if self.adjudicated is not None:
+            out.append(self.adjudicated)
+        return sorted(out, key=lambda lab: lab.line)
+
+    def _graders(self, applies: Callable[[Label], bool] | None) -> list[Label]:
+        return [lab for lab in self.annotators.values() if applies is None or applies(lab)]
+
+    def effective(self, applies: Callable[[Label], bool] | None = None) -> Label | None:
+        """The label that counts: the adjudicated one, else the only annotator's, else the latest annotator's."""
+        adjudicated = self.adjudicated
+        if adjudicated is not None and (applies is None or applies(adjudicated)):
+            return adjudicated
+        graders = self._graders(applies)
+        return max(graders, key=lambda lab: lab.line) if graders else None
+
+    def grades(self, applies: Callable[[Label], bool] | None = None) -> dict[str, int]:
+        """Each annotator's current grade of the pair (adjudication aside), by name."""
+        return {lab.annotator: lab.grade for lab in self._graders(applies) if lab.grade is not None}
+
+    def disputed(self, applies: Callable[[Label], bool] | None = None) -> bool:
+        """Whether the annotators' current grades differ and no adjudicated grade settles it."""
+        adjudicated = self.adjudicated
+        if adjudicated is not None and (applies is None or applies(adjudicated)):
+            return False
+        return len(set(self.grades(applies).values())) > 1
+
+    def state(self) -> tuple[object, ...]:
+        """What numbers and dispute marks rest on (line numbers aside, which a compaction changes)."""
+        adjudicated = self.adjudicated
+        latest = self.effective()
+        return (
+            None if adjudicated is None else (adjudicated.grade, adjudicated.chunk_sha1),
+            tuple(
+                sorted(
+                    (lab.annotator, lab.grade, lab.chunk_sha1) for lab in self.annotators.values()
+                )
+            ),
+            latest.annotator if latest is not None else "",
+        )
+
+
+def default_annotator() -> str:
+    """The login name, used when no ``--annotator`` is given."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def now_iso() -> str:
+    """The current time in ISO 8601, UTC, to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
+    """Validate one journal object; InputError names the line and the problem."""
+    for key in ("question", "chunk"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise InputError(path, f"'{key}' must be a non-empty string", line)
+    if "grade" not in obj:
+        raise InputError(path, "missing field 'grade'", line)
+    grade = obj["grade"]
+    if grade is not None and (isinstance(grade, bool) or not isinstance(grade, int)):
+        raise InputError(path, f"'grade' must be a whole number or null, got {grade!r}", line)
+    if grade is not None and not MIN_GRADE <= grade <= MAX_GRADE:
+        raise InputError(path, f"grade {grade} out of range {MIN_GRADE}..{MAX_GRADE}", line)
+    sha1 = obj.get("chunk_sha1", "")
+    at = obj.get("at", "")
+    annotator = obj.get("annotator", "")
+    if not isinstance(sha1, str) or not isinstance(at, str) or not isinstance(annotator, str):
+        raise InputError(path, "'chunk_sha1', 'at' and 'annotator' must be strings", line)
+    adjudicated = obj.get("adjudicated", False)
+    if not isinstance(adjudicated, bool):
+        raise InputError(path, f"'adjudicated' must be true or false, got {adjudicated!r}", line)
+    return Label(obj["question"], obj["chunk"], grade, sha1, at, annotator, line, adjudicated)
+
+
+#: A JSON escape of a lone surrogate (``\udc80``..``\udfff``), which orjson refuses to read.
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def loads_line(raw: bytes) -> Any:
+    """One JSON value; lines holding a surrogate escape (a non-UTF-8 name, see ``Label.to_json``) are read by the standard library."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if not _LONE_SURROGATE.search(raw):
+            raise
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+        raise
+
+
+def is_json_object(raw: bytes) -> bool:
+    """Whether ``raw`` is one whole JSON object (a journal line, though perhaps not a valid label)."""
+    try:
+        return isinstance(loads_line(raw), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+class LabelSet:
+    """Every labelled pair's labels, as the journal's lines were applied in order; what changed is
+    kept for ``take_touched``."""
+
+    def __init__(self) -> None:
+        #: The label that counts for each labelled pair, (question, chunk) -> label (``PairLabels.effective``).
+        self.current: dict[tuple[str, str], Label] = {}
+        #: The same labels by question: question -> chunk -> label.
+        self.by_question: dict[str, dict[str, Label]] = {}
+        #: Every current label of every pair: question -> chunk -> its annotators' and adjudicated labels.
+        self.pairs: dict[str, dict[str, PairLabels]] = {}
+        #: Every line read or written, in journal order.
+        self.history: list[Label] = []
+        # Questions whose labels changed since take_touched was last called.
+        self._touched: set[str] = set()
+
+    def _clear(self) -> None:
+        """Forget every label (what was touched is kept)."""
+        self.current.clear()
+        self.by_question.clear()
+        self.pairs.clear()
+        self.history.clear()
+
+    def take_touched(self) -> set[str]:
+        """The questions whose labels (the grade that counts, or an annotator's) changed since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def _apply(self, label: Label) -> None:
+        """Apply one line: the annotator's (or the adjudicated) label of its pair is replaced or withdrawn."""
+        self.history.append(label)
+        question, chunk = label.question, label.chunk
+        by_chunk = self.pairs.setdefault(question, {})
+        pair = by_chunk.get(chunk)
+        if pair is None:
+            pair = by_chunk[chunk] = PairLabels()
+        before = pair.state()
+        if label.adjudicated:
+            pair.adjudicated = label if label.grade is not None else None
+        elif label.grade is None:
+            pair.annotators.pop(label.annotator, None)
+        else:
+            pair.annotators[label.annotator] = label
+        if pair.state() != before:
+            self._touched.add(question)
+        effective = pair.effective()
+        key = (question, chunk)
+        if effective is None:
+            del by_chunk[chunk]
+            if not by_chunk:
+                del self.pairs[question]
+            self.current.pop(key, None)
+            self.by_question.get(question, {}).pop(chunk, None)
+        else:
+            self.current[key] = effective
+            self.by_question.setdefault(question, {})[chunk] = effective
+
+    def pair(self, question: str, chunk: str) -> PairLabels | None:
+        """Every current label of a pair (each annotator's and the adjudicated one), or None when it has none."""
+        return self.pairs.get(question, {}).get(chunk)
+
+    def iter_pairs(self) -> Iterator[tuple[str, str, PairLabels]]:
+        """Every labelled pair as (question, chunk, its labels)."""
+        for question, by_chunk in self.pairs.items():
+            for chunk, pair in by_chunk.items():
+                yield question, chunk, pair
+
+    def grade_of(self, question: str, chunk: str) -> int | None:
+        """The current hand grade of a pair (the one that counts), or None."""
+        label = self.current.get((question, chunk))
+        return label.grade if label else None
+
+    def disputed(self, question: str, chunk: str) -> bool:
+        """Whether the annotators' current grades of a pair differ and no adjudicated grade settles it."""
+        pair = self.pair(question, chunk)
+        return pair is not None and pair.disputed()
+
+    def _state(self) -> dict[str, object]:
+        """Each labelled question's labels as ``PairLabels.state`` sees them, chunk by chunk."""
+        return {
+            question: sorted((chunk, pair.state()) for chunk, pair in by_chunk.items())
+            for question, by_chunk in self.pairs.items()
+        }

@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import orjson
@@ -78,6 +78,20 @@ def quiet_offline_hub() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TQDM_DISABLE", "1")
+
+
+class TextEncoder(Protocol):
+    """What embedding asks of a model (``Embedder`` is one; the app wraps one to see encoding
+    start, tests give small fakes): the name its vectors are cached under, and ``encode``."""
+
+    @property
+    def cache_name(self) -> str:
+        """The name the model's embeddings are cached under."""
+        ...
+
+    def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """Unit-length float32 embeddings of ``texts``, one row each, in the order given."""
+        ...
 
 
 class Embedder:
@@ -361,7 +375,7 @@ class EmbeddingCache:
     def embed(
         self,
         texts: Sequence[str],
-        embedder: Embedder | None = None,
+        embedder: TextEncoder | None = None,
         progress: Progress | None = None,
     ) -> np.ndarray:
         """Embeddings of ``texts``, encoding (and caching) only the ones not cached yet."""

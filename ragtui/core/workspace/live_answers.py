@@ -8,7 +8,7 @@ grades. ``compute_live`` only reads (for a worker thread); ``apply_live`` change
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -117,6 +117,31 @@ class ChunkTexts:
             chunk = chunk_by_id.get(cid)
             text = self._normalized[cid] = normalize_ws(chunk.text) if chunk is not None else ""
         return text
+
+
+class PassageIndex(Protocol):
+    """What ``map_hits`` reads: ragtui's chunks, every passage by id, the live retrievers' own
+    passages, and the index of the chunks' texts (a workspace, or a copy a worker thread reads)."""
+
+    @property
+    def chunks(self) -> Sequence[Chunk]:
+        """ragtui's chunks."""
+        ...
+
+    @property
+    def chunk_by_id(self) -> Mapping[str, Chunk]:
+        """Every passage by id: ragtui's chunks and the own passages."""
+        ...
+
+    @property
+    def foreign(self) -> Mapping[str, Chunk]:
+        """The passages live retrievers returned that ragtui's chunks do not hold."""
+        ...
+
+    @property
+    def chunk_texts(self) -> ChunkTexts:
+        """ragtui's chunk ids by their text."""
+        ...
 
 
 class LiveAnswered(Protocol):
@@ -249,7 +274,7 @@ def _warn_unknown(ws: LiveAnswered, name: str, ids: Iterable[str]) -> None:
 
 
 def map_hits(
-    ws: LiveAnswered, name: str, hits: Iterable[Hit], counts: dict[str, set[str]] | None = None
+    ws: PassageIndex, name: str, hits: Iterable[Hit], counts: dict[str, set[str]] | None = None
 ) -> list[Hit]:
     """A live retriever's answer as ragtui judges it, best first.
 

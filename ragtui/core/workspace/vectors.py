@@ -20,7 +20,13 @@ from ragtui.core.metrics.evaluation import Evaluation
 from ragtui.core.metrics.tables import RankingTable
 from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.bm25 import BM25Retriever
-from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache, Progress, model_slug
+from ragtui.core.retrieval.embeddings import (
+    Embedder,
+    EmbeddingCache,
+    Progress,
+    TextEncoder,
+    model_slug,
+)
 from ragtui.core.retrieval.hybrid import RRF_K, HybridRetriever
 from ragtui.core.retrieval.live import examples
 from ragtui.core.retrieval.rerank import Reranker, RerankProgress, RerankResult
@@ -109,7 +115,7 @@ class Ranked(Protocol):
 # ---- the results cache -----------------------------------------------------------------------
 
 
-def ranking_cache(ws: Ranked, kind: str, embedder: Embedder | None = None) -> RankingCache:
+def ranking_cache(ws: Ranked, kind: str, embedder: TextEncoder | None = None) -> RankingCache:
     """The results cache of one built-in retriever, keyed by everything that decides its rankings."""
     return RankingCache(
         kind,
@@ -120,7 +126,7 @@ def ranking_cache(ws: Ranked, kind: str, embedder: Embedder | None = None) -> Ra
     )
 
 
-def _ranking_key(ws: Ranked, kind: str, embedder: Embedder | None = None) -> dict[str, object]:
+def _ranking_key(ws: Ranked, kind: str, embedder: TextEncoder | None = None) -> dict[str, object]:
     s = ws.settings
     if kind == "bm25":
         return {
@@ -216,7 +222,7 @@ def vectors_needed(settings: Settings) -> bool:
     return bool(settings.needed_retrievers() & {"vector", "hybrid"})
 
 
-def embedding_cache(settings: Settings, embedder: Embedder | None = None) -> EmbeddingCache:
+def embedding_cache(settings: Settings, embedder: TextEncoder | None = None) -> EmbeddingCache:
     """The embedding cache of the chosen model (or of the embedder given in its place)."""
     name = embedder.cache_name if embedder is not None else settings.model
     return EmbeddingCache(name, settings.cache_dir)
@@ -226,7 +232,7 @@ def _wants_hybrid(ws: Ranked) -> bool:
     return "hybrid" in ws.settings.needed_retrievers() and ws.bm25 is not None
 
 
-def cached_vectors(ws: Ranked, embedder: Embedder | None = None) -> VectorResult | None:
+def cached_vectors(ws: Ranked, embedder: TextEncoder | None = None) -> VectorResult | None:
     """Every loaded question's vector (and hybrid) ranking from the results cache, without building
     the retrievers (no embedding read, no model); None unless the cache holds them all.
 
@@ -258,7 +264,7 @@ def cached_vectors(ws: Ranked, embedder: Embedder | None = None) -> VectorResult
 def compute_vectors(
     ws: Ranked,
     progress: Progress | None = None,
-    embedder: Embedder | None = None,
+    embedder: TextEncoder | None = None,
     known: VectorResult | None = None,
 ) -> VectorResult | None:
     """Build the vector (and hybrid) retriever and rank every question with it: rankings the

@@ -23,7 +23,7 @@ from ragtui.core.metrics.evaluation import Evaluation, OwnPassages
 from ragtui.core.metrics.tables import GradeArrays, GradeRows
 from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.bm25 import BM25Retriever
-from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache, Progress
+from ragtui.core.retrieval.embeddings import EmbeddingCache, Progress, TextEncoder
 from ragtui.core.retrieval.external import ExternalRun
 from ragtui.core.retrieval.hybrid import HybridRetriever
 from ragtui.core.retrieval.live import LiveProgress, LiveRetriever, LiveStatus
@@ -160,18 +160,18 @@ class Workspace:
         """Whether the settings ask for the vector or hybrid retriever (shown, or reranked)."""
         return vectors.vectors_needed(self.settings)
 
-    def embedding_cache(self, embedder: Embedder | None = None) -> EmbeddingCache:
+    def embedding_cache(self, embedder: TextEncoder | None = None) -> EmbeddingCache:
         """The embedding cache of the chosen model (or of the embedder given in its place)."""
         return vectors.embedding_cache(self.settings, embedder)
 
-    def cached_vectors(self, embedder: Embedder | None = None) -> VectorResult | None:
+    def cached_vectors(self, embedder: TextEncoder | None = None) -> VectorResult | None:
         """The vector and hybrid rankings of the results cache, or None (``vectors.cached_vectors``)."""
         return vectors.cached_vectors(self, embedder)
 
     def compute_vectors(
         self,
         progress: Progress | None = None,
-        embedder: Embedder | None = None,
+        embedder: TextEncoder | None = None,
         known: VectorResult | None = None,
     ) -> VectorResult | None:
         """Build the vector and hybrid retrievers and rank with them; only reads (a worker may call it)."""
@@ -182,7 +182,7 @@ class Workspace:
         return vectors.apply_vectors(self, result)
 
     def prepare_vectors(
-        self, progress: Progress | None = None, embedder: Embedder | None = None
+        self, progress: Progress | None = None, embedder: TextEncoder | None = None
     ) -> None:
         """``compute_vectors`` then ``apply_vectors``: the headless commands' one-step form."""
         result = self.compute_vectors(progress, embedder)

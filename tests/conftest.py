@@ -7,8 +7,12 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from ragtui.core.settings import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
@@ -78,18 +82,19 @@ def mini(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture
-def mini_settings(mini: Path, cache_dir: Path):
-    """Settings for the small corpus copy, with the shared test cache."""
+def settings_of(mini: Path, **changes: Any) -> Settings:
+    """Settings for a copy of the small corpus (``mini``: what ``mini_args`` gives a command), then ``changes``."""
     from ragtui.core.settings import Settings
 
     return Settings(
-        corpus=mini / "corpus",
-        golden=mini / "golden",
-        chunk_size=MINI_CHUNK_SIZE,
-        cache_dir=cache_dir,
-        annotator="tester",
+        corpus=mini / "corpus", golden=mini / "golden", chunk_size=MINI_CHUNK_SIZE, **changes
     )
+
+
+@pytest.fixture
+def mini_settings(mini: Path, cache_dir: Path) -> Settings:
+    """Settings for the small corpus copy, with the shared test cache."""
+    return settings_of(mini, cache_dir=cache_dir, annotator="tester")
 
 
 @pytest.fixture(scope="session")

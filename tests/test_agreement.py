@@ -18,9 +18,8 @@ from ragtui.core.labelling.agreement import (
     weighted_kappa,
 )
 from ragtui.core.labelling.journal import Label
-from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI_CHUNK_SIZE, mini_args
+from tests.conftest import mini_args, settings_of
 
 
 def _args(mini, *extra: str) -> list[str]:
@@ -183,14 +182,7 @@ def test_agreement_command(mini, capsys):
         ("m01", "ferry.md#1", 2, "bob"),
         ("m01", "ferry.md#0", 1, "bob"),
     ]
-    ws = Workspace.load(
-        Settings(
-            corpus=mini / "corpus",
-            golden=mini / "golden",
-            chunk_size=MINI_CHUNK_SIZE,
-            retrievers=("bm25",),
-        )
-    )
+    ws = Workspace.load(settings_of(mini, retrievers=("bm25",)))
     sha = {c.id: c.sha1 for c in ws.chunks}
     journal.write_text(
         "".join(

@@ -26,7 +26,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual import events
 
 from ragtui.core.labelling.journal import LabelJournal
@@ -34,7 +33,8 @@ from ragtui.core.settings import Settings
 from ragtui.tui.app import RagtuiApp
 from ragtui.tui.screens.judging import JudgingScreen
 from tests.test_tui import WIDE, FakeEmbedder, run_async, wait_ready
-from tests.test_tui_burst import TMUX, App
+from tests.test_tui_burst import App
+from tests.tmux import needs_tmux
 
 #: The seed of the generated sequences (fixed: a failure names the sequence to replay).
 SEED = 23
@@ -260,7 +260,7 @@ def view(screen: str) -> tuple[object, ...]:
     return ("main", shown.group(1) if shown else None, "Ungrade" in screen)
 
 
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@needs_tmux
 def test_tmux_bursts_do_what_slow_keys_do(tmp_path: Path) -> None:
     """20 sequences to the real app in tmux, each in one ``send-keys`` call to one app and one
     key at a time (waiting for the screen to settle) to another, on two copies of the small

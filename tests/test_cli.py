@@ -14,7 +14,7 @@ import pytrec_eval
 
 from ragtui.cli import main
 from ragtui.core.data.trec import read_trec_qrels, read_trec_run
-from tests.conftest import CRANFIELD, MINI_CHUNK_SIZE, ROOT, mini_args
+from tests.conftest import CRANFIELD, ROOT, mini_args, settings_of
 
 _args = mini_args
 
@@ -43,17 +43,9 @@ def test_json_numbers_equal_pytrec_eval_on_the_exported_files(mini, tmp_path, ca
     assert main(["eval", "--json", *_args(mini)]) == 0
     report = json.loads(capsys.readouterr().out)
     first = report["retrievers"]["bm25"]["per_question"]["m02"]["ranked"][0]
-    from ragtui.core.settings import Settings
     from ragtui.core.workspace import Workspace
 
-    ws = Workspace.load(
-        Settings(
-            corpus=mini / "corpus",
-            golden=mini / "golden",
-            chunk_size=MINI_CHUNK_SIZE,
-            retrievers=("bm25",),
-        )
-    )
+    ws = Workspace.load(settings_of(mini, retrievers=("bm25",)))
     ws.set_grade("m02", first, 0)
     ws.set_grade("m03", ws.ranking("bm25", "m03")[1][0], 1)
     assert labels.read_text().count("\n") == 2

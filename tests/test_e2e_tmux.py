@@ -6,107 +6,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
-import shutil
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
+from tests.conftest import mini_args
+from tests.tmux import STARTUP_SECONDS, Pane, app_env, needs_tmux, ragtui_command, shell_command
 
-ROOT = Path(__file__).resolve().parents[1]
-TMUX = shutil.which("tmux")
-
-pytestmark = pytest.mark.skipif(
-    TMUX is None, reason="tmux is not installed: this test drives the real app in a tmux pane"
-)
-
-#: How long to wait for the app (the first start imports torch and encodes with the real model).
-STARTUP_SECONDS = 90.0
-
-
-def ragtui_command() -> list[str]:
-    """The installed ``ragtui`` script, else ``python -m ragtui`` from this checkout."""
-    script = shutil.which("ragtui")
-    return [script] if script else [sys.executable, "-m", "ragtui"]
-
-
-class Pane:
-    """One tmux session on a private server socket, so no other tmux session is touched."""
-
-    def __init__(self, socket: str) -> None:
-        """A pane on the tmux server ``socket`` (started by ``start``)."""
-        self.socket = socket
-
-    def tmux(self, *args: str) -> str:
-        """Run a tmux command on this server and return its output."""
-        assert TMUX is not None
-        done = subprocess.run(
-            [TMUX, "-L", self.socket, *args],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        return done.stdout
-
-    def start(self, command: str, width: int, height: int) -> None:
-        """Start ``command`` in a detached session of the given size."""
-        self.tmux("new-session", "-d", "-s", "e2e", "-x", str(width), "-y", str(height), command)
-
-    def screen(self) -> str:
-        """The visible text of the pane."""
-        return self.tmux("capture-pane", "-p", "-t", "e2e")
-
-    def keys(self, *keys: str) -> None:
-        """Send keys (tmux names: Tab, C-q, or literal text)."""
-        self.tmux("send-keys", "-t", "e2e", *keys)
-
-    def wait_for(self, check: Callable[[str], bool], seconds: float, what: str) -> str:
-        """Poll the screen until ``check`` holds; fail with the last screen otherwise."""
-        deadline = time.monotonic() + seconds
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if check(text):
-                return text
-            time.sleep(0.25)
-        raise AssertionError(f"timed out waiting for {what}; the screen was:\n{text}")
-
-    def kill(self) -> None:
-        """Stop this private tmux server (and the app in it) and remove its socket file."""
-        socket_path = self.tmux("display-message", "-p", "#{socket_path}").strip()
-        self.tmux("kill-server")
-        if socket_path:
-            Path(socket_path).unlink(missing_ok=True)
+pytestmark = needs_tmux
 
 
 def test_real_app_in_tmux_grade_and_quit(mini: Path, tmp_path: Path) -> None:
     """Start the app at 100x30 with TERM=screen, wait for the vector list, grade a chunk 0, quit."""
-    env = {
-        "RAGTUI_CACHE_DIR": str(tmp_path / "cache"),
-        "HF_HUB_OFFLINE": "1",
-        "TERM": "screen",
-        "PYTHONPATH": str(ROOT),
-    }
-    args = [
-        *ragtui_command(),
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        "48",
-        "--annotator",
-        "e2e",
-    ]
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = f"cd {shlex.quote(str(ROOT))} && env {exports} {shlex.join(args)}; echo RAGTUI-EXIT=$?; sleep 60"
-    pane = Pane(f"ragtui-e2e-{uuid.uuid4().hex[:8]}")
-    pane.start(command, 100, 30)
+    args = [*ragtui_command(), *mini_args(mini, "--annotator", "e2e")]
+    pane = Pane()
+    pane.start(shell_command(args, app_env(tmp_path / "cache")), 100, 30)
     try:
         screen = pane.wait_for(
             lambda s: "questions 7" in s and re.search(r"vector\s+all\s+\d\.\d{3}", s) is not None,
@@ -131,7 +43,7 @@ def test_real_app_in_tmux_grade_and_quit(mini: Path, tmp_path: Path) -> None:
         assert journal[-1]["grade"] == 0
         assert journal[-1]["annotator"] == "e2e"
         pane.keys("C-q")
-        pane.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 30, "the app to exit with code 0")
+        pane.exited(0)
     finally:
         pane.kill()
     assert os.path.isdir(tmp_path / "cache")

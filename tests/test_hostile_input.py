@@ -27,7 +27,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.retrieval.embeddings import EmbeddingCache
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import CRANFIELD, MINI_CHUNK_SIZE, ROOT, mini_args
+from tests.conftest import CRANFIELD, ROOT, mini_args, settings_of
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
@@ -263,14 +263,7 @@ def test_a_file_name_that_is_not_utf8_gets_chunk_ids_every_writer_can_write(
     assert "bad\\\\xff.md#0" in (mini / "golden" / "runs" / "r.json").read_text(encoding="utf-8")
     capsys.readouterr()
     # Grading that chunk writes a journal line (Label.to_json once raised on the file name).
-    ws = Workspace.load(
-        Settings(
-            corpus=mini / "corpus",
-            golden=mini / "golden",
-            chunk_size=MINI_CHUNK_SIZE,
-            retrievers=("bm25",),
-        )
-    )
+    ws = Workspace.load(settings_of(mini, retrievers=("bm25",)))
     ws.set_grade("m01", "bad\\xff.md#0", 1)
     assert (
         json.loads((mini / "golden" / "labels.jsonl").read_text().splitlines()[-1])["chunk"]
@@ -294,14 +287,7 @@ def test_arguments_that_are_not_utf8_are_refused_with_one_line(mini: Path, capsy
         main(["eval", *_args(mini, "--annotator", os.fsdecode(b"a\xe9"))])
     assert "--annotator: not UTF-8 text (byte 0xe9)" in capsys.readouterr().err
     # The core refuses it too (the app's add-question dialog goes there).
-    ws = Workspace.load(
-        Settings(
-            corpus=mini / "corpus",
-            golden=mini / "golden",
-            chunk_size=MINI_CHUNK_SIZE,
-            retrievers=("bm25",),
-        )
-    )
+    ws = Workspace.load(settings_of(mini, retrievers=("bm25",)))
     with pytest.raises(InputError, match="the question is not UTF-8 text"):
         ws.add_question(question, "late book")
 
@@ -313,15 +299,7 @@ def test_a_fifo_where_a_file_is_read_is_refused_not_waited_on(
     mini: Path, tmp_path: Path, cache_dir
 ):
     """Each command in a child process with a time limit: a blocked read would hang it (it did)."""
-    data = [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--retrievers",
-        "bm25",
-    ]
-    data += ["--chunk-size", str(MINI_CHUNK_SIZE)]
+    data = mini_args(mini, "--retrievers", "bm25")
     questions = mini / "golden" / "questions.jsonl"
     shutil.copy(questions, tmp_path / "questions.jsonl")
     questions.unlink()
@@ -412,14 +390,7 @@ def test_a_fifo_as_the_cache_manifest_is_rebuilt_not_waited_on(tmp_path: Path) -
 def test_a_forged_cache_header_is_a_warning_and_the_cache_is_rebuilt(mini: Path, tmp_path: Path):
     cache_root = tmp_path / "cache"
     env = {"RAGTUI_CACHE_DIR": str(cache_root), "HF_HUB_OFFLINE": "1"}
-    data = [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-    ]
+    data = mini_args(mini)
     first = ragtui("eval", "--json", *data, env=env, timeout=300)
     assert first.returncode == 0, first.stderr
     (folder,) = (cache_root / "embeddings").iterdir()
@@ -668,15 +639,7 @@ def test_export_to_a_full_disk_names_the_file_and_keeps_the_old_one(mini: Path, 
     import resource
 
     out = tmp_path / "out"
-    data = [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--retrievers",
-        "bm25",
-    ]
-    data += ["--chunk-size", str(MINI_CHUNK_SIZE), "--depth", "100"]
+    data = mini_args(mini, "--retrievers", "bm25", "--depth", "100")
     assert ragtui("export", str(out), *data).returncode == 0
     (out / "bm25.trec").write_text("old run\n")
     limit = (out / "qrels.trec").stat().st_size + 8

@@ -15,21 +15,16 @@ import io
 import json
 import os
 import re
-import shlex
 import shutil
-import subprocess
 import tempfile
-import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from ragtui.cli import main
-from tests.conftest import MINI, MINI_CHUNK_SIZE, ROOT
+from tests.conftest import MINI, MINI_CHUNK_SIZE
+from tests.tmux import Pane, app_env, needs_tmux, shell_command
 
 EXAMPLES = int(os.environ.get("RAGTUI_FUZZ_EXAMPLES", "40"))
 
@@ -246,57 +241,12 @@ def test_escapes_in_the_data_are_shown_as_text(tmp_path: Path) -> None:
 
 # ---- the app, in a real terminal ------------------------------------------------------------------
 
-TMUX = shutil.which("tmux")
 #: Every escape sequence tmux's capture-pane -e writes itself: SGR (colours and attributes).
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 #: What a pane is titled before the app starts (tmux's own default is the host name).
 PANE_TITLE = "ragtui-hostile-test"
-
-
-class Pane:
-    """One tmux session on a private server, with the clipboard and renames on (so an escape would act)."""
-
-    def __init__(self) -> None:
-        self.socket = f"ragtui-hostile-{uuid.uuid4().hex[:8]}"
-
-    def tmux(self, *args: str) -> str:
-        assert TMUX is not None
-        return subprocess.run(
-            [TMUX, "-L", self.socket, "-f", "/dev/null", *args],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=20,
-        ).stdout
-
-    def start(self, command: str) -> None:
-        self.tmux("new-session", "-d", "-s", "h", "-x", "120", "-y", "40", "sleep 1; " + command)
-        # OSC 52 becomes a tmux paste buffer, OSC 0/2 the pane title: what an escape would change.
-        self.tmux("set-option", "-g", "set-clipboard", "on")
-        self.tmux("set-option", "-g", "allow-rename", "on")
-        self.tmux("select-pane", "-t", "h", "-T", PANE_TITLE)
-
-    def screen(self, escapes: bool = False) -> str:
-        return self.tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "h")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "h", *keys)
-
-    def wait_for(self, check: Callable[[str], bool], seconds: float, what: str) -> str:
-        deadline = time.monotonic() + seconds
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if check(text):
-                return text
-            time.sleep(0.25)
-        raise AssertionError(f"timed out waiting for {what}; the screen was:\n{text}")
-
-    def kill(self) -> None:
-        path = self.tmux("display-message", "-p", "#{socket_path}").strip()
-        self.tmux("kill-server")
-        if path:
-            Path(path).unlink(missing_ok=True)
+#: OSC 52 becomes a tmux paste buffer, OSC 0/2 the pane title: what an escape would change.
+ESCAPES_ACT = {"set-clipboard": "on", "allow-rename": "on"}
 
 
 def assert_terminal_untouched(pane: Pane, where: str) -> None:
@@ -305,12 +255,12 @@ def assert_terminal_untouched(pane: Pane, where: str) -> None:
     other = re.findall(r"\x1b.{0,12}", _SGR.sub("", raw))
     assert not other, f"{where}: escape sequences reached the terminal: {other[:5]}"
     assert_clean(_SGR.sub("", raw), where)
-    title = pane.tmux("display-message", "-p", "-t", "h", "#{pane_title}").strip()
+    title = pane.value("#{pane_title}")
     assert title == PANE_TITLE, f"{where}: the data retitled the pane: {title!r}"
     assert pane.tmux("list-buffers") == "", f"{where}: the data wrote to the clipboard (OSC 52)"
 
 
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed: this test drives the real app")
+@needs_tmux
 def test_the_app_shows_hostile_data_as_text_in_a_real_terminal(tmp_path: Path, cache_dir: Path):
     """One app, every list and view that draws data: question list, result lists, chunk view, judging
     view, agreement; the pane is checked after each."""
@@ -322,22 +272,21 @@ def test_the_app_shows_hostile_data_as_text_in_a_real_terminal(tmp_path: Path, c
         b"x\x1b]0;FILE\x07\x9b31my\xff",
         (SEQUENCES[4] + "ann", SEQUENCES[1] + "bob"),
     )
-    env = {
-        "RAGTUI_CACHE_DIR": str(cache_dir),
-        "HF_HUB_OFFLINE": "1",
-        "TERM": "screen",
-        "PYTHONPATH": str(ROOT),
-        "XDG_DATA_HOME": str(tmp_path / "xdg"),
-    }
-    args = ["--no-project", "--corpus", str(corpus), "--golden", str(golden)]
+    env = app_env(cache_dir, XDG_DATA_HOME=str(tmp_path / "xdg"))
+    python = shutil.which("python3") or "python3"
+    args = [
+        python,
+        "-m",
+        "ragtui",
+        "--no-project",
+        "--corpus",
+        str(corpus),
+        "--golden",
+        str(golden),
+    ]
     args += ["--chunk-size", str(MINI_CHUNK_SIZE), "--annotator", "tester"]
-    command = (
-        f"cd {shlex.quote(str(ROOT))} && env {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())} "
-        f"{shlex.quote(shutil.which('python3') or 'python3')} -m ragtui {shlex.join(args)}; "
-        "echo RAGTUI-EXIT=$?; sleep 60"
-    )
     pane = Pane()
-    pane.start(command)
+    pane.start(shell_command(args, env), 120, 40, options=ESCAPES_ACT, title=PANE_TITLE)
     try:
         screen = pane.wait_for(
             lambda s: re.search(r"vector\s+all\s+\d\.\d{3}", s) is not None, 120, "the app"
@@ -353,8 +302,10 @@ def test_the_app_shows_hostile_data_as_text_in_a_real_terminal(tmp_path: Path, c
         )
         assert_terminal_untouched(pane, "the chunk view")
         for _ in range(3):
+            before = pane.screen()
             pane.keys("Down")  # down the list, past the hostile file's chunk
-            time.sleep(0.5)
+            pane.wait_for(lambda s, before=before: s != before, 10, "the cursor to move")
+            pane.settled()
             assert_terminal_untouched(pane, "the result list")
         pane.keys("j")  # the judging view: the question in full, the chunk at full width
         pane.wait_for(
@@ -362,18 +313,20 @@ def test_the_app_shows_hostile_data_as_text_in_a_real_terminal(tmp_path: Path, c
         )
         assert_terminal_untouched(pane, "the judging view")
         pane.keys("Escape")
-        time.sleep(0.5)
+        pane.wait_for(lambda s: not re.search(r"pair \d+ of", s), 10, "the main screen again")
         pane.keys("C-p")
-        time.sleep(0.5)
-        pane.keys("-l", "agreement")
-        time.sleep(0.5)
+        pane.wait_for("Search for commands", 10, "the command palette")
+        pane.type("agreement")
+        pane.wait_for(
+            lambda s: "agreement" in s and "Search for commands" not in s, 10, "the command"
+        )
         pane.keys("Enter")  # the agreement report: the two annotators' names
         pane.wait_for(lambda s: "\\x1b[2Jann" in s, 15, "the annotators in the agreement report")
         assert_terminal_untouched(pane, "the agreement report")
         pane.keys("Escape")
-        time.sleep(0.5)
+        pane.wait_for(lambda s: "\\x1b[2Jann" not in s, 10, "the report closed")
         pane.keys("C-q")
-        pane.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 20, "the app to exit")
+        pane.exited(0, 20)
         assert_terminal_untouched(pane, "after the app quit")
     finally:
         pane.kill()

@@ -25,7 +25,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.retrieval.live import parse_retriever_section, parse_retriever_spec
 from ragtui.core.retrieval.plugins import entry_point_names
 from ragtui.core.workspace import Workspace
-from tests.conftest import DATA, MINI_CHUNK_SIZE, ROOT, mini_args
+from tests.conftest import DATA, ROOT, mini_args
 
 PLUGIN_SOURCE = DATA / "plugin"
 
@@ -181,14 +181,7 @@ def test_the_installed_entry_point_works_from_the_command_line(
             "ragtui",
             "eval",
             "--json",
-            "--corpus",
-            str(mini / "corpus"),
-            "--golden",
-            str(mini / "golden"),
-            "--chunk-size",
-            str(MINI_CHUNK_SIZE),
-            "--retrievers",
-            "bm25,testkw",
+            *mini_args(mini, "--retrievers", "bm25,testkw"),
         ],
         capture_output=True,
         text=True,

@@ -25,7 +25,7 @@ import pytest
 from ragtui.cli import main
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
-from tests.conftest import MINI_CHUNK_SIZE, ROOT, mini_args
+from tests.conftest import ROOT, mini_args, settings_of
 
 # ---- 1. crash safety: SIGKILL during bursts of grade changes -------------------------------------
 
@@ -283,6 +283,18 @@ def test_compaction_while_another_process_appends_loses_nothing(tmp_path):
     print(f"\ncompaction race: {count.value} compactions during {APPENDS} appends, 0 labels lost")
 
 
+def _wait_blocked_in_flock(pid: int, seconds: float) -> None:
+    """Wait until process ``pid`` waits for a flock (``/proc/locks`` lists a waiter after ``->``)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if "->" in fields and fields[fields.index("->") + 4] == str(pid):
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never waited for the lock")
+
+
 def _blocked_writer(path: str, about_to_write) -> None:
     journal = LabelJournal(path, annotator="late")
     about_to_write.set()
@@ -303,7 +315,8 @@ def test_a_writer_waiting_on_the_old_file_writes_to_the_compacted_one(tmp_path):
             old_inode = os.fstat(fd).st_ino
             writer.start()
             assert about_to_write.wait(CHILD_TIMEOUT)
-            time.sleep(0.5)  # the writer is now blocked in flock on the old file
+            assert writer.pid is not None
+            _wait_blocked_in_flock(writer.pid, CHILD_TIMEOUT)  # on the old file
             replacement = tmp_path / "replacement"
             replacement.write_bytes(path.read_bytes())
             os.replace(replacement, path)
@@ -1050,17 +1063,9 @@ def test_file_names_that_cannot_be_made_safe_are_refused(name):
 
 def test_export_names_its_files_from_fixed_retriever_names(mini):
     from ragtui.core.analysis.export import export_trec
-    from ragtui.core.settings import Settings
     from ragtui.core.workspace import Workspace
 
-    ws = Workspace.load(
-        Settings(
-            corpus=mini / "corpus",
-            golden=mini / "golden",
-            chunk_size=MINI_CHUNK_SIZE,
-            retrievers=("bm25",),
-        )
-    )
+    ws = Workspace.load(settings_of(mini, retrievers=("bm25",)))
     out = mini / "out"
     written = export_trec(ws, out)
     assert all(path.parent == out for path in written)

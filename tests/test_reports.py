@@ -50,7 +50,7 @@ from ragtui.tui.screens.compare import CompareScreen
 from ragtui.tui.screens.report import ReportScreen
 from ragtui.tui.screens.reports import compare_screen, explain_screen
 from ragtui.tui.widgets.report_view import ReportView, report_plain
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import mini_args
 from tests.test_tui import WIDE, make_app, run_async, wait_ready
 
 pytestmark = pytest.mark.usefixtures("cli_cache_env")
@@ -187,8 +187,7 @@ def test_an_undefined_kappa_reads_the_same_in_the_cli_and_the_app(mini, mini_set
     ws = Workspace.load(dataclasses.replace(mini_settings, retrievers=("bm25",)))
     for qid in ("m01", "m03"):
         ws.set_grade(qid, next(iter(ws.base_grades[qid])), 2)
-    args = ["--corpus", str(mini / "corpus"), "--golden", str(mini / "golden")]
-    assert main(["agreement", *args, "--chunk-size", str(MINI_CHUNK_SIZE)]) == 0
+    assert main(["agreement", *mini_args(mini)]) == 0
     line = f"Cohen's kappa (binary): {kappa_text(None)}; observed agreement 1.000"
     assert line in capsys.readouterr().out.splitlines()
     app_report = agreement_report(ws)

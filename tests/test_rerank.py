@@ -15,9 +15,8 @@ from ragtui.cli import main
 from ragtui.core.analysis.runs import load_run, save_run
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.rerank import CrossEncoderModel, RerankCache, pair_key
-from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import MINI_CHUNK_SIZE
+from tests.conftest import mini_args, settings_of
 
 
 @pytest.fixture
@@ -118,7 +117,7 @@ def test_a_damaged_cache_is_rebuilt_not_trusted(tmp_path):
 
 
 def test_missing_models_are_one_line_errors(mini, capsys, tmp_path):
-    base = ["eval", "--corpus", str(mini / "corpus"), "--golden", str(mini / "golden")]
+    base = ["eval", *mini_args(mini)]
     assert main([*base, "--rerank", "ragtui-test/no-such-cross-encoder"]) == 2
     message = capsys.readouterr().err
     assert message.count("\n") == 1
@@ -131,14 +130,7 @@ def test_missing_models_are_one_line_errors(mini, capsys, tmp_path):
     assert main([*base, "--retrievers", "bm25,hybrid+rerank"]) == 2
     assert "hybrid+rerank comes from --rerank MODEL" in capsys.readouterr().err
     with pytest.raises(InputError, match="'mine' cannot be reranked"):
-        Workspace.load(
-            Settings(
-                corpus=mini / "corpus",
-                golden=mini / "golden",
-                rerank=str(tmp_path / "empty"),
-                rerank_over="mine",
-            )
-        )
+        Workspace.load(settings_of(mini, rerank=str(tmp_path / "empty"), rerank_over="mine"))
 
 
 def test_rerank_over_bm25_needs_no_embeddings(rerank_settings):
@@ -152,16 +144,7 @@ def test_rerank_over_bm25_needs_no_embeddings(rerank_settings):
 
 def test_the_reranked_retriever_everywhere(rerank_settings, mini, capsys, monkeypatch):
     monkeypatch.setenv("RAGTUI_CACHE_DIR", str(rerank_settings.cache_dir))
-    args = [
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        "--rerank",
-        str(rerank_settings.rerank),
-    ]
+    args = mini_args(mini, "--rerank", str(rerank_settings.rerank))
     # eval: a row, and the latency line.
     assert main(["eval", *args]) == 0
     text = capsys.readouterr().out

@@ -35,7 +35,7 @@ from ragtui.core.labelling.journal import LabelJournal, WriteFailedError
 from ragtui.core.project import effective_settings, load_project
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import mini_args
+from tests.conftest import mini_args, settings_of
 
 BOM = b"\xef\xbb\xbf"
 
@@ -381,15 +381,7 @@ def test_a_bom_is_read_past_in_every_json_lines_file(mini: Path, tmp_path: Path)
 
     run_path = tmp_path / "runs" / "bom.json"
     run_path.parent.mkdir()
-    ws = Workspace.load(
-        Settings(
-            corpus=mini / "corpus",
-            golden=mini / "golden",
-            chunk_size=48,
-            retrievers=("bm25",),
-            cache_dir=tmp_path / "cache",
-        )
-    )
+    ws = Workspace.load(settings_of(mini, retrievers=("bm25",), cache_dir=tmp_path / "cache"))
     saved = save_run(ws, "bom", run_path.parent)
     saved.write_bytes(BOM + saved.read_bytes())
     assert load_run(saved).retrievers == ["bm25"]

@@ -26,9 +26,9 @@ from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui.judging_session import JudgingSession, JudgingWalk
 from tests.conftest import ROOT
+from tests.tmux import Pane, needs_tmux
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
-TMUX = shutil.which("tmux")
 
 
 def _free_port() -> int:
@@ -79,29 +79,12 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]
         server.wait(timeout=10)
 
 
-def _tmux(socket_name: str, *args: str) -> str:
-    assert TMUX is not None, "tmux is missing"
-    return subprocess.run(
-        [TMUX, "-L", socket_name, *args], capture_output=True, text=True, check=False
-    ).stdout
-
-
-def _wait_for(socket_name: str, what: str, timeout: float = 90.0) -> str:
-    deadline = time.monotonic() + timeout
-    screen = ""
-    while time.monotonic() < deadline:
-        screen = _tmux(socket_name, "capture-pane", "-p")
-        if what in screen:
-            return screen
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what!r}; the screen was:\n{screen}")
-
-
 def _remote_processes(marker: str) -> list[str]:
     found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
     return found.stdout.split()
 
 
+@needs_tmux
 def test_judging_over_ssh_at_80x24_then_the_client_dies(
     sshd: tuple[int, Path], mini_settings: Settings, cache_dir: Path
 ) -> None:
@@ -134,29 +117,29 @@ def test_judging_over_ssh_at_80x24_then_the_client_dies(
         f" -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
         f" {os.environ.get('USER', 'root')}@127.0.0.1 {shlex.quote(remote)}"
     )
-    socket_name = f"ragtui-ssh-{uuid.uuid4().hex[:8]}"
-    _tmux(socket_name, "new-session", "-d", "-x", "80", "-y", "24", client)
+    pane = Pane()
+    pane.start(client, 80, 24)
     try:
-        _wait_for(socket_name, "hybrid #")  # every list is ready
-        _tmux(socket_name, "send-keys", "j")
-        _wait_for(socket_name, "pair 1 of")
-        # Ten keys one at a time, then ten in two bursts, as SSH delivers a fast typist's keys.
-        for grade in grades[:10]:
-            _tmux(socket_name, "send-keys", "-l", grade)
-            time.sleep(0.15)
-        _tmux(socket_name, "send-keys", "-l", "".join(grades[10:15]))
-        _tmux(socket_name, "send-keys", "-l", "".join(grades[15:20]))
-        _wait_for(socket_name, "judged 20/")
-        _tmux(socket_name, "send-keys", "-l", "7")
-        _wait_for(socket_name, "not on the grade scale")
-        time.sleep(0.5)
+        pane.wait_for("hybrid #", 90, "every list ready")
+        pane.keys("j")
+        pane.wait_for("pair 1 of", 30, "the judging view")
+        # Ten keys one at a time (each once the last is on screen), then ten in two bursts, as SSH
+        # delivers a fast typist's keys.
+        for number, grade in enumerate(grades[:10], start=1):
+            pane.type(grade)
+            pane.wait_for(f"judged {number}/", 30, f"grade {number} on screen")
+        pane.type("".join(grades[10:15]))
+        pane.type("".join(grades[15:20]))
+        pane.wait_for("judged 20/", 30, "the twenty grades")
+        pane.type("7")
+        pane.wait_for("not on the grade scale", 30, "the key off the scale refused")
         assert _remote_processes(marker), "the app runs on the server side"
     finally:
         # Kill the SSH client itself (exec'd as the pane's process).
-        pane_pid = _tmux(socket_name, "display", "-p", "#{pane_pid}").strip()
+        pane_pid = pane.value("#{pane_pid}")
         if pane_pid:
             os.kill(int(pane_pid), signal.SIGKILL)
-        _tmux(socket_name, "kill-server")
+        pane.kill()
     deadline = time.monotonic() + 15
     while _remote_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.2)

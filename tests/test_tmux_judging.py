@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
-import uuid
 from pathlib import Path
 
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.test_e2e_tmux import ROOT, Pane, pytestmark, ragtui_command  # noqa: F401
 from tests.test_tui_judging import CORS_CHUNK, add_cors_page, grade_as
+from tests.tmux import Pane, app_env, needs_tmux, ragtui_command, shell_command
+
+pytestmark = needs_tmux
 
 
 def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: Path) -> None:
@@ -24,12 +24,6 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
     add_cors_page(settings)
     ws = Workspace.load(settings)
     grade_as(settings, "alice", [(q.id, c.id, 1) for q in ws.questions for c in ws.chunks])
-    env = {
-        "RAGTUI_CACHE_DIR": str(tmp_path / "cache"),
-        "HF_HUB_OFFLINE": "1",
-        "TERM": "screen",
-        "PYTHONPATH": str(ROOT),
-    }
     args = [
         *ragtui_command(),
         "--corpus",
@@ -43,10 +37,8 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
         "--annotator",
         "bob",
     ]
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = f"env {exports} {shlex.join(args)}; echo RAGTUI-EXIT=$?; sleep 60"
-    pane = Pane(f"ragtui-judging-{uuid.uuid4().hex[:8]}")
-    pane.start(command, 80, 24)
+    pane = Pane()
+    pane.start(shell_command(args, app_env(tmp_path / "cache")), 80, 24)
     journal = Path(settings.golden) / "labels.jsonl"
     alice_lines = len(journal.read_text().splitlines())
     try:
@@ -69,7 +61,7 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
         pane.keys("1")
         pane.wait_for(lambda s: "judged 3/3 by bob" in s, 20, "every pair of m08 judged by bob")
         pane.keys("C-q")
-        pane.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 30, "the app to exit with code 0")
+        pane.exited(0)
     finally:
         pane.kill()
     lines = [json.loads(x) for x in journal.read_text().splitlines()[alice_lines:]]

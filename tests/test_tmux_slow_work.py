@@ -4,21 +4,16 @@ list at once), and ctrl+q right then ends the process promptly: quitting never w
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import ROOT, mini_args
-from tests.test_e2e_tmux import TMUX, Pane, ragtui_command
+from tests.tmux import Pane, app_env, needs_tmux, ragtui_command, shell_command
 
-pytestmark = pytest.mark.skipif(
-    TMUX is None, reason="tmux is not installed: this test drives the real app in a tmux pane"
-)
+pytestmark = needs_tmux
 
 #: The longest ctrl+q may take to end the process (it took 2.1-2.3 s, the exit watchdog's 2 s and
 #: more, while a worker loaded the model; 1.5-3.4 s once torch was loaded).
@@ -40,25 +35,20 @@ def test_ctrl_q_during_the_first_adhoc_query_ends_the_process_promptly(
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**env, "TERM": "screen"}.items())
-    command = (
-        f"cd {shlex.quote(str(ROOT))} && env {exports} {shlex.join([*ragtui_command(), *args])};"
-        " echo RAGTUI-EXIT=$?; sleep 60"
-    )
-    pane = Pane(f"ragtui-slow-{uuid.uuid4().hex[:8]}")
-    pane.start(command, 120, 40)
+    pane = Pane()
+    pane.start(shell_command([*ragtui_command(), *args], app_env(cache_dir)), 120, 40)
     try:
         pane.wait_for(lambda s: "questions 7" in s and "hybrid" in s, 120, "the main screen")
         pane.keys("a")
         pane.wait_for(lambda s: "Type a question and press enter" in s, 30, "the ad-hoc screen")
         # A query never asked before: its embedding is not cached, so the model must load.
-        pane.keys("-l", f"ferry ticket price {uuid.uuid4().hex[:8]}")
+        pane.type(f"ferry ticket price {uuid.uuid4().hex[:8]}")
         pane.keys("Enter")
         screen = pane.wait_for(lambda s: "loading model" in s, 30, "the model loading")
         assert "ferry.md#" in screen, "bm25's list is shown while the model loads"
         started = time.monotonic()
         pane.keys("C-q")
-        pane.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 30, "the app to exit with code 0")
+        pane.exited(0)
         took = time.monotonic() - started
     finally:
         pane.kill()

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import random
-import shlex
 import shutil
 import sys
-import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -26,13 +24,10 @@ from ragtui.tui.app import RagtuiApp
 from ragtui.tui.controller import Controller, Refused
 from ragtui.tui.judging_session import JudgingWalk
 from ragtui.tui.widgets.result_list import ResultList
-from tests.conftest import MINI, MINI_CHUNK_SIZE, ROOT
-from tests.test_e2e_tmux import Pane
+from tests.conftest import MINI, mini_args
 from tests.test_tui import COMPACT, FakeEmbedder, labels, run_async, wait_ready
 from tests.test_tui_labelling import bundled_settings, type_ahead
-
-TMUX = shutil.which("tmux")
-needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+from tests.tmux import Pane, app_env, needs_tmux, shell_command
 
 
 @run_async
@@ -145,70 +140,23 @@ def test_an_undo_names_the_change_it_undoes(mini_settings: Settings) -> None:
 
 
 class App(Pane):
-    """The real app on a copy of the small corpus's golden set, in its own session of a tmux server
+    """The real app on a copy of the small corpus and its golden set, in its own session of a tmux server
     (several share one server: ``Pane.kill`` stops it)."""
 
     def __init__(self, socket: str, name: str, folder: Path, size: tuple[int, int] = (100, 30)):
-        """Copy the golden set into ``folder`` and start the app there (BM25 only)."""
-        super().__init__(socket)
-        self.name = name
+        """Copy the small corpus and golden set into ``folder`` and start the app there (BM25 only)."""
+        super().__init__(name, socket)
         self.golden = folder / "golden"
+        shutil.copytree(MINI / "corpus", folder / "corpus")
         shutil.copytree(MINI / "golden", self.golden)
-        env = {
-            "HF_HUB_OFFLINE": "1",
-            "RAGTUI_CACHE_DIR": str(folder / "cache"),
-            "XDG_DATA_HOME": str(folder / "data"),
-            "TERM": "screen",
-            "TEXTUAL_ANIMATIONS": "none",
-            "PYTHONPATH": str(ROOT),
-        }
-        args = [
-            sys.executable,
-            "-m",
-            "ragtui",
-            "--no-project",
-            "--corpus",
-            str(MINI / "corpus"),
-            "--golden",
-            str(self.golden),
-            "--chunk-size",
-            str(MINI_CHUNK_SIZE),
-            "--retrievers",
-            "bm25",
-            "--annotator",
-            "e2e",
-        ]
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        command = (
-            f"cd {shlex.quote(str(folder))} && env {exports} {shlex.join(args)};"
-            " echo RAGTUI-EXIT=$?; sleep 60"
-        )
-        self.tmux("new-session", "-d", "-s", name, "-x", str(size[0]), "-y", str(size[1]), command)
-
-    def screen(self) -> str:
-        """The visible text of this app's pane."""
-        return self.tmux("capture-pane", "-p", "-t", self.name)
-
-    def keys(self, *keys: str) -> None:
-        """Send keys in one ``send-keys`` call (tmux names: Tab, BSpace, Up, or literal text)."""
-        self.tmux("send-keys", "-t", self.name, *keys)
+        env = app_env(folder / "cache", XDG_DATA_HOME=str(folder / "data"))
+        args = [sys.executable, "-m", "ragtui", "--no-project"]
+        args += mini_args(folder, "--retrievers", "bm25", "--annotator", "e2e")
+        self.start(shell_command(args, env, cwd=folder), *size)
 
     def ready(self) -> None:
         """Wait for the question list and its judging progress."""
         self.wait_for(lambda s: "questions 7" in s and "judged" in s, 60, "the app to start")
-
-    def settled(self, timeout: float = 15.0) -> str:
-        """Wait until the screen stops changing (two captures 60 ms apart agree); return it."""
-        deadline = time.monotonic() + timeout
-        time.sleep(0.06)
-        last = self.screen()
-        while time.monotonic() < deadline:
-            time.sleep(0.06)
-            now = self.screen()
-            if now == last:
-                return now
-            last = now
-        raise AssertionError(f"the screen kept changing:\n{last}")
 
     def journal(self) -> list[dict]:
         """The journal's lines, without the time each was written."""
@@ -227,7 +175,7 @@ class App(Pane):
     def quit(self) -> None:
         """ctrl+q, and wait for the exit code 0."""
         self.keys("C-q")
-        self.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 30, "the app to exit with code 0")
+        self.exited(0)
 
 
 def effective(lines: list[dict]) -> dict[tuple[str, str], int | None]:

@@ -229,20 +229,13 @@ def test_retire_from_the_command_line_and_json(mini: Path, cache_dir: Path) -> N
     import subprocess
     import sys
 
-    from tests.conftest import MINI_CHUNK_SIZE
+    from tests.conftest import mini_args
 
     base = [
         sys.executable,
         "-m",
         "ragtui",
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-        "--retrievers",
-        "bm25",
+        *mini_args(mini, "--retrievers", "bm25"),
     ]
     env = {"RAGTUI_CACHE_DIR": str(cache_dir), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 import json
 import random
 import re
-import shlex
 import shutil
 import sys
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -38,8 +36,8 @@ from ragtui.tui.screens.report import ReportScreen
 from ragtui.tui.widgets.question_list import RankLegend
 from ragtui.tui.widgets.report_view import ReportView, fitted_widths, report_min_width
 from tests.conftest import MINI, MINI_CHUNK_SIZE, ROOT
-from tests.test_e2e_tmux import STARTUP_SECONDS, TMUX, Pane, ragtui_command
 from tests.test_tui import FakeEmbedder, run_async, wait_ready
+from tests.tmux import STARTUP_SECONDS, Pane, app_env, needs_tmux, ragtui_command, shell_command
 
 #: The five live retrievers: two pairs that start alike, one that does not.
 LIVE = ("milvus", "milvus-e5", "elastic", "pgvector", "pinecone")
@@ -396,29 +394,15 @@ windows = "off"
 # ---- the real app in tmux -----------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@needs_tmux
 def test_real_app_in_tmux_with_eight_lists(mini: Path, tmp_path: Path, plugin_dir: Path) -> None:
     """100x30, TERM=screen, the real model: the rank heading and its legend, the eighth list named
     after eight tabs, the experiment table readable."""
     (mini / "ragtui.toml").write_text(_project_toml(retrievers=EIGHT))
-    env = {
-        "RAGTUI_CACHE_DIR": str(tmp_path / "cache"),
-        "HF_HUB_OFFLINE": "1",
-        "TERM": "screen",
-        "PYTHONPATH": f"{plugin_dir}:{ROOT}",
-    }
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    env = app_env(tmp_path / "cache", PYTHONPATH=f"{plugin_dir}:{ROOT}")
     args = [*ragtui_command(), "--annotator", "e2e"]
-    command = (
-        # tmux may give a new session its size a moment after starting the command: wait for it.
-        'while [ "$(stty size)" != "30 100" ]; do sleep 0.05; done; '
-        # The shell may have exported COLUMNS and LINES of the pane's first size (80x24, before
-        # tmux resized it): they would fix the app at that size. The app must measure the pane.
-        f"cd {shlex.quote(str(mini))} && env -u COLUMNS -u LINES {exports} {shlex.join(args)}; "
-        "echo RAGTUI-EXIT=$?; sleep 60"
-    )
-    pane = Pane(f"ragtui-many-{uuid.uuid4().hex[:8]}")
-    pane.start(command, 100, 30)
+    pane = Pane()  # starts the app at the pane's size, COLUMNS and LINES unset (tests/tmux.py)
+    pane.start(shell_command(args, env, cwd=mini), 100, 30)
     try:
         screen = pane.wait_for(
             lambda s: "questions 7" in s and "pinecone answered" in s and "vector #" in s,
@@ -459,6 +443,6 @@ def test_real_app_in_tmux_with_eight_lists(mini: Path, tmp_path: Path, plugin_di
         ]
         pane.keys("Escape")
         pane.keys("C-q")
-        pane.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 30, "the app to exit with code 0")
+        pane.exited(0)
     finally:
         pane.kill()

@@ -10,10 +10,8 @@ import shlex
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
 from ragtui.core.settings import Settings
+from tests.conftest import ROOT, mini_args
 from tests.test_tui import (
     COMPACT,
     WIDE,
@@ -31,9 +30,7 @@ from tests.test_tui import (
     run_async,
     wait_ready,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
-TMUX = shutil.which("tmux")
+from tests.tmux import Pane, needs_tmux
 
 
 def messages(app) -> list[str]:
@@ -211,40 +208,6 @@ async def test_torn_journal_line_is_a_warning_notification(tui_settings: Setting
 # ---- signals, in a real terminal --------------------------------------------------------------
 
 
-class Pane:
-    """A tmux session on a private server socket."""
-
-    def __init__(self) -> None:
-        """A fresh socket name."""
-        self.socket = f"ragtui-rel-{uuid.uuid4().hex[:8]}"
-
-    def tmux(self, *args: str) -> str:
-        """Run a tmux command on this server."""
-        assert TMUX is not None
-        return subprocess.run(
-            [TMUX, "-L", self.socket, *args],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        ).stdout
-
-    def wait_for(self, check, seconds: float, what: str) -> str:
-        """Poll the pane until ``check(text)`` holds."""
-        deadline = time.monotonic() + seconds
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.tmux("capture-pane", "-p", "-t", "rel")
-            if check(text):
-                return text
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}; the screen was:\n{text}")
-
-    def kill(self) -> None:
-        """Stop this tmux server."""
-        self.tmux("kill-server")
-
-
 def _app_command(args: list[str], pid_file: Path, env: dict[str, str], then: str) -> str:
     """A shell command that records the app's pid in ``pid_file``, runs it (``exec``, so the pid is
     the app's) with ``env`` added, then runs ``then`` (e.g. printing the exit code)."""
@@ -264,36 +227,23 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@needs_tmux
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "pane closed"])
 def test_signal_exits_cleanly_with_labels_saved(mini: Path, tmp_path: Path, how: str) -> None:
     """Grade in the real app, then SIGTERM, SIGHUP, or close the pane (the SSH link drops): the app
     exits by itself (128 + signal), the terminal is back to normal, and the journal holds the grade."""
     pid_file = tmp_path / "pid"
-    args = [
-        sys.executable,
-        "-m",
-        "ragtui",
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        "48",
-        "--retrievers",
-        "bm25",
-        "--annotator",
-        "sig",
-    ]
+    args = [sys.executable, "-m", "ragtui", *mini_args(mini, "--retrievers", "bm25")]
+    args += ["--annotator", "sig"]
     command = _app_command(args, pid_file, {"TERM": "screen"}, "echo RAGTUI-EXIT=$?; sleep 30")
     pane = Pane()
-    pane.tmux("new-session", "-d", "-s", "rel", "-x", "100", "-y", "30", command)
+    pane.start(command, 100, 30)
     try:
         pane.wait_for(lambda s: "questions 7" in s and "ferry.md#1" in s, 30, "the app")
         pid = int(pid_file.read_text())
-        pane.tmux("send-keys", "-t", "rel", "Tab")
+        pane.keys("Tab")
         pane.wait_for(lambda s: "Grade" in s, 10, "the result list's keys")
-        pane.tmux("send-keys", "-t", "rel", "0")
+        pane.keys("0")
         pane.wait_for(lambda s: "grade 0 (hand)" in s, 10, "the grade on screen")
         if how == "pane closed":
             pane.kill()  # tmux hangs up the pane's terminal: SIGHUP and a dead tty, as a dropped SSH link
@@ -301,11 +251,9 @@ def test_signal_exits_cleanly_with_labels_saved(mini: Path, tmp_path: Path, how:
             os.kill(pid, getattr(signal, how))
             code = 128 + getattr(signal, how)
             pane.wait_for(lambda s: f"RAGTUI-EXIT={code}" in s, 10, "the app to exit")
-            assert pane.tmux("display-message", "-p", "-t", "rel", "#{alternate_on}").strip() == "0"
-            assert (
-                pane.tmux("display-message", "-p", "-t", "rel", "#{mouse_any_flag}").strip() == "0"
-            )
-            assert pane.tmux("display-message", "-p", "-t", "rel", "#{cursor_flag}").strip() == "1"
+            assert pane.value("#{alternate_on}") == "0"
+            assert pane.value("#{mouse_any_flag}") == "0"
+            assert pane.value("#{cursor_flag}") == "1"
         deadline = time.monotonic() + 10
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -319,7 +267,7 @@ def test_signal_exits_cleanly_with_labels_saved(mini: Path, tmp_path: Path, how:
     assert LabelJournal(mini / "golden" / "labels.jsonl").warnings == []
 
 
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@needs_tmux
 def test_terminal_gone_while_drawing_still_ends_the_app(tmp_path: Path, cache_dir: Path) -> None:
     """Kill the tmux server (the pty vanishes, as when an SSH link drops) the moment the full
     120x40 screen is drawn: Textual's shutdown can then block on output it cannot write, so the
@@ -332,7 +280,7 @@ def test_terminal_gone_while_drawing_still_ends_the_app(tmp_path: Path, cache_di
             args, pid_file, {"RAGTUI_CACHE_DIR": str(cache_dir), "TERM": "screen"}, "sleep 30"
         )
         pane = Pane()
-        pane.tmux("new-session", "-d", "-s", "rel", "-x", "120", "-y", "40", command)
+        pane.start(command, 120, 40)
         try:
             # Wide layout: the stacked lists' titles; compact (when tmux keeps 80x24): the tab strip.
             pane.wait_for(

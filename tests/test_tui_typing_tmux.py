@@ -5,15 +5,13 @@ do not depend on the retrievers, and no model is loaded (test_e2e_tmux.py starts
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
-import uuid
 from pathlib import Path
 
 from ragtui.core.data.paths import bundled_golden
-from tests.test_e2e_tmux import ROOT, STARTUP_SECONDS, Pane, pytestmark, ragtui_command
+from tests.tmux import STARTUP_SECONDS, Pane, app_env, needs_tmux, ragtui_command, shell_command
 
-__all__ = ["pytestmark"]
+pytestmark = needs_tmux
 
 
 def footer(screen: str) -> str:
@@ -27,13 +25,7 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
     footer ends whole before the palette in every state (before: ``j Jud▏^p palette``)."""
     golden = tmp_path / "golden"
     shutil.copytree(bundled_golden(), golden)
-    env = {
-        "RAGTUI_CACHE_DIR": str(tmp_path / "cache"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "HF_HUB_OFFLINE": "1",
-        "TERM": "screen",
-        "PYTHONPATH": str(ROOT),
-    }
+    env = app_env(tmp_path / "cache", XDG_DATA_HOME=str(tmp_path / "data"))
     args = [
         *ragtui_command(),
         "--golden",
@@ -43,10 +35,8 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
         "--retrievers",
         "bm25",
     ]
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = f"cd {shlex.quote(str(ROOT))} && env {exports} {shlex.join(args)}; echo RAGTUI-EXIT=$?; sleep 60"
-    pane = Pane(f"ragtui-typing-{uuid.uuid4().hex[:8]}")
-    pane.start(command, 80, 24)
+    pane = Pane()
+    pane.start(shell_command(args, env), 80, 24)
     try:
         screen = pane.wait_for(
             lambda s: "questions 68" in s and re.search(r"bm25\s+all\s+\d\.\d{3}", s) is not None,
@@ -67,7 +57,7 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
         # Finding 2: the filter takes - (and +) as text, in one write.
         pane.keys("/")
         pane.wait_for(lambda s: "esc Clear" in footer(s), 20, "the filter input")
-        pane.tmux("send-keys", "-t", "e2e", "-l", "why:fusion-loss")
+        pane.type("why:fusion-loss")
         screen = pane.wait_for(lambda s: "why:fusion-loss" in s, 20, "the text typed")
         assert "why:fusionloss" not in screen
         assert "+- k" not in footer(screen)
@@ -84,7 +74,7 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
         pane.keys("/")
         pane.wait_for(lambda s: "esc Clear" in footer(s), 20, "the filter input")
         pane.keys("C-u")
-        pane.tmux("send-keys", "-t", "e2e", "-l", "why:label-gap")
+        pane.type("why:label-gap")
         pane.keys("Enter")
         screen = pane.wait_for(
             lambda s: re.search(r"questions \d+/68 · why:label-g", s) is not None,
@@ -97,7 +87,7 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
         pane.keys("/")
         pane.wait_for(lambda s: "esc Clear" in footer(s), 20, "the filter input")
         pane.keys("C-u")
-        pane.tmux("send-keys", "-t", "e2e", "-l", "why:fuse")
+        pane.type("why:fuse")
         pane.keys("Enter")
         screen = pane.wait_for(
             lambda s: re.search(r"questions \d+/68 · why:fuse", s) is not None, 20, "why:fuse"
@@ -111,6 +101,6 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
         pane.keys("+")
         pane.wait_for(lambda s: "k=4" in s, 20, "k raised by +")
         pane.keys("C-q")
-        pane.wait_for(lambda s: "RAGTUI-EXIT=0" in s, 30, "the app to exit with code 0")
+        pane.exited(0)
     finally:
         pane.kill()

@@ -1,7 +1,8 @@
-"""The ragtui app: the one owner of every change, the loading workers, and the screens.
+"""The ragtui app: the one owner of every change, and the screens.
 
-Threading model (as harlequin's): loading and embedding run in thread workers that only post
-messages; the handlers here, on the UI thread, hand the results to the ``Controller``, which
+Threading model (as harlequin's): loading and embedding run in thread workers
+(``ragtui.tui.loading``, ``ragtui.tui.tasks``) that read inputs captured on the UI thread and only
+post messages; the handlers here, on the UI thread, hand the results to the ``Controller``, which
 changes the workspace. Every change ends in ``changed.publish(...)``, so each screen redraws what
 it touched. Results carry a generation number, so a late result of an older load is dropped.
 Screens ask for changes with request messages (``GradeRequested`` and the like) that carry their
@@ -12,21 +13,15 @@ keys: each is applied right after the key that made it, before the next key is r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
-import os
-import signal
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
-from dataclasses import replace
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NoReturn
 
-import numpy as np
-from textual import events, on, work
+from textual import events, on
 from textual.actions import ActionParseResult
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -34,26 +29,23 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.screen import Screen
 from textual.signal import Signal
-from textual.theme import BUILTIN_THEMES
 from textual.worker import get_current_worker
 
-from ragtui.core.analysis.runs import load_baseline, runs_folder
-from ragtui.core.data.golden import Question
 from ragtui.core.errors import InputError
-from ragtui.core.labelling.authoring import append_question
-from ragtui.core.retrieval.base import Ranking
-from ragtui.core.retrieval.embeddings import Embedder, Progress
+from ragtui.core.retrieval.embeddings import TextEncoder
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import VectorResult, Workspace
+from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.live_answers import ChunkTexts
+from ragtui.tui import loading, tasks
+from ragtui.tui.app_commands import STATUS_LOG_SIZE, AppCommands
 from ragtui.tui.commands import RagtuiCommands
 from ragtui.tui.controller import Controller, Refused
+from ragtui.tui.exit_signals import ExitWatchdog, end_process, on_exit_signals
 from ragtui.tui.messages import (
     AddQuestionRequested,
-    BaselineLoaded,
     Changed,
     EmbeddingProgress,
-    ExperimentDone,
     ForeignChunks,
     GradeRequested,
     LiveProgress,
@@ -70,80 +62,26 @@ from ragtui.tui.messages import (
     WorkFailed,
     WorkspaceLoaded,
 )
-from ragtui.tui.screens.dialogs import LoadErrorScreen, PromptScreen
-from ragtui.tui.screens.help import HelpScreen
+from ragtui.tui.rankers import Rankers
+from ragtui.tui.screens.dialogs import LoadErrorScreen
 from ragtui.tui.screens.main import MainScreen, format_seconds, ndcg_moves
+from ragtui.tui.theme import ANSI_THEME, theme_for
 from ragtui.tui.typing_keys import typed_into
 from ragtui.tui.widgets.status_line import Status
 from ragtui.tui.widgets.text_box import TextBox
 
-#: Seconds between two progress messages (a newer one replaces a queued one anyway).
-PROGRESS_INTERVAL = 0.25
-#: The longest a loading worker waits for the first screen before building the vector retriever.
-FIRST_PAINT_WAIT_S = 5.0
 #: Seconds between two looks at the label journal for another session's labels (two ``stat`` calls).
 LABEL_POLL_INTERVAL = 1.0
-#: Signals that end the app cleanly: SIGHUP (the terminal or SSH link went away) and SIGTERM.
-EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
-#: Seconds a signalled app may take to exit cleanly before the watchdog ends the process.
-EXIT_GRACE_S = 2.0
-#: Status messages kept for "messages: recent".
-STATUS_LOG_SIZE = 50
-
-#: The theme for 16-colour terminals: Textual's ANSI theme with borders that show on a black background.
-ANSI_THEME = replace(
-    BUILTIN_THEMES["ansi-dark"],
-    name="ragtui-ansi",
-    accent="ansi_magenta",
-    variables={
-        **BUILTIN_THEMES["ansi-dark"].variables,
-        "border": "ansi_bright_blue",
-        "border-blurred": "ansi_bright_black",
-        "block-cursor-blurred-foreground": "ansi_default",
-        "block-cursor-blurred-background": "ansi_bright_black",
-        "footer-key-foreground": "ansi_bright_yellow",
-    },
-)
 
 
-class _Cancelled(Exception):
-    """Raised inside the embedding callback when the worker was cancelled (a newer load started)."""
+def _cancelled() -> Callable[[], bool]:
+    """Called in a worker's thread: whether that worker was cancelled (a newer one replaced it),
+    for any thread to ask (a live retriever's own threads ask too)."""
+    worker = get_current_worker()
+    return lambda: worker.is_cancelled
 
 
-class _ReportingEmbedder:
-    """Wraps an embedder to say when encoding starts (the slow path: model load, then batches)."""
-
-    def __init__(self, inner: Any, on_start: Any) -> None:
-        """Wrap ``inner``; ``on_start(count)`` is called before texts are encoded."""
-        self.inner = inner
-        self.on_start = on_start
-
-    @property
-    def cache_name(self) -> str:
-        """The wrapped model's cache: wrapping changes no vector."""
-        return str(self.inner.cache_name)
-
-    @property
-    def max_seq_length(self) -> int:
-        """The wrapped model's longest input."""
-        return int(self.inner.max_seq_length)
-
-    def encode(self, texts: Any, progress: Progress | None = None) -> np.ndarray:
-        """Report the start, then encode with the wrapped embedder."""
-        self.on_start(len(texts))
-        rows: np.ndarray = self.inner.encode(texts, progress)
-        return rows
-
-
-def _end_process(code: int) -> NoReturn:
-    """End the process now (the exit watchdog): flush what can be flushed, then ``os._exit``."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
-class RagtuiApp(App[int]):
+class RagtuiApp(AppCommands, App[int]):
     """See, for each golden question, what every retriever found, and grade it."""
 
     CSS_PATH = "app.tcss"
@@ -172,7 +110,7 @@ class RagtuiApp(App[int]):
         self,
         settings: Settings,
         *,
-        embedder: Any | None = None,
+        embedder: TextEncoder | None = None,
         workspace: Workspace | None = None,
     ) -> None:
         """The app for ``settings``; tests may inject an embedder (``encode``) or a loaded workspace."""
@@ -180,11 +118,11 @@ class RagtuiApp(App[int]):
         self.register_theme(ANSI_THEME)
         #: The state and the rules for changing it.
         self.controller = Controller(settings)
-        #: Used to embed (None: the settings' sentence-transformers model, loaded on first need).
-        #: The embedder tests inject (used for every model), else None.
+        #: The embedder tests inject (used for every model), else None: the settings'
+        #: sentence-transformers model, loaded on first need.
         self.embedder = embedder
         #: Loaded models by name, so that a reload does not load one again (a variant may name another).
-        self.models: dict[str, Any] = {}
+        self.models: dict[str, TextEncoder] = {}
         self._given_workspace = workspace
         #: Every change the app made; screens subscribe and redraw what it touched.
         self.changed: Signal[Changed] = Signal(self, "changed")
@@ -196,7 +134,7 @@ class RagtuiApp(App[int]):
         #: The current load; messages of older loads are dropped.
         self.generation = 0
         #: Ends the process if a quit does not finish in time (see ``exit``).
-        self._exit_watchdog: threading.Timer | None = None
+        self._exit_watchdog = ExitWatchdog()
         #: Set once the first full screen is painted (a worker with more to do waits for it).
         self._first_paint = threading.Event()
         #: Whether ``settle_heap`` froze the heap (a later load unfreezes it first).
@@ -222,6 +160,8 @@ class RagtuiApp(App[int]):
         self._key_in_flight: events.Key | None = None
         #: Requests not applied yet, oldest first (see ``request``).
         self._requests: deque[Request] = deque()
+        #: The loaded chunks' texts indexed for the add-question worker (a new one per load).
+        self._chunk_texts = ChunkTexts()
 
     # ---- state, for reading ---------------------------------------------------------------------
 
@@ -264,23 +204,6 @@ class RagtuiApp(App[int]):
         if text:
             self.status_log.append(self.status)
         self.status_changed.publish(self.status)
-
-    def show_messages(self) -> None:
-        """The recent status messages, newest first (the palette's "messages: recent")."""
-        from ragtui.core.report_model import Column, Report, Row, Section
-        from ragtui.tui.screens.report import ReportScreen
-
-        rows = tuple(
-            Row((s.when, "error" if s.error else "", s.text), "bad" if s.error else "")
-            for s in reversed(self.status_log)
-        )
-        section = (
-            Section("", (Column("time"), Column("kind"), Column("message")), rows)
-            if rows
-            else Section("no message yet")
-        )
-        title = f"recent messages ({len(rows)}, the last {STATUS_LOG_SIZE} are kept)"
-        self.push_screen(ReportScreen(Report(title, (section,)), id="messages"))
 
     def publish(self, change: Changed) -> None:
         """Tell every screen what changed (a warning the change met goes to the status line)."""
@@ -381,169 +304,46 @@ class RagtuiApp(App[int]):
 
     def on_mount(self) -> None:
         """Start loading at once; the screen shows loading notes meanwhile."""
-        if not self.is_headless and self.console.color_system in ("standard", "windows"):
-            # 16 colours (TERM=screen, many SSH sessions): the terminal's own palette stays legible.
-            self.theme = ANSI_THEME.name
-        self._install_signal_handlers()
+        theme = None if self.is_headless else theme_for(self.console.color_system)
+        if theme is not None:
+            self.theme = theme
+        if not self.is_headless:  # tests: the test runner owns the process's signals
+            on_exit_signals(self._exit_on_signal)
         self.start_load(self.controller.settings, self._given_workspace)
         self.set_interval(LABEL_POLL_INTERVAL, self.poll_labels, name="label-poll")
 
-    def _install_signal_handlers(self) -> None:
-        """SIGHUP and SIGTERM end the app through ``exit``, so the terminal is restored; every label
-        is already fsynced, so nothing is pending."""
-        if self.is_headless:
-            return  # tests: the test runner owns the process's signals
-        loop = asyncio.get_running_loop()
-        for signum in EXIT_SIGNALS:
-            # Not the main thread, or Windows: no signal handlers.
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(signum, self._exit_on_signal, signum)
-
     def _exit_on_signal(self, signum: int) -> None:
-        """Quit cleanly, with the shell's exit code for that signal (128 + its number).
-
-        When the terminal is gone (SIGHUP from a dropped SSH link or a closed pane), Textual's
-        shutdown can block for ever on output that can no longer be written (its writer thread's
-        queue fills). Every label is already fsynced, so a watchdog ends the process if the clean
-        exit has not happened within ``EXIT_GRACE_S``.
-        """
+        """Quit cleanly (SIGHUP, SIGTERM), with the shell's exit code for that signal (128 + its
+        number); every label is already fsynced, so nothing is pending."""
         self.exit(return_code=128 + signum)
 
     def exit(self, result: int | None = None, return_code: int = 0, message: Any = None) -> None:
-        """Quit (ctrl+q, a signal); the process ends whatever its workers are doing.
-
-        A worker may be inside a call nothing can interrupt (a plugin's search, a request that has
-        not reached its deadline); Python would wait for it after the terminal is restored. Every
-        label is already fsynced, so a watchdog ends the process if it still runs ``EXIT_GRACE_S``
-        later (also when the terminal is gone and Textual's shutdown blocks on writing to it).
-        """
+        """Quit (ctrl+q, a signal); the process ends whatever its workers are doing: every label
+        is already fsynced, so a watchdog ends it if it still runs a moment later (also when the
+        terminal is gone and Textual's shutdown blocks on writing to it)."""
         super().exit(result, return_code, message)
-        if self.is_headless or self._exit_watchdog is not None:
-            return  # tests: the test runner owns the process
-        self._exit_watchdog = threading.Timer(EXIT_GRACE_S, _end_process, args=(return_code,))
-        self._exit_watchdog.daemon = True
-        self._exit_watchdog.start()
+        if not self.is_headless:  # tests: the test runner owns the process
+            self._exit_watchdog.start(return_code)
+
+    def in_thread(self, group: str, work: Callable[[], None], exclusive: bool = True) -> None:
+        """Run ``work`` in a thread worker of ``group`` (exclusive: it cancels the group's others)."""
+        self.run_worker(work, thread=True, exclusive=exclusive, exit_on_error=False, group=group)
 
     # ---- loading ------------------------------------------------------------------------------------
 
     def start_load(self, settings: Settings, workspace: Workspace | None = None) -> None:
         """Load (or reload) in a worker; a newer load replaces an older one."""
         self.generation += 1
-        self._load(settings, self.generation, workspace)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="load")
-    def _load(self, settings: Settings, generation: int, workspace: Workspace | None) -> None:
-        """Read and chunk the data and build BM25, report it, then embed for vector and hybrid.
-
-        The workspace is this worker's own until it is posted; after that only its rankings are
-        computed here (``compute_vectors`` reads chunks and questions, never labels)."""
-        worker = get_current_worker()
-        try:
-            ws = workspace if workspace is not None else Workspace.load(settings)
-        except InputError as exc:
-            self.post_message(LoadFailed(exc.message, generation))
-            return
-        except Exception as exc:
-            self.post_message(
-                LoadFailed(
-                    visible_line(f"cannot load the data: {type(exc).__name__}: {exc}"), generation
-                )
-            )
-            return
-        if worker.is_cancelled:
-            return
-        if not ws.vectors_needed or ws.vector is not None:
-            self.post_message(WorkspaceLoaded(ws, generation))
-            return
-        announced = [False]
-
-        def announce(vectors: VectorResult | None = None) -> None:
-            """Show BM25 now (and vector and hybrid, read from the results cache): embedding has to
-            encode texts (slow) or read the embedding cache, or it failed."""
-            if not announced[0]:
-                announced[0] = True
-                self.post_message(WorkspaceLoaded(ws, generation, vectors))
-
-        name = ws.settings.model or ""
-        try:
-            model = self.embedder or self.models.get(name) or Embedder(ws.settings.model)
-        except Exception as exc:  # a model that cannot be found: BM25 keeps working
-            announce()
-            message = exc.message if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
-            self.post_message(VectorsFailed(generation, visible_line(message)))
-            return
-        try:
-            # Every ranking in the results cache: the first screen needs no embedding at all; the
-            # retrievers (for new questions and ad-hoc queries) are built after it is shown.
-            early = ws.cached_vectors(model)
-        except Exception:  # a cache that cannot be read is computed below
-            early = None
-        if early is not None:
-            # Still this worker's workspace: evaluate the lists here, not on the UI thread.
-            ws.apply_vectors(early)
-            announce(early)
-            # The retrievers (for new questions and ad-hoc queries) are built once the first
-            # screen is painted: reading the embedding cache meanwhile would slow the paint down.
-            waited = 0.0
-            while not self._first_paint.wait(0.05) and waited < FIRST_PAINT_WAIT_S:
-                if worker.is_cancelled:
-                    return
-                waited += 0.05
-        result, embedder = self._compute_vectors(ws, generation, announce, model, early)
-        if result is None:
-            return
-        if not announced[0]:
-            # Warm cache: one message, so the lists fill once with every retriever.
-            self.post_message(WorkspaceLoaded(ws, generation, result))
-        else:
-            self.post_message(VectorsReady(generation, result, embedder))
-
-    def _compute_vectors(
-        self,
-        ws: Workspace,
-        generation: int,
-        announce: Any,
-        model: Any,
-        early: VectorResult | None,
-    ) -> tuple[VectorResult | None, object | None]:
-        """Embed (cache first) and rank; posts why it failed (None) or returns the result."""
-        worker = get_current_worker()
-        last_report = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            """Report progress about every quarter second; stop when a newer load took over."""
-            if worker.is_cancelled:
-                raise _Cancelled
-            now = time.monotonic()
-            if now - last_report[0] >= PROGRESS_INTERVAL or done >= total:
-                last_report[0] = now
-                self.post_message(EmbeddingProgress(generation, done, total))
-
-        loading = [True]
-
-        def on_start(count: int) -> None:
-            """Encoding starts (slow): show BM25 now and the progress row."""
-            if not loading[0]:
-                return  # a later query embeds through the same wrapper
-            announce()
-            self.post_message(EmbeddingProgress(generation, 0, count))
-
-        try:
-            result = ws.compute_vectors(progress, _ReportingEmbedder(model, on_start), early)  # type: ignore[arg-type]
-            loading[0] = False
-        except _Cancelled:
-            return None, None
-        except InputError as exc:
-            announce()
-            self.post_message(VectorsFailed(generation, exc.message))
-            return None, None
-        except Exception as exc:
-            announce()
-            self.post_message(
-                VectorsFailed(generation, visible_line(f"{type(exc).__name__}: {exc}"))
-            )
-            return None, None
-        return result, model
+        job = loading.LoadJob(
+            settings,
+            self.generation,
+            workspace,
+            self.embedder,
+            dict(self.models),
+            self._first_paint.wait,
+        )
+        post = self.post_message
+        self.in_thread("load", lambda: loading.load(job, post, _cancelled()))
 
     def on_workspace_loaded(self, message: WorkspaceLoaded) -> None:
         """Show the workspace: BM25 works now; vector and hybrid follow."""
@@ -552,11 +352,14 @@ class RagtuiApp(App[int]):
         ws = message.workspace
         reload = self.workspace is not None
         self.publish(self.controller.loaded(ws, message.vectors))
+        self._chunk_texts = ChunkTexts()
         if reload:
             self.call_after_refresh(self.settle_heap, True)
-        self._say_load_warnings(ws, message.vectors)
+        warning = loading.load_warning(ws, message.vectors)
+        if warning:
+            self.say(warning, error=True)
         if ws.live:
-            self._ask_live(ws, self.generation, ws.settings.refresh)
+            self._ask_live(ws, refresh=ws.settings.refresh)
         if message.vectors is not None or not ws.vectors_needed:
             self._start_rerank(ws)
         self._check_ready()
@@ -569,31 +372,8 @@ class RagtuiApp(App[int]):
             and self._rerank_generation != self.generation
         ):
             self._rerank_generation = self.generation
-            self._rerank(ws, self.generation)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="rerank")
-    def _rerank(self, ws: Workspace, generation: int) -> None:
-        """Re-score every question's first-stage list with the cross-encoder (cached scores are
-        read): ``compute_rerank`` reads the rankings, which do not change once applied."""
-        name = ws.settings.rerank_name or "rerank"
-        last = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            now = time.monotonic()
-            if now - last[0] >= PROGRESS_INTERVAL or done >= total:
-                last[0] = now
-                self.post_message(Notice(f"reranking with {name}: {done}/{total} questions"))
-
-        try:
-            result = ws.compute_rerank(progress)
-        except InputError as exc:
-            self.post_message(WorkFailed(name, exc.message))
-            return
-        except Exception as exc:  # a model that cannot run must be a message, never a traceback
-            self.post_message(WorkFailed(name, visible_line(f"{type(exc).__name__}: {exc}")))
-            return
-        if result is not None:
-            self.post_message(RerankReady(generation, result))
+            generation, post = self.generation, self.post_message
+            self.in_thread("rerank", lambda: loading.rerank(ws, generation, post))
 
     def on_rerank_ready(self, message: RerankReady) -> None:
         """Show the reranked list."""
@@ -603,30 +383,12 @@ class RagtuiApp(App[int]):
         self.say(f"{message.result.name} is ready: {message.result.latency.describe()}")
         self._check_ready()
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="live")
-    def _ask_live(self, ws: Workspace, generation: int, refresh: bool) -> None:
-        """Every golden question's answer from each live retriever (cache first), off the UI thread:
-        ``compute_live`` only reads the workspace."""
-        worker = get_current_worker()
-        last = [0.0]
-
-        def progress(name: str, done: int, total: int) -> None:
-            now = time.monotonic()
-            if now - last[0] >= PROGRESS_INTERVAL or done >= total:
-                last[0] = now
-                self.post_message(LiveProgress(generation, name, done, total))
-
-        try:
-            result = ws.compute_live(
-                refresh=refresh, progress=progress, cancelled=lambda: worker.is_cancelled
-            )
-        except Exception as exc:  # a broken plugin must be a message, never a traceback
-            self.post_message(
-                WorkFailed("Live retrievers", visible_line(f"{type(exc).__name__}: {exc}"))
-            )
-            return
-        if not worker.is_cancelled:
-            self.post_message(LiveReady(generation, result))
+    def _ask_live(self, ws: Workspace, refresh: bool) -> None:
+        """Ask every live retriever the golden questions in a worker (cache first unless ``refresh``)."""
+        generation, post = self.generation, self.post_message
+        self.in_thread(
+            "live", lambda: loading.ask_live(ws, generation, refresh, post, _cancelled())
+        )
 
     def on_live_progress(self, message: LiveProgress) -> None:
         """Say how far a live retriever has come."""
@@ -655,35 +417,15 @@ class RagtuiApp(App[int]):
         if ws is None or not ws.live:
             self.say("No live retriever is shown (--retriever NAME=SPEC, --milvus).")
             return
-        for name in ws.live:
-            self.controller.retriever_status[name] = "pending"
-        self.publish(Changed("retrievers"))
-        self._ask_live(ws, self.generation, True)
-
-    def _say_load_warnings(self, ws: Workspace, vectors: VectorResult | None) -> None:
-        """The one most important thing the load found, in the status line."""
-        warnings = list(ws.warnings) + (list(vectors.warnings) if vectors is not None else [])
-        stale = ws.stale_labels()
-        if ws.labels.read_only:
-            reason = ws.labels.read_only_reason or f"{ws.labels.path} is read-only"
-            self.say(f"{reason}: you can look, but grades cannot be saved.", error=True)
-        elif stale:
-            self.say(
-                f"{len(stale)} hand label(s) no longer match the chunked corpus and are not applied;"
-                " ctrl+p, check lists them.",
-                error=True,
-            )
-        elif warnings:
-            more = f" (+{len(warnings) - 1} more: ctrl+p, check)" if len(warnings) > 1 else ""
-            self.say(f"warning: {warnings[0]}{more}", error=True)
+        self.publish(self.controller.live_pending())
+        self._ask_live(ws, refresh=True)
 
     def on_embedding_progress(self, message: EmbeddingProgress) -> None:
         """Move the progress bar."""
         if message.generation != self.generation:
             return
-        self.controller.embedding_progress = (message.done, message.total)
         self.progress_rate = self._rate(message.done, message.total)
-        self.publish(Changed("progress"))
+        self.publish(self.controller.embedding(message.done, message.total))
 
     def _rate(self, done: int, total: int) -> str:
         """`` · 41 texts/s · 12 s left``, measured from the first batch done (so the model load does
@@ -897,48 +639,30 @@ class RagtuiApp(App[int]):
             return
         self.say(f"adding: {message.text}")
         self._say_notices()
-        self._add_question(
-            ws, golden, self.generation, message.text, message.evidence, message.slices
+        # Live retrievers that answered the golden set are asked too (a failed one is not).
+        live = [name for name in ws.live if name in ws.rankings]
+        new = tasks.NewQuestion(
+            golden,
+            self.generation,
+            message.text,
+            message.evidence,
+            message.slices,
+            ws.chunks,
+            ws.corpus.documents,
+            Rankers.capture(ws, live, self._chunk_texts),
         )
-
-    @work(thread=True, exit_on_error=False, group="add-question")
-    def _add_question(
-        self,
-        ws: Workspace,
-        golden: Path,
-        generation: int,
-        text: str,
-        evidence: tuple[str, ...],
-        slices: tuple[str, ...],
-    ) -> None:
-        """Validate and append the question (atomic, under the golden set's lock), then rank it.
-
-        Reads only what does not change while the app runs: the chunks, the documents and the
-        retrievers (their indexes and embeddings); the questions file is read under its lock.
-        """
-        try:
-            question = append_question(
-                golden,
-                text,
-                list(evidence),
-                list(slices),
-                chunks=ws.chunks,
-                documents=ws.corpus.documents,
-            )
-            rankings: dict[str, Ranking] = ws.search_adhoc(question.text)
-        except InputError as exc:
-            self.post_message(WorkFailed("Not added", exc.message))
-            return
-        except Exception as exc:
-            self.post_message(WorkFailed("Not added", f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(QuestionAppended(generation, question, rankings))
+        post = self.post_message
+        self.in_thread("add-question", lambda: tasks.add_question(new, post), exclusive=False)
 
     def on_question_appended(self, message: QuestionAppended) -> None:
         """Evaluate the appended question and show it (a reload meanwhile reads it from the file)."""
         if message.generation != self.generation:
             return
-        question: Question = message.question
+        question = message.question
+        for name, hits in message.passages.items():
+            kept = self.controller.keep_foreign(hits, name)
+            if kept is not None:
+                self.publish(kept)
         try:
             change = self.controller.question_added(question, message.rankings)
         except Refused as exc:
@@ -960,213 +684,6 @@ class RagtuiApp(App[int]):
             self._check_ready()
         self.say(f"{message.what}: {message.message}", error=True)
 
-    # ---- experiments ------------------------------------------------------------------------------
-
-    def run_experiment(self) -> None:
-        """Evaluate every variant of the project file in a worker and show the table."""
-        if not self.controller.settings.variants:
-            self.say(
-                "The project file declares no [variants.NAME]: nothing to compare.", error=True
-            )
-            return
-        self.say(f"running {len(self.controller.settings.variants)} variants…")
-        self._experiment(self.controller.settings)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="experiment")
-    def _experiment(self, settings: Settings) -> None:
-        """``ragtui experiment`` off the UI thread (it loads its own workspaces; saves no runs)."""
-        from ragtui.core.analysis.experiment import run_experiment
-
-        def status(line: str) -> None:
-            self.post_message(Notice(f"experiment: {line}"))
-
-        try:
-            result = run_experiment(settings, save=False, status=status)
-        except InputError as exc:
-            self.post_message(WorkFailed("Experiment", exc.message))
-            return
-        except Exception as exc:  # a variant that cannot load must be a message
-            self.post_message(
-                WorkFailed("Experiment", visible_line(f"{type(exc).__name__}: {exc}"))
-            )
-            return
-        self.post_message(ExperimentDone(result))
-
-    def on_experiment_done(self, message: ExperimentDone) -> None:
-        """Show the experiment table."""
-        from ragtui.tui.screens.report import ReportScreen
-
-        self.say(
-            "experiment done; ctrl+p, experiment: show variant NAME switches the screen to one"
-        )
-        self.push_screen(ReportScreen(message.result.report(), id="experiment"))
-
-    def show_variant(self, name: str) -> None:
-        """Switch the whole screen to a variant of the project file (a reload)."""
-        from ragtui.core.variants import variant_settings
-
-        try:
-            settings = variant_settings(self.controller.settings, name)
-        except (InputError, ValueError, KeyError) as exc:
-            self.say(f"variant {name}: {exc}", error=True)
-            return
-        self.say(f"Loading variant {name}…")
-        self.start_load(settings)
-
-    # ---- settings (keys and the command palette) ------------------------------------------------------
-
-    def action_help(self) -> None:
-        """Show the help screen."""
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
-
-    def set_k(self, k: int) -> None:
-        """Change k and refresh every number."""
-        try:
-            self.publish(self.controller.set_k(k))
-        except Refused as exc:
-            self.say(exc.message, error=True)
-
-    def action_change_k(self, step: int) -> None:
-        """Raise or lower k by one."""
-        ws = self.workspace
-        if ws is not None:
-            self.set_k(ws.settings.k + step)
-
-    def set_depth(self, depth: int) -> None:
-        """Re-run every search at another depth (a reload in the worker; the screen keeps working)."""
-        ws = self.workspace
-        if ws is None or depth == ws.settings.depth:
-            return
-        self.say(f"Re-running every search at depth {depth}…")
-        self.start_load(replace(ws.settings, depth=depth))
-
-    def set_chunking(self, chunk_size: int | None, overlap: int) -> None:
-        """Re-chunk with another size and overlap (a reload in the worker; hand labels of vanished
-        chunks stay, stale)."""
-        ws = self.workspace
-        if ws is None:
-            return
-        if (
-            (chunk_size is not None and chunk_size < 1)
-            or overlap < 0
-            or (chunk_size is not None and overlap >= chunk_size)
-        ):
-            self.say("Chunk size must be at least 1 and the overlap smaller than it.", error=True)
-            return
-        self.say(f"Re-chunking at size {chunk_size or 'whole documents'}, overlap {overlap}…")
-        self.start_load(replace(ws.settings, chunk_size=chunk_size, overlap=overlap))
-
-    def action_chunking_prompt(self) -> None:
-        """Ask for ``SIZE OVERLAP`` (or ``whole``) and re-chunk."""
-        ws = self.workspace
-        if ws is None:
-            return
-
-        def apply(value: str | None) -> None:
-            if value is None:
-                return
-            parts = value.replace(",", " ").split()
-            if parts and parts[0].lower() in ("whole", "none", "0"):
-                self.set_chunking(None, 0)
-                return
-            try:
-                size = int(parts[0])
-                overlap = int(parts[1]) if len(parts) > 1 else 0
-            except (ValueError, IndexError):
-                self.say("Give the chunk size and overlap as two numbers, e.g. 256 32.", error=True)
-                return
-            self.set_chunking(size, overlap)
-
-        size = ws.settings.chunk_size
-        current = f"{size} {ws.settings.overlap}" if size is not None else "whole"
-        self.push_screen(
-            PromptScreen("chunking: size and overlap in tokens (e.g. 256 32), or whole", current),
-            apply,
-        )
-
-    # ---- baseline ---------------------------------------------------------------------------------
-
-    def runs_folder(self) -> Path | None:
-        """Where saved runs live (``<golden>/runs``), or None."""
-        ws = self.workspace
-        if ws is None:
-            return None
-        try:
-            return runs_folder(ws)
-        except InputError:
-            return None
-
-    def set_baseline(self, name: str, retriever: str | None = None) -> None:
-        """Compare every question against saved run ``name`` (read in a worker)."""
-        folder = self.runs_folder()
-        ws = self.workspace
-        if folder is None or ws is None:
-            return
-        self.say(f"reading saved run {name}…")
-        self._load_baseline(folder, name, retriever, ws.settings.k)
-
-    @work(thread=True, exit_on_error=False, group="baseline")
-    def _load_baseline(self, folder: Path, name: str, retriever: str | None, k: int) -> None:
-        """Read the saved run and compute its values off the UI thread."""
-        try:
-            baseline = load_baseline(folder, name, retriever, k)
-        except InputError as exc:
-            self.post_message(WorkFailed(f"Cannot use {name} as baseline", exc.message))
-            return
-        except (OSError, ValueError) as exc:
-            self.post_message(WorkFailed(f"Cannot use {name} as baseline", str(exc)))
-            return
-        self.post_message(BaselineLoaded(baseline))
-
-    def on_baseline_loaded(self, message: BaselineLoaded) -> None:
-        """Show the Δ column against the baseline."""
-        baseline = message.baseline
-        try:
-            self.publish(self.controller.set_baseline(baseline))
-        except Refused as exc:
-            self.say(exc.message, error=True)
-            return
-        self.say(f"Baseline: {baseline.name} ({baseline.retriever}); Δ = nDCG@k now minus then.")
-
-    def clear_baseline(self) -> None:
-        """Remove the Δ column."""
-        self.publish(self.controller.set_baseline(None))
-        self.say("Baseline cleared.")
-
-    # ---- export and check ---------------------------------------------------------------------------
-
-    def action_export(self) -> None:
-        """Ask for a folder, then write TREC qrels and runs there."""
-        if self.workspace is None:
-            return
-
-        def write(folder: str | None) -> None:
-            ws = self.workspace
-            if folder is None or ws is None:
-                return
-            from ragtui.core.analysis.export import export_trec
-
-            try:
-                written = export_trec(ws, Path(folder).expanduser())
-            except OSError as exc:
-                self.say(f"Export failed: {exc}", error=True)
-                return
-            names = ", ".join(p.name for p in written)
-            self.say(f"Wrote {names} to {Path(folder).expanduser().resolve()}")
-
-        default = str(Path.cwd() / "ragtui-trec")
-        self.push_screen(PromptScreen("export: folder for the TREC files", default), write)
-
-    def action_check(self) -> None:
-        """Validate the golden set against the chunked corpus and list the problems."""
-        ws = self.workspace
-        if ws is None:
-            return
-        from ragtui.tui.screens.reports import check_screen
-
-        self.push_screen(check_screen(ws))
-
 
 def run_app(settings: Settings, mouse: bool = True) -> NoReturn:
     """Run the app until the user quits, then end the process with its exit code (2 when the data
@@ -1183,4 +700,4 @@ def run_app(settings: Settings, mouse: bool = True) -> NoReturn:
     if app.load_error:
         print(f"ragtui: error: {app.load_error}", file=sys.stderr)
         code = 2
-    _end_process(code)
+    end_process(code)

@@ -187,6 +187,17 @@ class Controller:
                 self.retriever_errors.pop(name, None)
         return Changed("retrievers")
 
+    def live_pending(self) -> Changed:
+        """The live retrievers are asked again (the palette's refresh): each waits for its answer."""
+        for name in self.workspace.live if self.workspace is not None else ():
+            self.retriever_status[name] = "pending"
+        return Changed("retrievers")
+
+    def embedding(self, done: int, total: int) -> Changed:
+        """Embedding has come this far (``done`` of ``total`` texts)."""
+        self.embedding_progress = (done, total)
+        return Changed("progress")
+
     def keep_foreign(self, hits: tuple[Hit, ...], origin: str) -> Changed | None:
         """Keep chunks a live retriever brought (an ad-hoc search); None when nothing changed."""
         touched = self.ws.add_foreign(hits, origin)
@@ -198,6 +209,10 @@ class Controller:
         return self.workspace is not None and all(
             s != "pending" for s in self.retriever_status.values()
         )
+
+    def set_judging_blind(self, blind: bool) -> None:
+        """Judge blind or not for the rest of the session (the judging view's ``b``)."""
+        self.judging_blind = blind
 
     # ---- labels ------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from ragtui.core.analysis.experiment import ExperimentResult
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
 from ragtui.core.retrieval.base import Hit, Ranking
+from ragtui.core.retrieval.embeddings import TextEncoder
 from ragtui.core.retrieval.rerank import RerankResult
 from ragtui.core.workspace import LiveResult, VectorResult, Workspace
 
@@ -128,7 +129,7 @@ class VectorsReady(Message):
 
     generation: int
     result: VectorResult
-    embedder: object | None = None
+    embedder: TextEncoder | None = None
     """The embedder used, kept so a reload does not load the model again."""
 
 
@@ -184,6 +185,8 @@ class QuestionAppended(Message):
     generation: int
     question: Question
     rankings: dict[str, Ranking]
+    passages: dict[str, tuple[Hit, ...]] = field(default_factory=dict)
+    """Per live retriever, the passages it brought with their text (the app keeps them first)."""
 
 
 @dataclass

@@ -2,8 +2,10 @@
 as they arrive), choose evidence in a chunk, and ask the app to add the question to the golden set.
 
 The screen only reads: the retrievers (their indexes and embeddings never change while it is open)
-rank the text in workers (one for bm25, vector and hybrid, one per live retriever); adding goes to
-the app as ``AddQuestionRequested``. The first query that needs the embedding model loads it in
+rank the text in workers (one for bm25, vector and hybrid, one per live retriever) that read what
+the screen captured for them on the UI thread (``Rankers``), never the live workspace; the chunks a
+live retriever brings go to the app (``ForeignChunks``), and adding goes to the app as
+``AddQuestionRequested``. The first query that needs the embedding model loads it in
 that worker: the vector and hybrid lists say so in their frames (``loading model… 4 s``, then
 ``embedding…``) and the status line in words, while bm25's list is already shown and every key
 keeps working.
@@ -15,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, Protocol, cast, runtime_checkable
 
 from rich.cells import cell_len
 from textual import on, work
@@ -25,25 +27,24 @@ from textual.containers import Horizontal, Vertical
 from textual.events import DescendantFocus
 from textual.message import Message
 from textual.screen import Screen
+from textual.signal import Signal
 from textual.widgets import Footer, Input, TextArea
 from textual.widgets.text_area import Selection
 
 from ragtui.core.data.golden import find_span, normalize_ws
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Hit, Ranking
-from ragtui.core.retrieval.live import run_live
+from ragtui.core.retrieval.embeddings import TextEncoder
 from ragtui.core.text import visible, visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.live_answers import ChunkTexts
 from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import AddQuestionRequested, ForeignChunks, Notice
+from ragtui.tui.rankers import Rankers
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.status_line import Status, StatusLine
 from ragtui.tui.widgets.text import fmt_score, set_frame_text
 from ragtui.tui.widgets.text_box import TextBox
-
-if TYPE_CHECKING:
-    from ragtui.tui.app import RagtuiApp
-
 
 #: The widest chunk column (cells): a longer id is shortened (``docs/…/cors.md#1``).
 MAX_CHUNK_WIDTH = 48
@@ -52,6 +53,40 @@ SCORE_WIDTH = 6
 MIN_TEXT_WIDTH = 6
 #: Seconds between two updates of a slow step's elapsed time (``loading model… 4 s``).
 TICK_S = 0.5
+
+
+class AdhocHost(Protocol):
+    """What the ad-hoc screen reads of the app (``RagtuiApp``, which the screens never import):
+    its status line, and the embedding models."""
+
+    @property
+    def status_changed(self) -> Signal[Status]:
+        """Published when the status line's message changes."""
+        ...
+
+    @property
+    def embedder(self) -> TextEncoder | None:
+        """The embedder tests inject (used for every model), else None."""
+        ...
+
+    @property
+    def models(self) -> dict[str, TextEncoder]:
+        """The models the app has loaded, by name."""
+        ...
+
+
+@runtime_checkable
+class Loadable(Protocol):
+    """A model read on first use (``Embedder``): whether it is in memory yet, and reading it now."""
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+        ...
+
+    def load(self) -> None:
+        """Read the model now (seconds; a no-op once loaded)."""
+        ...
 
 
 def short_chunk_id(cid: str, width: int) -> str:
@@ -95,6 +130,10 @@ class AdhocList(RowList):
 
     def on_resize(self) -> None:
         """Fit the columns to the new width (RowList's handler keeps the cursor in view)."""
+        self._layout()
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        """A scrollbar came or went (the rows arrived): fit the columns to the width left."""
         self._layout()
 
     def _layout(self) -> None:
@@ -194,6 +233,9 @@ class AdhocScreen(Screen[None]):
         self._steps: dict[str, tuple[str, float]] = {}
         #: The lists of the current query still to come.
         self._pending: set[str] = set()
+        #: The chunks' texts indexed for mapping a live retriever's passages (the workers build it
+        #: on first need; it depends on the chunks only, which never change).
+        self._chunk_texts = ChunkTexts()
 
     def compose(self) -> ComposeResult:
         """Query, the lists side by side, the chunk text, evidence and slices, status."""
@@ -224,9 +266,14 @@ class AdhocScreen(Screen[None]):
             "#adhoc-chunk"
         ).border_title = "chunk (select evidence: shift+arrows, then F2)"
         status = self.query_one(StatusLine)
-        cast("RagtuiApp", self.app).status_changed.subscribe(self, status.show, immediate=True)
+        self._host.status_changed.subscribe(self, status.show, immediate=True)
         status.show(Status("Type a question and press enter; tab to the lists."))
         self.set_interval(TICK_S, self._tick)
+
+    @property
+    def _host(self) -> AdhocHost:
+        """The app, as this screen reads it."""
+        return cast(AdhocHost, self.app)
 
     def list_for(self, retriever: str) -> AdhocList:
         """The list that shows RETRIEVER's ranking."""
@@ -261,13 +308,13 @@ class AdhocScreen(Screen[None]):
             if pane is not None and now - since >= 1.0:
                 set_frame_text(pane, subtitle=f"{what} {now - since:.0f} s")
 
-    def _model(self) -> object | None:
+    def _model(self) -> TextEncoder | None:
         """The embedding model behind the vector list (the one tests inject, else the app's loaded
         model of this name); None when the app does not know it."""
-        app = cast("RagtuiApp", self.app)
-        if app.embedder is not None:
-            return cast("object", app.embedder)
-        return cast("object | None", app.models.get(self.ws.settings.model or ""))
+        host = self._host
+        if host.embedder is not None:
+            return host.embedder
+        return host.models.get(self.ws.settings.model or "")
 
     @on(Input.Submitted, "#adhoc-query")
     def _query_submitted(self, event: Input.Submitted) -> None:
@@ -286,12 +333,12 @@ class AdhocScreen(Screen[None]):
             self._set_step(name, "searching…")
         self.say(f"searching {', '.join(self.retrievers)}…")
         live = [n for n in self.retrievers if n in self.ws.live]
-        self._search(
-            text, self.generation, [n for n in self.retrievers if n not in live], self._model()
-        )
+        rankers = Rankers.capture(self.ws, live, self._chunk_texts)
+        names = [n for n in self.retrievers if n not in live]
+        self._search(text, self.generation, names, self._model(), rankers)
         for name in live:
             self.run_worker(
-                partial(self._ask_live, name, text, self.generation),
+                partial(self._ask_live, rankers, name, text, self.generation),
                 thread=True,
                 exclusive=True,
                 exit_on_error=False,
@@ -299,19 +346,25 @@ class AdhocScreen(Screen[None]):
             )
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="adhoc")
-    def _search(self, text: str, generation: int, names: list[str], model: object | None) -> None:
+    def _search(
+        self,
+        text: str,
+        generation: int,
+        names: list[str],
+        model: TextEncoder | None,
+        rankers: Rankers,
+    ) -> None:
         """BM25 first (no model), then vector (loads the model the first time, embeds the text),
         then hybrid (fuses the two); anything else cannot rank typed text."""
-        ws = self.ws
-        depth = ws.settings.depth
+        depth = rankers.depth
         found: dict[str, Ranking] = {}
         answered: set[str] = set()
-        bm25, vector, hybrid = ws.bm25, ws.vector, ws.hybrid
+        bm25, vector, hybrid = rankers.bm25, rankers.vector, rankers.hybrid
         if "bm25" in names and bm25 is not None:
             self._rank(generation, "bm25", lambda: bm25.search(text, depth), found, answered)
         embedded = tuple(n for n in names if n in ("vector", "hybrid"))
         if embedded and vector is not None:
-            if getattr(model, "loaded", True) is False:
+            if isinstance(model, Loadable) and not model.loaded:
                 # The first query that needs the model: import and read it (seconds), said so.
                 self.post_message(
                     self.Step(
@@ -322,7 +375,7 @@ class AdhocScreen(Screen[None]):
                     )
                 )
                 try:
-                    model.load()  # type: ignore[union-attr]
+                    model.load()
                 except Exception as exc:
                     message = (
                         exc.message
@@ -369,20 +422,19 @@ class AdhocScreen(Screen[None]):
             return
         self.post_message(self.Ranked(generation, name, found[name]))
 
-    def _ask_live(self, name: str, text: str, generation: int) -> None:
-        """One live retriever's ranking of the text (in a worker of its own), through its cache."""
-        ws = self.ws
+    def _ask_live(self, rankers: Rankers, name: str, text: str, generation: int) -> None:
+        """One live retriever's ranking of the text (in a worker of its own), through its cache:
+        its passages as ragtui judges them (an id or a text that is one of ragtui's chunks is that
+        chunk), as in its golden rankings."""
         try:
-            run = run_live(
-                ws.live[name], [("", text)], ws.settings.depth, root=ws.settings.cache_dir
-            )
+            run = rankers.ask(name, text)
+            if "" in run.failed or run.error:
+                self.post_message(self.Ranked(generation, name, [], run.failed.get("", run.error)))
+                return
+            hits = rankers.passages_of(name, run)
         except Exception as exc:
             self.post_message(self.Ranked(generation, name, [], f"{type(exc).__name__}: {exc}"))
             return
-        if "" in run.failed or run.error:
-            self.post_message(self.Ranked(generation, name, [], run.failed.get("", run.error)))
-            return
-        hits = run.hits.get("", [])
         self.post_message(self.Ranked(generation, name, [(h.id, h.score) for h in hits], hits=hits))
 
     def on_adhoc_screen_step(self, message: Step) -> None:

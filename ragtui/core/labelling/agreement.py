@@ -197,7 +197,7 @@ def annotator_agreement(
     """Agreement of annotators ``a`` and ``b``: each one's last grade per pair, compared on the pairs both graded."""
     history = list(history)
     grades_a, grades_b = last_grades(history, a), last_grades(history, b)
-    shared = []
+    shared: list[tuple[str, str]] = []
     changed = 0
     for key in grades_a.keys() & grades_b.keys():
         la, lb = grades_a[key], grades_b[key]
@@ -206,10 +206,14 @@ def annotator_agreement(
             continue
         shared.append(key)
     shared.sort()
-    xs = [grades_a[k].grade for k in shared]
-    ys = [grades_b[k].grade for k in shared]
-    assert all(x is not None for x in xs) and all(y is not None for y in ys)
-    table: Counter[tuple[int, int]] = Counter(zip(xs, ys, strict=True))  # type: ignore[arg-type]
+    xs: list[int] = []
+    ys: list[int] = []
+    for key in shared:
+        x, y = grades_a[key].grade, grades_b[key].grade
+        assert x is not None and y is not None  # last_grades keeps no cleared grade
+        xs.append(x)
+        ys.append(y)
+    table = Counter(zip(xs, ys, strict=True))
     n = len(shared)
     return AnnotatorAgreement(
         a=a,
@@ -220,9 +224,9 @@ def annotator_agreement(
         only_b=len(grades_b.keys() - grades_a.keys()),
         changed_text=changed,
         table=dict(table),
-        grades=sorted(set(xs) | set(ys) | {0, 1, 2}),  # type: ignore[arg-type]
-        kappa=cohen_kappa([x >= threshold for x in xs], [y >= threshold for y in ys]),  # type: ignore[operator]
-        weighted_kappa=weighted_kappa(xs, ys, weights),  # type: ignore[arg-type]
+        grades=sorted(set(xs) | set(ys) | {0, 1, 2}),
+        kappa=cohen_kappa([x >= threshold for x in xs], [y >= threshold for y in ys]),
+        weighted_kappa=weighted_kappa(xs, ys, weights),
         observed=sum(1 for x, y in zip(xs, ys, strict=True) if x == y) / n if n else 0.0,
-        disagreements=[(q, c, x, y) for (q, c), x, y in zip(shared, xs, ys, strict=True) if x != y],  # type: ignore[misc]
+        disagreements=[(q, c, x, y) for (q, c), x, y in zip(shared, xs, ys, strict=True) if x != y],
     )

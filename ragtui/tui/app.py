@@ -13,7 +13,6 @@ keys: each is applied right after the key that made it, before the next key is r
 from __future__ import annotations
 
 import asyncio
-import gc
 import sys
 import threading
 import time
@@ -42,6 +41,7 @@ from ragtui.tui.app_commands import STATUS_LOG_SIZE, AppCommands
 from ragtui.tui.commands import RagtuiCommands
 from ragtui.tui.controller import Controller, Refused
 from ragtui.tui.exit_signals import ExitWatchdog, end_process, on_exit_signals
+from ragtui.tui.heap import Heap
 from ragtui.tui.messages import (
     AddQuestionRequested,
     Changed,
@@ -137,8 +137,8 @@ class RagtuiApp(AppCommands, App[int]):
         self._exit_watchdog = ExitWatchdog()
         #: Set once the first full screen is painted (a worker with more to do waits for it).
         self._first_paint = threading.Event()
-        #: Whether ``settle_heap`` froze the heap (a later load unfreezes it first).
-        self._heap_frozen = False
+        #: Keeps the garbage collector off the loaded workspace (frozen once the screen is drawn).
+        self._heap = Heap()
         #: The load whose reranking stage has started (vector and hybrid rankings read from the
         #: results cache start it before the retrievers are built: it is not started twice).
         self._rerank_generation = -1
@@ -354,7 +354,7 @@ class RagtuiApp(AppCommands, App[int]):
         self.publish(self.controller.loaded(ws, message.vectors))
         self._chunk_texts = ChunkTexts()
         if reload:
-            self.call_after_refresh(self.settle_heap, True)
+            self.call_after_refresh(self._heap.settle, True)
         warning = loading.load_warning(ws, message.vectors)
         if warning:
             self.say(warning, error=True)
@@ -453,7 +453,7 @@ class RagtuiApp(AppCommands, App[int]):
         self._start_rerank(self.workspace)
         if self._first_paint.is_set():
             # The retrievers and the embedding cache arrived after the first screen: long-lived too.
-            self.call_after_refresh(self.settle_heap)
+            self.call_after_refresh(self._heap.settle)
         if message.result.warnings:
             self.say(f"warning: {message.result.warnings[0]}", error=True)
         self._check_ready()
@@ -488,22 +488,7 @@ class RagtuiApp(AppCommands, App[int]):
         if self.full_screen_after is None:
             self.full_screen_after = time.monotonic() - self.started
         self._first_paint.set()
-        self.settle_heap()
-
-    def settle_heap(self, collect: bool = False) -> None:
-        """Move every object alive now (the workspace, its questions, rankings and pools) out of
-        the garbage collector's reach (``gc.freeze``).
-
-        A full collection walks every tracked object: with 100,000 questions that took 90-130 ms
-        once every eight keys or so, the whole tail of the key-to-screen times (bench.app traces
-        each collection). The workspace lives until the next load, so nothing is lost by not
-        walking it. ``collect`` (after a reload, whose old workspace is frozen) unfreezes the heap
-        and collects it once, a single pause after the new screen is drawn, before freezing it."""
-        if collect and self._heap_frozen:
-            gc.unfreeze()
-            gc.collect()
-        gc.freeze()
-        self._heap_frozen = True
+        self._heap.settle()
 
     # ---- labels ---------------------------------------------------------------------------------------
 

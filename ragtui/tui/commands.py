@@ -1,22 +1,24 @@
 """The command palette: the less common actions, titled "area: verb".
 
 Each entry calls the app (which owns every change) or the main screen (which owns only what it
-shows); the palette itself changes nothing.
+shows); the palette itself changes nothing. It reads the app through ``PaletteHost`` (the app
+imports this module for its ``COMMANDS``, so this one does not import the app).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from pathlib import Path
+from typing import Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from ragtui.core.analysis.question_filter import FILTER_SYNTAX
 from ragtui.core.analysis.runs import list_runs
-
-if TYPE_CHECKING:
-    from ragtui.tui.app import RagtuiApp
+from ragtui.core.workspace import Workspace
+from ragtui.tui.controller import Controller
+from ragtui.tui.screens.main import MainScreen
 
 #: The k values offered directly (k can also be stepped with + and -).
 K_CHOICES = (1, 3, 5, 10, 20)
@@ -27,13 +29,48 @@ DEPTH_CHOICES = (5, 10, 20, 50, 100)
 Entry = tuple[str, Callable[[], object], str]
 
 
+class PaletteHost(Protocol):
+    """What the palette calls of the app (``ragtui.tui.app.RagtuiApp``)."""
+
+    @property
+    def workspace(self) -> Workspace | None:
+        """The loaded workspace (None while loading)."""
+        ...
+
+    @property
+    def controller(self) -> Controller:
+        """The state: the settings (their variants) and the baseline."""
+        ...
+
+    @property
+    def main_screen(self) -> MainScreen:
+        """The main screen, wherever the screen stack is."""
+        ...
+
+    def set_k(self, k: int) -> None: ...
+    def set_depth(self, depth: int) -> None: ...
+    def action_export(self) -> None: ...
+    def show_messages(self) -> None: ...
+    def action_check(self) -> None: ...
+    def action_undo(self) -> None: ...
+    def action_reload_labels(self) -> None: ...
+    def action_chunking_prompt(self) -> None: ...
+    def action_help(self) -> None: ...
+    def run_experiment(self) -> None: ...
+    def show_variant(self, name: str) -> None: ...
+    def refresh_live(self) -> None: ...
+    def runs_folder(self) -> Path | None: ...
+    def set_baseline(self, name: str, retriever: str | None = None) -> None: ...
+    def clear_baseline(self) -> None: ...
+
+
 class RagtuiCommands(Provider):
     """Metrics, results, questions, labels, comparisons, export and check."""
 
     @property
-    def ragtui(self) -> RagtuiApp:
-        """The app, typed."""
-        return cast("RagtuiApp", self.app)
+    def ragtui(self) -> PaletteHost:
+        """The app, as the palette calls it."""
+        return cast(PaletteHost, self.app)
 
     def commands(self) -> list[Entry]:
         """(title, callback, help) of every command that applies now."""

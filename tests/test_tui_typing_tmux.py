@@ -19,6 +19,18 @@ def footer(screen: str) -> str:
     return screen.rstrip("\n").splitlines()[-1]
 
 
+def filter_again(pane: Pane, text: str, title: str) -> str:
+    """Open the filter over the previous one, type ``text`` in one write and apply it; the screen
+    once the list's title shows ``title`` (it may end in an ellipsis at 80 columns)."""
+    pane.keys("/")
+    pane.wait_for(lambda s: "esc Clear" in footer(s), 20, "the filter input")
+    pane.keys("C-u")
+    pane.type(text)
+    pane.keys("Enter")
+    shown = re.compile(rf"questions \d+/68 · {re.escape(title)}")
+    return pane.wait_for(lambda s: shown.search(s) is not None, 20, f"{text} applied")
+
+
 def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
     """``/`` then ``why:fusion-loss`` in one write: the filter reads ``why:fusion-loss`` and k stays
     3 (before: ``why:fusionloss`` and k=2); ``why:label-gap`` and the mark ``why:fuse`` apply; the
@@ -71,27 +83,11 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
         assert "k=3" in screen and "k=2" not in screen
 
         # The cause named in docs/app.md, over the previous filter (the slash opens it again).
-        pane.keys("/")
-        pane.wait_for(lambda s: "esc Clear" in footer(s), 20, "the filter input")
-        pane.keys("C-u")
-        pane.type("why:label-gap")
-        pane.keys("Enter")
-        screen = pane.wait_for(
-            lambda s: re.search(r"questions \d+/68 · why:label-g", s) is not None,
-            20,
-            "why:label-gap applied",
-        )
+        screen = filter_again(pane, "why:label-gap", "why:label-g")
         assert "k=3" in screen and "no such cause" not in screen
 
         # The why column's mark, and a result list's footer with the filter on.
-        pane.keys("/")
-        pane.wait_for(lambda s: "esc Clear" in footer(s), 20, "the filter input")
-        pane.keys("C-u")
-        pane.type("why:fuse")
-        pane.keys("Enter")
-        screen = pane.wait_for(
-            lambda s: re.search(r"questions \d+/68 · why:fuse", s) is not None, 20, "why:fuse"
-        )
+        filter_again(pane, "why:fuse", "why:fuse")
         pane.keys("Tab")
         screen = pane.wait_for(lambda s: "0-9 Grade" in footer(s), 20, "the result list's keys")
         line = footer(screen)

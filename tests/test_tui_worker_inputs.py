@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,31 @@ async def test_adhoc_and_add_question_workers_read_only_what_was_captured(
             cid in ws.foreign for cid, _ in ws.rankings["own"][qid]
         )
         assert spy.reads == [], spy.reads[:10]
+
+        # The palette's refresh asks the live retrievers again, from what was captured too.
+        app.refresh_live()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "mapped, own answered." in app.status.text, app.status.text
+        assert spy.reads == [], spy.reads[:10]
+
+
+def test_computing_vectors_changes_nothing_in_the_workspace(
+    mini_settings: Settings, tmp_path: Path
+) -> None:
+    """The load worker computes the vector and hybrid rankings after the workspace is shown: what
+    the results cache warns goes into the result (applied on the UI thread), never straight into
+    the workspace's warnings (it was appended there from the worker)."""
+    settings = replace(mini_settings, cache_dir=tmp_path / "cache")
+    embedder = FakeEmbedder()
+    Workspace.load(settings).prepare_vectors(embedder=embedder)  # fills the results cache
+    for folder in (tmp_path / "cache" / "results").glob("vector-*"):
+        (folder / "manifest.json").write_bytes(b"{not json")
+    ws = Workspace.load(settings)
+    before = list(ws.warnings)
+    result = ws.compute_vectors(embedder=embedder)
+    assert result is not None
+    assert ws.warnings == before
+    assert any("results cache ignored and rebuilt" in w for w in result.warnings), result.warnings
+    ws.apply_vectors(result)
+    assert any("results cache ignored and rebuilt" in w for w in ws.warnings), ws.warnings

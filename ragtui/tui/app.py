@@ -372,8 +372,8 @@ class RagtuiApp(AppCommands, App[int]):
             and self._rerank_generation != self.generation
         ):
             self._rerank_generation = self.generation
-            generation, post = self.generation, self.post_message
-            self.in_thread("rerank", lambda: loading.rerank(ws, generation, post))
+            job, post = loading.RerankJob.capture(ws, self.generation), self.post_message
+            self.in_thread("rerank", lambda: loading.rerank(job, post))
 
     def on_rerank_ready(self, message: RerankReady) -> None:
         """Show the reranked list."""
@@ -385,10 +385,8 @@ class RagtuiApp(AppCommands, App[int]):
 
     def _ask_live(self, ws: Workspace, refresh: bool) -> None:
         """Ask every live retriever the golden questions in a worker (cache first unless ``refresh``)."""
-        generation, post = self.generation, self.post_message
-        self.in_thread(
-            "live", lambda: loading.ask_live(ws, generation, refresh, post, _cancelled())
-        )
+        job, post = loading.LiveJob.capture(ws, self.generation, refresh), self.post_message
+        self.in_thread("live", lambda: loading.ask_live(job, post, _cancelled()))
 
     def on_live_progress(self, message: LiveProgress) -> None:
         """Say how far a live retriever has come."""

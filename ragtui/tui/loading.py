@@ -5,7 +5,8 @@ Each is a function that runs in a thread worker and only posts messages (``post`
 UI thread (``LoadJob``), or are the workspace the worker built itself: until ``WorkspaceLoaded`` is
 posted the workspace is the worker's own; after that only its rankings are computed here, which
 read what does not change while the app runs (the chunks, the questions as loaded, the retrievers).
-The app's handlers hand each result to the ``Controller`` on the UI thread.
+Reranking and the live retrievers read what the UI thread captured for them (``RerankJob``,
+``LiveJob``). The app's handlers hand each result to the ``Controller`` on the UI thread.
 """
 
 from __future__ import annotations
@@ -17,11 +18,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from textual.message import Message
 
+from ragtui.core.data.golden import Question
 from ragtui.core.errors import InputError
+from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.embeddings import Embedder, Progress, TextEncoder
+from ragtui.core.retrieval.live import LiveRetriever
+from ragtui.core.retrieval.rerank import Reranker
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import VectorResult, Workspace
+from ragtui.core.workspace.live_answers import compute_live
+from ragtui.core.workspace.vectors import compute_rerank
 from ragtui.tui.messages import (
     EmbeddingProgress,
     LiveProgress,
@@ -206,10 +213,48 @@ def _compute_vectors(
     return result
 
 
-def rerank(ws: Workspace, generation: int, post: Post) -> None:
-    """Re-score every question's first-stage list with the cross-encoder (cached scores are
-    read): ``compute_rerank`` reads the first stage's rankings, which do not change once applied."""
-    name = ws.settings.rerank_name or "rerank"
+@dataclass(frozen=True)
+class RerankJob:
+    """What the reranking stage reads, captured on the UI thread (``vectors.RerankAsked``)."""
+
+    name: str
+    """The reranked list's name."""
+    reranker: Reranker | None
+    rankings: Mapping[str, Mapping[str, Ranking]]
+    """The first stage's rankings (they do not change once applied; a question added later only
+    adds one, which this job does not read)."""
+    questions: Sequence[Question]
+    generation: int
+
+    @classmethod
+    def capture(cls, ws: Workspace, generation: int) -> RerankJob:
+        """What reranking ``ws`` reads, now."""
+        first = ws.reranker.over if ws.reranker is not None else ""
+        rankings = {first: ws.rankings[first]} if first in ws.rankings else {}
+        name = ws.settings.rerank_name or "rerank"
+        return cls(name, ws.reranker, rankings, tuple(ws.questions), generation)
+
+
+@dataclass(frozen=True)
+class LiveJob:
+    """What asking the live retrievers reads, captured on the UI thread (``live_answers.LiveAsked``)."""
+
+    settings: Settings
+    live: Mapping[str, LiveRetriever]
+    questions: Sequence[Question]
+    generation: int
+    refresh: bool
+    """Ask again rather than read the cached answers."""
+
+    @classmethod
+    def capture(cls, ws: Workspace, generation: int, refresh: bool) -> LiveJob:
+        """What asking ``ws``'s live retrievers reads, now."""
+        return cls(ws.settings, dict(ws.live), tuple(ws.questions), generation, refresh)
+
+
+def rerank(job: RerankJob, post: Post) -> None:
+    """Re-score every question's first-stage list with the cross-encoder (cached scores are read)."""
+    name, generation = job.name, job.generation
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
@@ -219,7 +264,7 @@ def rerank(ws: Workspace, generation: int, post: Post) -> None:
             post(Notice(f"reranking with {name}: {done}/{total} questions"))
 
     try:
-        result = ws.compute_rerank(progress)
+        result = compute_rerank(job, progress)
     except Exception as exc:  # a model that cannot run must be a message, never a traceback
         post(WorkFailed(name, _failure(exc)))
         return
@@ -227,11 +272,9 @@ def rerank(ws: Workspace, generation: int, post: Post) -> None:
         post(RerankReady(generation, result))
 
 
-def ask_live(
-    ws: Workspace, generation: int, refresh: bool, post: Post, cancelled: Cancelled
-) -> None:
-    """Every golden question's answer from each live retriever (cache first): ``compute_live``
-    reads the live retrievers and the questions, and changes nothing."""
+def ask_live(job: LiveJob, post: Post, cancelled: Cancelled) -> None:
+    """Every golden question's answer from each live retriever (cache first unless ``refresh``)."""
+    generation = job.generation
     last = [0.0]
 
     def progress(name: str, done: int, total: int) -> None:
@@ -241,7 +284,7 @@ def ask_live(
             post(LiveProgress(generation, name, done, total))
 
     try:
-        result = ws.compute_live(refresh=refresh, progress=progress, cancelled=cancelled)
+        result = compute_live(job, refresh=job.refresh, progress=progress, cancelled=cancelled)
     except Exception as exc:  # a broken plugin must be a message, never a traceback
         post(WorkFailed("Live retrievers", visible_line(f"{type(exc).__name__}: {exc}")))
         return

@@ -144,6 +144,26 @@ class PassageIndex(Protocol):
         ...
 
 
+class LiveAsked(Protocol):
+    """What ``compute_live`` reads: the settings (depth, cache folder), the live retrievers and the
+    golden questions (a workspace, or what the app captured of one for a worker thread)."""
+
+    @property
+    def settings(self) -> Settings:
+        """The depth asked for and the cache folder."""
+        ...
+
+    @property
+    def live(self) -> Mapping[str, LiveRetriever]:
+        """The live retrievers, in display order."""
+        ...
+
+    @property
+    def questions(self) -> Sequence[Question]:
+        """The golden questions."""
+        ...
+
+
 class LiveAnswered(Protocol):
     """What the live-answer functions read and change of a workspace (``Workspace`` is one)."""
 
@@ -182,7 +202,7 @@ class LiveAnswered(Protocol):
 
 
 def compute_live(
-    ws: LiveAnswered,
+    ws: LiveAsked,
     names: Iterable[str] | None = None,
     *,
     refresh: bool = False,

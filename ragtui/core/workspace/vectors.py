@@ -7,7 +7,7 @@ half that changes the workspace (on the UI thread).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -171,7 +171,6 @@ def ranking_table(
             found.scores[i, : len(cut)] = [score for _, score in cut]
     if found.missing or not found.remembered:
         cache.save(texts, found.index, found.scores)
-    ws.warnings.extend(w for w in cache.warnings if w not in ws.warnings)
     return RankingTable(
         ws.loaded_ids,
         [c.id for c in ws.chunks],
@@ -198,12 +197,11 @@ def add_bm25(ws: Ranked) -> None:
     )
     ws.warnings.extend(bm25.warnings)
     texts = ws.loaded_texts
+    cache = ranking_cache(ws, "bm25")
     table = ranking_table(
-        ws,
-        ranking_cache(ws, "bm25"),
-        texts,
-        lambda rows: [bm25.search(texts.texts[i], settings.depth) for i in rows],
+        ws, cache, texts, lambda rows: [bm25.search(texts.texts[i], settings.depth) for i in rows]
     )
+    ws.warnings.extend(w for w in cache.warnings if w not in ws.warnings)
     ws.rankings["bm25"] = table
     empty = table.empty_rows()
     if empty:
@@ -407,7 +405,27 @@ def rank_new(ws: Ranked, name: str, text: str) -> Ranking:
 # ---- reranking -------------------------------------------------------------------------------
 
 
-def compute_rerank(ws: Ranked, progress: RerankProgress | None = None) -> RerankResult | None:
+class RerankAsked(Protocol):
+    """What ``compute_rerank`` reads: the reranking stage, the first stage's rankings and the
+    golden questions (a workspace, or what the app captured of one for a worker thread)."""
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The reranking stage (None: none)."""
+        ...
+
+    @property
+    def rankings(self) -> Mapping[str, Mapping[str, Ranking]]:
+        """Each retriever's ranking of each question (the first stage's at least)."""
+        ...
+
+    @property
+    def questions(self) -> Sequence[Question]:
+        """The golden questions."""
+        ...
+
+
+def compute_rerank(ws: RerankAsked, progress: RerankProgress | None = None) -> RerankResult | None:
     """Rerank every golden question's first-stage list with the cross-encoder (slow unless cached).
 
     Reads the workspace (the first stage must be ready: ``apply_vectors`` done for vector or

@@ -45,8 +45,9 @@ from ragtui.core.metrics.significance import compare_systems
 from ragtui.core.report_model import Note, Report, Row, table
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsInputs, DiagnosticsScreen
+from ragtui.tui.screens.agreement import AgreementScreen
 from ragtui.tui.screens.compare import CompareScreen
+from ragtui.tui.screens.diagnostics import DiagnosticsInputs, DiagnosticsScreen
 from ragtui.tui.screens.report import ReportScreen
 from ragtui.tui.screens.reports import compare_screen, explain_screen
 from ragtui.tui.widgets.report_view import ReportView, report_plain

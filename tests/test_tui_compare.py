@@ -17,8 +17,10 @@ from ragtui.core.metrics.measures import default_measures, system_from_workspace
 from ragtui.core.metrics.significance import compare_systems
 from ragtui.core.settings import Settings
 from ragtui.tui.commands import RagtuiCommands
-from ragtui.tui.screens.compare import CompareScreen, CurveScreen, SlicesScreen
+from ragtui.tui.screens.compare import CompareScreen
+from ragtui.tui.screens.curve import CurveScreen
 from ragtui.tui.screens.explain import ExplainScreen
+from ragtui.tui.screens.slices import SlicesScreen
 from tests.test_tui import WIDE, make_app, metric_rows, result_chunks, run_async, wait_ready
 
 

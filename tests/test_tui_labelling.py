@@ -16,7 +16,8 @@ from ragtui.core.labelling.judging import JudgingQueue, judged_summaries
 from ragtui.core.settings import Settings
 from ragtui.tui.app import RagtuiApp
 from ragtui.tui.screens.adhoc import AdhocScreen
-from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsScreen
+from ragtui.tui.screens.agreement import AgreementScreen
+from ragtui.tui.screens.diagnostics import DiagnosticsScreen
 from ragtui.tui.screens.main import MainScreen
 from ragtui.tui.widgets.result_list import ResultList
 from tests.test_tui import WIDE, FakeEmbedder, labels, make_app, run_async, wait_ready

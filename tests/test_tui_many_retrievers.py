@@ -31,10 +31,11 @@ from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui.app import RagtuiApp
 from ragtui.tui.ids import rank_marks, unclear_marks
-from ragtui.tui.screens.main import MainScreen, TabLabel
+from ragtui.tui.screens.main import MainScreen
 from ragtui.tui.screens.report import ReportScreen
 from ragtui.tui.widgets.question_list import RankLegend
 from ragtui.tui.widgets.report_view import ReportView, fitted_widths, report_min_width
+from ragtui.tui.widgets.tab_strip import TabLabel
 from tests.conftest import MINI, MINI_CHUNK_SIZE, ROOT
 from tests.test_tui import FakeEmbedder, run_async, wait_ready
 from tests.tmux import STARTUP_SECONDS, Pane, app_env, needs_tmux, ragtui_command, shell_command

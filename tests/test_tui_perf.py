@@ -17,7 +17,7 @@ import pytest
 from ragtui.core.settings import Settings
 from ragtui.tui import app as app_module
 from ragtui.tui.app import RagtuiApp
-from ragtui.tui.screens import main as main_module
+from ragtui.tui.widgets.formatting import format_seconds
 from ragtui.tui.widgets.question_list import QuestionList
 from tests.test_tui import (
     WIDE,
@@ -207,7 +207,7 @@ async def test_embedding_progress_shows_rate_and_time_left(
         screen.hide_progress()
         await pilot.pause()
         assert not screen.query_one("#progress-row").display
-    assert main_module.format_seconds(185) == "3 min 05 s"
+    assert format_seconds(185) == "3 min 05 s"
 
 
 @run_async

@@ -64,9 +64,10 @@ from ragtui.tui.messages import (
 )
 from ragtui.tui.rankers import Rankers
 from ragtui.tui.screens.dialogs import LoadErrorScreen
-from ragtui.tui.screens.main import MainScreen, format_seconds, ndcg_moves
+from ragtui.tui.screens.main import MainScreen
 from ragtui.tui.theme import ANSI_THEME, theme_for
 from ragtui.tui.typing_keys import typed_into
+from ragtui.tui.widgets.formatting import format_seconds, ndcg_moves
 from ragtui.tui.widgets.status_line import Status
 from ragtui.tui.widgets.text_box import TextBox
 

@@ -1,5 +1,4 @@
-"""Compare two retrievers (win/tie/loss, randomisation test, bootstrap interval), the recall@k curves,
-and the per-slice report (issue 7)."""
+"""Compare two retrievers: win/tie/loss, randomisation test, bootstrap interval (issue 7)."""
 
 from __future__ import annotations
 
@@ -8,17 +7,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from ragtui.core.analysis.reports import comparison_report, curve_report
+from ragtui.core.analysis.reports import comparison_report
 from ragtui.core.metrics.measures import Measure, System
 from ragtui.core.metrics.significance import Comparison, compare_systems
 from ragtui.core.report_model import Report
 from ragtui.tui.screens.report import ReportScreen, message_report
-from ragtui.tui.widgets.curve import CurvePlot
-from ragtui.tui.widgets.report_view import ReportView
 
 
 class CompareScreen(ReportScreen):
@@ -165,29 +161,3 @@ class CompareScreen(ReportScreen):
         else:
             self.b = candidate
         self._start()
-
-
-class CurveScreen(ReportScreen):
-    """Recall@k for k = 1..depth of every retriever: a plot, and the values as a table."""
-
-    def __init__(self, curves: Mapping[str, Sequence[float]], scope: str) -> None:
-        """The ``curves`` (retriever -> recall@1..depth) over the questions ``scope`` names."""
-        super().__init__(curve_report(curves, scope), id="curve")
-        self.curves = {name: list(values) for name, values in curves.items()}
-
-    def compose_body(self) -> ComposeResult:
-        """The plot, then the values."""
-        yield CurvePlot(classes="report-plot")
-        yield ReportView(self.report, classes="report-body")
-
-    def on_mount(self) -> None:
-        """Draw the plot."""
-        self.query_one(CurvePlot).show(self.curves)
-
-
-class SlicesScreen(ReportScreen):
-    """The per-slice report (``reports.slices_screen`` builds it)."""
-
-    def __init__(self, report: Report) -> None:
-        """A screen showing the per-slice ``report``."""
-        super().__init__(report, id="slices")

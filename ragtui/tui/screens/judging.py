@@ -15,7 +15,7 @@ chunk scrolls in what remains.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -28,13 +28,11 @@ from ragtui.core.text import visible_line
 from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, Workspace
 from ragtui.tui.judging_session import JudgingSession, JudgingWalk, heading_row
 from ragtui.tui.messages import Changed, GradeRequested, Notice, UndoRequested
-from ragtui.tui.screens.main import format_seconds, ndcg_moves
+from ragtui.tui.screens.host import ControllerView, host
 from ragtui.tui.widgets.chunk_view import ChunkView
+from ragtui.tui.widgets.formatting import format_seconds
 from ragtui.tui.widgets.status_line import StatusLine
 from ragtui.tui.widgets.text import DISPUTED_MARK, set_frame_text
-
-if TYPE_CHECKING:
-    from ragtui.tui.app import RagtuiApp
 
 #: The longest question text shown (a question of a megabyte would take seconds to lay out).
 MAX_QUESTION_CHARS = 2000
@@ -155,6 +153,7 @@ class JudgingScreen(Screen[None]):
     def __init__(
         self,
         ws: Workspace,
+        controller: ControllerView,
         qids: list[str],
         retrievers: list[str],
         start: tuple[str, str | None] | None = None,
@@ -162,32 +161,27 @@ class JudgingScreen(Screen[None]):
     ) -> None:
         """Judge the pools of ``qids`` (in this order) over ``retrievers``' top k, starting at
         ``start`` when it is pooled; with ``adjudicate``, settle their disputed pairs instead.
-        Blind or not is the app's (the ``blind`` setting, toggled with ``b`` for the session)."""
+        Blind or not is the app's (the ``blind`` setting, toggled with ``b`` for the session), read
+        from ``controller`` with the grade scale and the latest change."""
         super().__init__(id="judging")
         self.ws = ws
+        self.controller = controller
         self.retrievers = retrievers
         #: The adjudication pass: digits record adjudicated grades, which win.
         self.adjudicate = adjudicate
         self.session = JudgingSession(JudgingWalk(ws, qids), start, adjudicate=adjudicate)
         #: Show the neighbouring chunks.
         self.context = False
-        self._started = time.monotonic()
         self._graded_here = 0
         self._first_grade_at: float | None = None
-        self._last_note = ""
         #: The progress line shown in the question's frame (pair, judged, rate, time left).
         self.progress = ""
-
-    @property
-    def ragtui(self) -> RagtuiApp:
-        """The app, typed."""
-        return cast("RagtuiApp", self.app)
 
     @property
     def blind(self) -> bool:
         """Judging blind: the retrievers' ranks, the evidence rule's grade and its highlight hidden
         (the ``blind`` setting until ``b`` toggles it; the toggle lasts the session)."""
-        controller = self.ragtui.controller
+        controller = self.controller
         if controller.judging_blind is not None:
             return controller.judging_blind
         return controller.settings.blind
@@ -208,8 +202,9 @@ class JudgingScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """Follow the app's changes and status line, and show the first pair."""
-        self.ragtui.changed.subscribe(self, self._changed, immediate=True)
-        self.ragtui.status_changed.subscribe(self, self.query_one(StatusLine).show, immediate=True)
+        app = host(self)
+        app.changed.subscribe(self, self._changed, immediate=True)
+        app.status_changed.subscribe(self, self.query_one(StatusLine).show, immediate=True)
         self._draw_scale()
         if self.session.current is None:
             self.post_message(
@@ -237,7 +232,7 @@ class JudgingScreen(Screen[None]):
 
     def _draw_scale(self) -> None:
         """The grade scale in its own words, on one row (closer together, then cut, when narrow)."""
-        scale = self.ragtui.controller.grade_scale
+        scale = self.controller.grade_scale
         words = [visible_line(f"{g} {label}") for g, label in scale]
         legend = "  ·  ".join(words)
         if cell_len(legend) > self.line_width:
@@ -412,8 +407,6 @@ class JudgingScreen(Screen[None]):
     def _changed(self, change: Changed) -> None:
         """A grade was saved (or labels arrived): redraw the pair's grade and the counts."""
         entry = self.session.current
-        if change.kind == "grades" and change.moves:
-            self._last_note = ndcg_moves(change.moves, self.ws.settings.k)
         if entry is not None and (change.questions is None or entry.question in change.questions):
             # The annotators' line may come or go (the view stays on a pair just graded).
             self._draw_meta(entry.question, entry.chunk)
@@ -427,7 +420,7 @@ class JudgingScreen(Screen[None]):
         entry = self.session.current
         if entry is None:
             return
-        scale = dict(self.ragtui.controller.grade_scale)
+        scale = dict(self.controller.grade_scale)
         if grade not in scale:
             words = " · ".join(f"{g} {label}" for g, label in scale.items())
             self.post_message(
@@ -455,7 +448,7 @@ class JudgingScreen(Screen[None]):
     def action_undo(self) -> None:
         """Undo the last label change and go back to that pair (the request names the change
         that was the latest as this key was pressed)."""
-        self.app.post_message(UndoRequested(self.ragtui.controller.latest_change))
+        self.app.post_message(UndoRequested(self.controller.latest_change))
         if self.session.back_to_last_graded():
             self._graded_here = max(0, self._graded_here - 1)
             self.show_pair()
@@ -486,7 +479,7 @@ class JudgingScreen(Screen[None]):
     def action_blind(self) -> None:
         """Judge blind or not, for the rest of the session (every judging view opened after too)."""
         blind = not self.blind
-        self.ragtui.controller.judging_blind = blind
+        self.controller.set_judging_blind(blind)
         self.show_pair()
         self.post_message(
             Notice(

@@ -30,11 +30,14 @@ from ragtui.core.labelling.authoring import QUESTIONS_FILE
 from ragtui.core.metrics.measures import default_measures, system_from_workspace
 from ragtui.core.report_model import Report, text_section
 from ragtui.core.workspace import Workspace
-from ragtui.tui.screens.agreement import AgreementScreen, DiagnosticsInputs, DiagnosticsScreen
-from ragtui.tui.screens.compare import CompareScreen, CurveScreen, SlicesScreen
+from ragtui.tui.screens.agreement import AgreementScreen
+from ragtui.tui.screens.compare import CompareScreen
+from ragtui.tui.screens.curve import CurveScreen
+from ragtui.tui.screens.diagnostics import DiagnosticsInputs, DiagnosticsScreen
 from ragtui.tui.screens.dialogs import ProblemsScreen
 from ragtui.tui.screens.explain import ExplainScreen
 from ragtui.tui.screens.report import message_report
+from ragtui.tui.screens.slices import SlicesScreen
 
 __all__ = [
     "agreement_screen",

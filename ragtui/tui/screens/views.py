@@ -1,0 +1,123 @@
+"""The screens the main screen opens, one function each (the report screens' factories are in
+``reports``): called on the UI thread when the key is pressed, with what the main screen shows then
+(``Shown``); each returns the screen to push, the line saying why there is none, or None when there
+is nothing to say."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from textual.screen import Screen
+
+from ragtui.core.analysis.why import WhyIndex
+from ragtui.core.workspace import Workspace
+from ragtui.tui.screens.adhoc import AdhocScreen
+from ragtui.tui.screens.chunk import ChunkScreen
+from ragtui.tui.screens.host import ControllerView
+from ragtui.tui.screens.judging import JudgingScreen
+from ragtui.tui.screens.reports import (
+    agreement_screen,
+    compare_screen,
+    curve_screen,
+    diagnostics_screen,
+    explain_screen,
+    slices_screen,
+)
+
+#: A screen to push, why there is none, or None (nothing to say).
+View = Screen[Any] | str | None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the main screen shows as a key opens a view."""
+
+    ws: Workspace
+    controller: ControllerView
+    question: str | None
+    """The question the result lists show (None: no question matches the filter)."""
+    chunk: str | None
+    """The highlighted chunk of the focused result list (None: the focus is elsewhere)."""
+    listed: Sequence[str]
+    """The questions the list shows, in its order."""
+    filtered: bool
+    """Whether a filter is on."""
+    disputed: bool
+    """Whether the filter asks for disputed questions (the judging view then adjudicates)."""
+    ready: list[str]
+    """The retrievers whose rankings are ready, in order."""
+    why: Callable[[], WhyIndex]
+    """Why each question was missed (built when first asked for)."""
+
+    def unretired(self) -> list[str]:
+        """The questions listed, retired ones left out."""
+        return [q for q in self.listed if not self.ws.question_by_id[q].retired]
+
+
+def judging(shown: Shown) -> View:
+    """The judging view over the questions shown, in their order, starting at the question shown
+    (and the focused list's chunk); with the ``disputed`` filter, the adjudication pass."""
+    if shown.question is None:
+        return "No question is shown: nothing to judge."
+    start = (shown.question, shown.chunk)
+    return JudgingScreen(
+        shown.ws, shown.controller, shown.unretired(), shown.ready, start, shown.disputed
+    )
+
+
+def adjudication(shown: Shown) -> View:
+    """The adjudication pass: the judging view over the disputed pairs of the questions shown."""
+    if not shown.ws.disputed_pairs():
+        return "No pair is disputed: the annotators agree everywhere."
+    return JudgingScreen(shown.ws, shown.controller, shown.unretired(), shown.ready, None, True)
+
+
+def adhoc(shown: Shown) -> View:
+    """The ad-hoc query screen, with the retrievers that are ready."""
+    return AdhocScreen(shown.ws, shown.ready)
+
+
+def chunk(ws: Workspace, qid: str | None, cid: str | None) -> ChunkScreen | None:
+    """A chunk full screen (None: the list is empty)."""
+    return ChunkScreen(ws, qid, cid) if cid is not None else None
+
+
+def explain(shown: Shown) -> View:
+    """Hybrid attribution of the question shown, and why it was missed."""
+    if shown.question is None:
+        return None
+    if "vector" not in shown.ws.rankings or "bm25" not in shown.ws.rankings:
+        return "Hybrid attribution needs bm25 and vector rankings (still embedding?)."
+    return explain_screen(shown.ws, shown.question, shown.why())
+
+
+def compare(shown: Shown, a: str | None = None, b: str | None = None) -> View:
+    """Two retrievers compared (default: bm25 against hybrid, or the first two)."""
+    names = shown.ws.retrievers
+    if len(names) < 2:
+        return "Comparing needs two retrievers with rankings."
+    if a is None or b is None:
+        a, b = ("bm25", "hybrid") if {"bm25", "hybrid"} <= set(names) else (names[0], names[1])
+    return compare_screen(shown.ws, a, b)
+
+
+def curve(shown: Shown) -> View:
+    """Recall@k curves (over the questions listed when a filter is on)."""
+    return curve_screen(shown.ws, list(shown.listed) if shown.filtered else None)
+
+
+def slices(shown: Shown) -> View:
+    """Every metric per slice."""
+    return slices_screen(shown.ws)
+
+
+def agreement(shown: Shown) -> View:
+    """The evidence rule against the hand grades, and the annotators against each other."""
+    return agreement_screen(shown.ws)
+
+
+def diagnostics(shown: Shown) -> View:
+    """The chunking diagnostics."""
+    return diagnostics_screen(shown.ws)

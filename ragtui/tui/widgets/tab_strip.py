@@ -1,0 +1,113 @@
+"""The tabs of the compact layout: one per retriever, on one line, the active one always in view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.events import Click
+from textual.message import Message
+from textual.widgets import Static
+
+from ragtui.tui.ids import widget_id
+
+#: Marks the tab of the list shown in the compact layout.
+ACTIVE_TAB_MARK = "▸"
+
+
+class TabLabel(Static):
+    """One retriever's tab in the compact layout; clicking it asks for that list (``Selected``)."""
+
+    @dataclass
+    class Selected(Message):
+        """A tab was clicked: its retriever's list is to be shown and focused."""
+
+        tab: TabLabel
+        retriever: str
+
+        @property
+        def control(self) -> TabLabel:
+            """The tab clicked."""
+            return self.tab
+
+    def __init__(self, retriever: str) -> None:
+        """The tab of ``retriever``."""
+        super().__init__(
+            retriever, id=widget_id("tab", retriever), classes="tab-label", markup=False
+        )
+        #: The retriever this tab stands for.
+        self.retriever = retriever
+        #: The first relevant rank it shows, and whether it is the active tab.
+        self.rank = ""
+        self.active = False
+
+    def show(
+        self, rank: str | None = None, active: bool | None = None, layout: bool = True
+    ) -> bool:
+        """`` bm25 #1 ``, or ``▸bm25 #1 `` for the active tab (the mark says which list is shown
+        where colours do not); True when the text changed."""
+        self.rank = self.rank if rank is None else rank
+        self.active = self.active if active is None else active
+        self.set_class(self.active, "-active")
+        label = f"{ACTIVE_TAB_MARK if self.active else ' '}{self.retriever} {self.rank} "
+        if str(self.content) == label:
+            return False
+        self.update(label, layout=layout)
+        return True
+
+    def on_click(self, event: Click) -> None:
+        """Ask for this retriever's list."""
+        event.stop()
+        self.post_message(self.Selected(self, self.retriever))
+
+
+class TabStrip(Horizontal):
+    """The tabs of the compact layout on one line. When they do not all fit, the tabs before the
+    active one that do not fit are left out and ``‹N`` says how many: the active tab is always
+    whole in view."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """An empty strip; the tabs are composed into it."""
+        super().__init__(id=id)
+        #: The retriever whose tab has to be in view.
+        self.active = ""
+
+    def compose(self) -> ComposeResult:
+        """The count of tabs left out, before the tabs."""
+        yield Static("", id="tab-more", classes="tab-label", markup=False)
+
+    def on_mount(self) -> None:
+        """The count goes first; nothing is left out yet."""
+        more = self.query_one("#tab-more")
+        more.display = False
+        self.move_child(more, before=0)
+
+    def on_resize(self) -> None:
+        """Another width: another number of tabs fits."""
+        self.show_tab(self.active)
+
+    def show_tab(self, retriever: str) -> None:
+        """Show as many tabs before ``retriever``'s as fit with it, and it."""
+        self.active = retriever
+        width = self.size.width
+        tabs = list(self.query(TabLabel))
+        names = [t.retriever for t in tabs]
+        if not width or retriever not in names:
+            return
+        active = names.index(retriever)
+        sizes = [cell_len(str(t.content)) + t.styles.margin.right for t in tabs]
+
+        def room(first: int) -> int:
+            more = cell_len(f"‹{first}") + 1 if first else 0
+            return more + sum(sizes[first : active + 1])
+
+        start = active
+        while start > 0 and room(start - 1) <= width:
+            start -= 1
+        for index, tab in enumerate(tabs):
+            tab.display = index >= start
+        more = self.query_one("#tab-more", Static)
+        more.update(f"‹{start}")
+        more.display = start > 0

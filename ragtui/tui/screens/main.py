@@ -1,11 +1,12 @@
 """The main screen: the question pane, the result panes, the chunk view and the metric panel.
 
-The screen owns only what it shows (the filter, the order, the current question, the focused
-list); it never changes the workspace. A grade or an undo is a request message to the app, which
-applies it and publishes ``Changed``; the screen then redraws what depends on it. Two compound
-widgets draw their side of it: ``QuestionPane`` (the filter box, the question list, its legend and
-the judging progress) and ``ResultsPane`` (the question bar, the tabs, the result lists and their
-notes). The screen sets what they show and hears back through their messages.
+The screen owns only what it shows (the current question, the focused list, the layout); it never
+changes the workspace. A grade or an undo is a request message to the app, which applies it and
+publishes ``Changed``; the screen then redraws what depends on it. Two compound widgets draw their
+side of it: ``QuestionPane`` (the filter box and the filter, the order, the question list, its
+legend and the judging progress) and ``ResultsPane`` (the question bar, the tabs, the result lists
+and their notes). The screen sets what they show and hears back through their messages; every key
+is the screen's (``main_keys``), and what a key opens is built by ``views``.
 """
 
 from __future__ import annotations
@@ -628,18 +629,22 @@ class MainScreen(Screen[None]):
         """Open a view of what the screen shows now, or say why there is none (``loading`` while
         the data loads)."""
         ws = self.ws
-        if ws is None:
-            opened: View = loading or None
-        else:
+        opened: View = loading or None
+        if ws is not None:
             focused = self.focused
-            chunk = focused.highlighted_chunk if isinstance(focused, ResultList) else None
-            ready = [n for n in self.retrievers if is_ready(ws, n)]
-            disputed = self.questions.filter.disputed
-            shown = Shown(
-                ws, self.controller, self.current_qid, chunk, self.visible_ids,
-                bool(self.filter_text), disputed, ready, partial(self.questions.why, ws),
-            )  # fmt: skip
-            opened = view(shown)
+            opened = view(
+                Shown(
+                    ws,
+                    self.controller,
+                    question=self.current_qid,
+                    chunk=focused.highlighted_chunk if isinstance(focused, ResultList) else None,
+                    listed=self.visible_ids,
+                    filtered=bool(self.filter_text),
+                    disputed=self.questions.filter.disputed,
+                    ready=[n for n in self.retrievers if is_ready(ws, n)],
+                    why=partial(self.questions.why, ws),
+                )
+            )
         if isinstance(opened, str):
             self.post_message(Notice(opened))
         elif opened is not None:

@@ -247,7 +247,8 @@ class JudgingSession:
     def _next_unjudged_after(self, position: int) -> int | None:
         """The next unjudged pair after ``position``, wrapping round, never ``position`` itself."""
         graded = set(self.graded)
-        for i in [*range(position + 1, len(self.pairs)), *range(position)]:
+        order: list[int] = [*range(position + 1, len(self.pairs)), *range(position)]
+        for i in order:
             if i not in graded and not self.is_judged(self.pairs[i]):
                 return i
         return None

@@ -56,6 +56,9 @@ class Rankers:
         """What ranking reads of ``ws`` now (on the UI thread), with the live retrievers ``live``
         names; ``chunk_texts`` is an index of ``ws``'s chunks the caller keeps between captures."""
         settings = ws.settings
+        asked = {name: ws.live[name] for name in live if name in ws.live}
+        # Only a live retriever's answer is mapped: without one, nothing to copy.
+        by_id, foreign = (dict(ws.chunk_by_id), dict(ws.foreign)) if asked else ({}, {})
         return cls(
             depth=settings.depth,
             cache_dir=settings.cache_dir,
@@ -63,8 +66,8 @@ class Rankers:
             bm25=ws.bm25,
             vector=ws.vector,
             hybrid=ws.hybrid,
-            live={name: ws.live[name] for name in live if name in ws.live},
-            passages=Passages(ws.chunks, dict(ws.chunk_by_id), dict(ws.foreign), chunk_texts),
+            live=asked,
+            passages=Passages(ws.chunks, by_id, foreign, chunk_texts),
         )
 
     def ask(self, name: str, text: str) -> LiveRun:

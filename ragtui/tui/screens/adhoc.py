@@ -27,7 +27,6 @@ from textual.containers import Horizontal, Vertical
 from textual.events import DescendantFocus
 from textual.message import Message
 from textual.screen import Screen
-from textual.signal import Signal
 from textual.widgets import Footer, Input, TextArea
 from textual.widgets.text_area import Selection
 
@@ -41,6 +40,7 @@ from ragtui.core.workspace.live_answers import ChunkTexts
 from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import AddQuestionRequested, ForeignChunks, Notice
 from ragtui.tui.rankers import Rankers
+from ragtui.tui.screens.host import Host
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList, shorten_middle
 from ragtui.tui.widgets.status_line import Status, StatusLine
 from ragtui.tui.widgets.text import fmt_score, set_frame_text
@@ -55,14 +55,8 @@ MIN_TEXT_WIDTH = 6
 TICK_S = 0.5
 
 
-class AdhocHost(Protocol):
-    """What the ad-hoc screen reads of the app (``RagtuiApp``, which the screens never import):
-    its status line, and the embedding models."""
-
-    @property
-    def status_changed(self) -> Signal[Status]:
-        """Published when the status line's message changes."""
-        ...
+class AdhocHost(Host, Protocol):
+    """What the ad-hoc screen reads of the app: what any screen does, and the embedding models."""
 
     @property
     def embedder(self) -> TextEncoder | None:

@@ -6,6 +6,7 @@ by 14-19 %)."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -184,3 +185,34 @@ def test_index_building_says_start_every_period_and_end(mini, capsys, monkeypatc
         assert len(start) == 1 and len(end) == 1, err
     chunks = int(re.search(r"writing (\d+) chunks", err).group(1))
     assert len(_lines(err, "writing", "chunks")[1]) == (chunks - 1) // 4
+
+
+def test_no_library_progress_bar_when_the_libraries_were_imported_first(mini, tmp_path):
+    """The libraries read their quiet switches from the environment when imported: a process that
+    imported transformers before ragtui loads the model (a test session, a reranker) still gets no
+    "Loading weights" bar and no carriage return on stderr."""
+    import subprocess
+    import sys
+
+    from tests.conftest import mini_args
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")
+    }
+    env["RAGTUI_CACHE_DIR"] = str(tmp_path / "cold")
+    code = (
+        "import sys, transformers, tqdm, huggingface_hub\n"
+        "from ragtui.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "eval", *mini_args(mini, "--retrievers", "vector")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\r" not in done.stderr and "Loading weights" not in done.stderr, done.stderr

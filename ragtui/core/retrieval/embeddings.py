@@ -78,6 +78,30 @@ def quiet_offline_hub() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TQDM_DISABLE", "1")
+    # The variables are read when the libraries are imported: one imported earlier in this process
+    # (a test session, a reranker loaded first) is told through its own switches as well.
+    silence_loaded_libraries()
+
+
+def silence_loaded_libraries() -> None:
+    """Turn off the progress bars of transformers and huggingface_hub where they are imported (the
+    "Loading weights" bar would write carriage returns into the CLI's output and the app's screen)."""
+    import importlib
+    import sys
+
+    for module, switch in (
+        ("transformers.utils.logging", "disable_progress_bar"),
+        ("huggingface_hub.utils", "disable_progress_bars"),
+    ):
+        if module.split(".")[0] not in sys.modules:
+            continue
+        try:
+            getattr(importlib.import_module(module), switch)()
+        except (
+            ImportError,
+            AttributeError,
+        ):  # another release without the switch: its env var holds
+            continue
 
 
 class TextEncoder(Protocol):
@@ -124,6 +148,7 @@ class Embedder:
                 try:
                     from sentence_transformers import SentenceTransformer
 
+                    silence_loaded_libraries()
                     self._model = SentenceTransformer(self.path, device="cpu")
                 except Exception as exc:  # any failure to find or read the model is bad input
                     raise InputError(self.name, f"cannot load embedding model: {exc}") from None

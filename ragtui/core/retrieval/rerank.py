@@ -34,7 +34,11 @@ from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import model_fingerprint
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Ranking
-from ragtui.core.retrieval.embeddings import model_slug, quiet_offline_hub
+from ragtui.core.retrieval.embeddings import (
+    model_slug,
+    quiet_offline_hub,
+    silence_loaded_libraries,
+)
 
 #: The suffix of a reranked retriever's name.
 RERANK_SUFFIX = "+rerank"
@@ -106,6 +110,7 @@ class CrossEncoderModel:
             try:
                 from sentence_transformers import CrossEncoder
 
+                silence_loaded_libraries()
                 model = CrossEncoder(self.path, device="cpu")
                 # One untimed pair: the first call pays for lazy set-up that is not the model's cost.
                 model.predict([("warm-up", "warm-up")], show_progress_bar=False)

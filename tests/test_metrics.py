@@ -571,6 +571,8 @@ def test_parse_trec_run_errors(lines: list[str], problem: str) -> None:
         (["q1 0 a 1", "q1 0 b"], "line 2: expected 4 columns"),
         (["q1 0 a 1.5"], "line 1: grade '1.5' is not an integer"),
         (["q1 0 a 1", "q1 0 a 2"], "line 2: docid 'a' is judged twice"),
+        (["q1 0 a 99999999999999999999"], "line 1: grade '99999999999999999999' is out of range"),
+        (["q1 0 a 1" + "0" * 5000], "line 1: grade '100000000000000000000...' is out of range"),
     ],
 )
 def test_parse_trec_qrels_errors(lines: list[str], problem: str) -> None:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ragtui.core.data.beir import MAX_GRADE_MAGNITUDE
 from ragtui.core.errors import InputError
 from ragtui.core.files import NotRegularFileError, read_regular
 from ragtui.core.text import visible_line
@@ -129,7 +130,18 @@ def parse_trec_qrels(lines: Iterable[str], source: str = "<qrels>") -> dict[str,
         qid, _iter, docid, grade_text = fields
         if not _INTEGER.fullmatch(grade_text):
             raise _error(source, line_no, f"grade {grade_text!r} is not an integer")
-        grade = int(grade_text)
+        # Digits counted first: int() of a very long string is slow, or refused past 4,300 digits;
+        # the bound is the BEIR loader's, so no table or ideal-DCG sum can overflow.
+        digits = grade_text.lstrip("+-").lstrip("0")
+        grade = int(grade_text) if len(digits) <= 10 else MAX_GRADE_MAGNITUDE + 1
+        if abs(grade) > MAX_GRADE_MAGNITUDE:
+            shown = grade_text if len(grade_text) <= 24 else grade_text[:21] + "..."
+            raise _error(
+                source,
+                line_no,
+                f"grade {shown!r} is out of range (a whole number from {-MAX_GRADE_MAGNITUDE} "
+                f"to {MAX_GRADE_MAGNITUDE})",
+            )
         query = qrels.setdefault(qid, {})
         if docid in query:
             raise _error(source, line_no, f"docid {docid!r} is judged twice for query {qid!r}")

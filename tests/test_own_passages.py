@@ -431,3 +431,21 @@ def test_the_app_shows_a_plugin_with_its_own_passages_without_a_traceback(
         sys.modules.pop("mini_extra", None)
 
     drive()
+
+
+def test_export_refuses_a_retriever_whose_file_would_overwrite_another(
+    bundled, plugins, tmp_path, capsys, cli_cache_env
+):
+    """A retriever named ``qrels`` (or ``qrels-extra`` beside ``extra``) would overwrite a qrels file."""
+    out = tmp_path / "out"
+    for names in (
+        ["qrels=extra_plugin:make"],
+        ["extra=extra_plugin:make", "qrels-extra=extra_plugin:make"],
+    ):
+        args = [a for n in names for a in ("--retriever", n)]
+        assert main(["export", str(out), *bundled, "--retrievers", "bm25", *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        errors = [line for line in err if line.startswith("ragtui: error:")]
+        assert len(errors) == 1 and "two exports would be written to" in errors[0], err
+        assert "Traceback" not in "\n".join(err)
+        assert not out.exists()

@@ -67,19 +67,26 @@ def export_trec(ws: Workspace, folder: str | Path) -> list[Path]:
     """Write ``qrels.trec`` and ``<retriever>.trec`` into ``folder`` (and ``qrels-<retriever>.trec``
     for a live retriever judged with passages of its own); returns the files written."""
     out = Path(folder)
+    files: list[tuple[str, list[str]]] = [("qrels.trec", qrels_lines(ws))]
+    for name in ws.retrievers:
+        files.append((f"{name}.trec", run_lines(ws, name)))
+        if ws.evaluation is not None and name in ws.evaluation.own:
+            # Its own passages are judged for it alone: trec_eval scores it against these.
+            files.append((f"qrels-{name}.trec", qrels_lines(ws, name)))
+    names = [filename for filename, _ in files]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:
+        # A retriever named ``qrels`` (or ``qrels-NAME`` beside NAME) would overwrite another file.
+        raise InputError(
+            out, f"two exports would be written to {', '.join(clash)}: rename a retriever"
+        )
     check_writable(out, "export folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(out, f"cannot make the export folder ({exc.strerror or exc})") from None
     written = []
-    files = {"qrels.trec": qrels_lines(ws)}
-    for name in ws.retrievers:
-        files[f"{name}.trec"] = run_lines(ws, name)
-        if ws.evaluation is not None and name in ws.evaluation.own:
-            # Its own passages are judged for it alone: trec_eval scores it against these.
-            files[f"qrels-{name}.trec"] = qrels_lines(ws, name)
-    for filename, lines in files.items():
+    for filename, lines in files:
         path = out / filename
         try:
             # Atomic: a full disk leaves the old file (or none), never a truncated one.

@@ -87,14 +87,6 @@ class Pooled(Protocol):
         """Why a hand label does not apply, or None."""
         ...
 
-    def effective_grades(self, qid: str) -> dict[str, int]:
-        """The grades the metrics use."""
-        ...
-
-    def shown_grades(self, qid: str) -> dict[str, int]:
-        """Every grade a question's passages show (live retrievers' own passages included)."""
-        ...
-
     def ranking(self, name: str, qid: str) -> Ranking:
         """A retriever's ranking of a question."""
         ...

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import io
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -86,9 +88,6 @@ def quiet_offline_hub() -> None:
 def silence_loaded_libraries() -> None:
     """Turn off the progress bars of transformers and huggingface_hub where they are imported (the
     "Loading weights" bar would write carriage returns into the CLI's output and the app's screen)."""
-    import importlib
-    import sys
-
     for module, switch in (
         ("transformers.utils.logging", "disable_progress_bar"),
         ("huggingface_hub.utils", "disable_progress_bars"),

@@ -149,16 +149,6 @@ def effective_grades(ws: Graded, qid: str) -> dict[str, int]:
     return grades
 
 
-def shown_grades(ws: Graded, qid: str) -> dict[str, int]:
-    """Every grade a question's passages show: ``effective_grades`` and those of the live
-    retrievers' own passages (what the judging queue counts as judged)."""
-    grades = effective_grades(ws, qid)
-    if ws.foreign:
-        grades.update(ws.own_grades.get(qid, {}))
-        grades.update({c: g for c, g in hand_grades(ws, qid, own=True).items() if c in ws.foreign})
-    return grades
-
-
 def grade_source(ws: Graded, qid: str, cid: str) -> tuple[int | None, str | None]:
     """A chunk's effective grade for a question and where it came from (hand, adjudicated, evidence, qrels), or (None, None)."""
     label = hand_label(ws, qid, cid)

@@ -341,10 +341,6 @@ class Workspace:
         """The grades ragtui's retrievers are judged by: the evidence rule (or qrels), hand grades over them."""
         return grading.effective_grades(self, qid)
 
-    def shown_grades(self, qid: str) -> dict[str, int]:
-        """Every grade a question's passages show: ``effective_grades`` and the own passages'."""
-        return grading.shown_grades(self, qid)
-
     def grade_source(self, qid: str, cid: str) -> tuple[int | None, str | None]:
         """A chunk's effective grade for a question and where it came from, or (None, None)."""
         return grading.grade_source(self, qid, cid)

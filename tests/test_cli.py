@@ -92,9 +92,10 @@ def test_json_is_the_only_thing_on_stdout(mini, cache_dir):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     # The original contract's six top-level keys, plus the keys added since (slices, level, retired,
-    # skipped_causes); none removed or renamed.
+    # skipped_causes, grades); none removed or renamed.
     assert report["level"] == "chunk"
-    assert set(report) - {"slices", "level", "retired", "skipped_causes"} == {
+    assert report["grades"] == "human"
+    assert set(report) - {"slices", "level", "retired", "skipped_causes", "grades"} == {
         "k",
         "depth",
         "questions",

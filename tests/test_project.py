@@ -61,6 +61,7 @@ retrievers = ["bm25", "hybrid"]
 threshold = 2
 bm25-backend = "bm25s"
 annotator = "ana"
+counted-grades = "human+model"
 blind = true
 max-file-mb = 2.5
 runs = ["mine=runs/mine.trec"]
@@ -91,6 +92,7 @@ rerank-over = "bm25"
         "threshold": 2,
         "bm25_backend": "bm25s",
         "annotator": "ana",
+        "counted_grades": "human+model",
         "blind": True,
         "max_file_mb": 2.5,
         "runs": (("mine", folder / "runs" / "mine.trec"),),
@@ -397,7 +399,7 @@ def test_the_mini_set_runs_from_a_project_file_in_a_subprocess(tmp_path, cache_d
         env={**os.environ, **env},
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0].endswith("; 9 chunks; k=2, depth=10")
+    assert done.stdout.splitlines()[0].endswith("; 9 chunks; k=2, depth=10; grades: human")
     assert [line.split()[0] for line in done.stdout.splitlines()[2:]] == ["bm25"]
 
 

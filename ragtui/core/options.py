@@ -18,6 +18,7 @@ from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
 from ragtui.core.data.corpus import MAX_FILE_BYTES
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.errors import InputError
+from ragtui.core.labelling.labels import GRADES_MODES
 from ragtui.core.retrieval.bm25 import BM25_BACKENDS
 from ragtui.core.retrieval.external import parse_run_spec
 from ragtui.core.retrieval.live import LiveSpec, parse_retriever_spec
@@ -315,6 +316,15 @@ OPTIONS: tuple[Option, ...] = (
         group="windows and reranking",
     ),
     Option("annotator", text, "who is labelling (default: the login name)", "NAME"),
+    Option(
+        "counted_grades",
+        choice(GRADES_MODES),
+        "which grades count: human (people's only, the default) or human+model (a model judge's "
+        "verdict where no person graded the pair; a person's grade always wins)",
+        "human|human+model",
+        example="human",
+        flag_name="grades",
+    ),
     Option(
         "blind",
         switch,

@@ -12,6 +12,7 @@ from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale, load_grade_
 from ragtui.core.data.paths import bundled_corpus, bundled_golden, golden_for_reading
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.errors import InputError
+from ragtui.core.labelling.labels import GRADES_HUMAN
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.retrieval.live import LiveSpec
 from ragtui.core.retrieval.rerank import RERANK_SUFFIX, RERANKABLE
@@ -55,6 +56,9 @@ class Settings:
     threshold: int = 1
     bm25_backend: str = "rank-bm25"
     annotator: str | None = None
+    #: Which grades count: ``human`` (people's only) or ``human+model`` (a model judge's verdict
+    #: where no person graded the pair); every header says which.
+    counted_grades: str = GRADES_HUMAN
     #: Judge blind: the judging view hides which retrievers ranked a chunk, the evidence rule's
     #: grade and its highlight (``--blind``; ``b`` in the view toggles it for the session).
     blind: bool = False

@@ -73,6 +73,8 @@ def eval_report(ws: Workspace) -> dict[str, Any]:
         "chunks": len(ws.chunks),
         # What the metrics rank and judge: "chunk", or "document" (each at its best chunk's rank).
         "level": ws.level,
+        # Which grades count: "human", or "human+model" (a model judge's where no person graded).
+        "grades": ws.settings.counted_grades,
         "retrievers": retrievers,
         "slices": slices_json(ws),
         # Questions skipped because their evidence is in no chunk: the same causes for every retriever.

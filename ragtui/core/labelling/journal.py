@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -37,11 +38,13 @@ from ragtui.core.labelling.journal_files import (
     write_backup,
 )
 from ragtui.core.labelling.labels import (
+    MODEL_PREFIX,
     BadLine,
     Label,
     LabelSet,
     default_annotator,
     is_json_object,
+    is_model_annotator,
     loads_line,
     now_iso,
     parse_label,
@@ -60,10 +63,18 @@ __all__ = [
 class LabelJournal(LabelSet):
     """The journal on disk and its current state (a ``LabelSet``): per pair each annotator's latest label, the adjudicated one, and the one that counts."""
 
-    def __init__(self, path: str | Path, annotator: str | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self, path: str | Path, annotator: str | None = None, models: bool = False
+    ) -> None:
+        super().__init__(models)
         self.path = Path(path)
         self.annotator = annotator if annotator is not None else default_annotator()
+        if is_model_annotator(self.annotator):
+            raise InputError(
+                None,
+                f"--annotator: {self.annotator!r} is a model judge's name "
+                f"({MODEL_PREFIX}NAME is kept for `ragtui judge`); choose another",
+            )
         #: Problems that did not stop loading (a torn last line, a line that could not be read).
         self.warnings: list[str] = []
         #: The lines that could not be read (skipped, never applied), in journal order.
@@ -367,6 +378,35 @@ class LabelJournal(LabelSet):
         # skipped with a warning: our line is on disk and must be applied).
         self.refresh()
         return label
+
+    def append_verdicts(self, verdicts: Sequence[Label]) -> None:
+        """Append model judges' verdicts (annotator ``model:NAME``) in one write under the lock, fsynced, then apply them.
+
+        Every line is checked as the loader reads it first, so a batch is written whole or not at
+        all; a verdict is never undone by ``undo`` (that is for the person's own changes).
+        """
+        if not verdicts:
+            return
+        refuse_bundled(self.path)
+        try:
+            check_regular(self.path)
+        except InputError as exc:
+            raise ReadOnlyError(f"{exc.message}; the verdicts were not written") from None
+        reason = self.read_only_reason
+        if reason is not None:
+            raise ReadOnlyError(f"{reason}; the verdicts were not written")
+        lines = []
+        for verdict in verdicts:
+            if not verdict.is_model or verdict.adjudicated:
+                raise ValueError(f"not a model verdict: annotator {verdict.annotator!r}")
+            line = verdict.to_json()
+            try:
+                parse_label(loads_line(line), self.path, 0)
+            except InputError as exc:
+                raise ValueError(exc.problem) from None
+            lines.append(line)
+        append_line(self.path, b"\n".join(lines))
+        self.refresh()
 
     def compact(self) -> Path | None:
         """Rewrite the journal to its current state atomically (temp file, fsync, rename), keeping a backup.

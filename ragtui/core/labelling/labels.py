@@ -20,14 +20,21 @@ import orjson
 from ragtui.core.errors import InputError
 
 __all__ = [
+    "GRADES_HUMAN",
+    "GRADES_HUMAN_MODEL",
+    "GRADES_MODES",
     "MAX_GRADE",
+    "MAX_REASON",
     "MIN_GRADE",
+    "MODEL_PREFIX",
     "BadLine",
     "Label",
     "LabelSet",
     "PairLabels",
     "default_annotator",
     "is_json_object",
+    "is_model_annotator",
+    "judge_annotator",
     "loads_line",
     "now_iso",
     "parse_label",
@@ -36,6 +43,28 @@ __all__ = [
 #: Hand grades are whole numbers in this range (the digit keys of the app).
 MIN_GRADE = 0
 MAX_GRADE = 9
+
+#: A model judge's verdicts are journal lines whose annotator is ``model:NAME``; no person may take
+#: such a name (``--annotator`` refuses it), so a person's grade is never read as a model's.
+MODEL_PREFIX = "model:"
+#: The longest reason a verdict line keeps (a model's sentence; longer ones are cut).
+MAX_REASON = 1000
+
+#: Which grades count (``--grades``): the people's only (the default), or the people's and, where
+#: no person graded a pair, a model judge's.
+GRADES_HUMAN = "human"
+GRADES_HUMAN_MODEL = "human+model"
+GRADES_MODES = (GRADES_HUMAN, GRADES_HUMAN_MODEL)
+
+
+def is_model_annotator(annotator: str) -> bool:
+    """Whether a journal annotator is a model judge (``model:NAME``), not a person."""
+    return annotator.startswith(MODEL_PREFIX)
+
+
+def judge_annotator(judge: str) -> str:
+    """The journal annotator of a judge's verdicts: ``model:NAME``."""
+    return MODEL_PREFIX + judge
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +80,21 @@ class Label:
     line: int = 0
     #: An adjudicated grade: it wins over every annotator's grade of the pair.
     adjudicated: bool = False
+    #: A model judge's verdict (annotator ``model:NAME``): the model that gave it, the hash of the
+    #: prompt it was given (empty for judges without a prompt) and its one-sentence reason.
+    model: str = ""
+    prompt_sha1: str = ""
+    reason: str = ""
+
+    @property
+    def is_model(self) -> bool:
+        """Whether a model judge gave this grade (its annotator is ``model:NAME``)."""
+        return is_model_annotator(self.annotator)
+
+    @property
+    def judge(self) -> str:
+        """The judge's name of a model verdict (``NAME`` of ``model:NAME``); empty for a person's label."""
+        return self.annotator[len(MODEL_PREFIX) :] if self.is_model else ""
 
     def to_json(self) -> bytes:
         """The journal line, without the trailing newline.
@@ -69,6 +113,12 @@ class Label:
             obj["annotator"] = self.annotator
         if self.adjudicated:
             obj["adjudicated"] = True
+        if self.model:
+            obj["model"] = self.model
+        if self.prompt_sha1:
+            obj["prompt_sha1"] = self.prompt_sha1
+        if self.reason:
+            obj["reason"] = self.reason
         try:
             return orjson.dumps(obj)
         except TypeError:  # orjson refuses lone surrogates; the standard library escapes them
@@ -96,9 +146,13 @@ class BadLine:
 class PairLabels:
     """The current labels of one (question, chunk): each annotator's latest grade and the adjudicated one.
 
-    A removal (``"grade": null``) by an annotator withdraws that annotator's grade only; an
-    adjudicated removal withdraws the adjudication. ``applies`` (optional everywhere) leaves out
-    labels that do not apply, such as labels on another chunk text.
+    Annotators are people and model judges (``model:NAME``). A person's grade always wins over a
+    model's: the grade that counts is the adjudicated one, else the people's (the only one, else
+    the latest), and only when model grades are asked for (``models``), else the latest model
+    verdict. Disputes are between people only. A removal (``"grade": null``) by an annotator
+    withdraws that annotator's grade only; an adjudicated removal withdraws the adjudication.
+    ``applies`` (optional everywhere) leaves out labels that do not apply, such as labels on
+    another chunk text.
     """
 
     annotators: dict[str, Label] = field(default_factory=dict)
@@ -111,23 +165,44 @@ class PairLabels:
             out.append(self.adjudicated)
         return sorted(out, key=lambda lab: lab.line)
 
-    def _graders(self, applies: Callable[[Label], bool] | None) -> list[Label]:
-        return [lab for lab in self.annotators.values() if applies is None or applies(lab)]
+    def _graders(
+        self, applies: Callable[[Label], bool] | None, models: bool = False
+    ) -> list[Label]:
+        return [
+            lab
+            for lab in self.annotators.values()
+            if lab.is_model == models and (applies is None or applies(lab))
+        ]
 
-    def effective(self, applies: Callable[[Label], bool] | None = None) -> Label | None:
-        """The label that counts: the adjudicated one, else the only annotator's, else the latest annotator's."""
+    def effective(
+        self, applies: Callable[[Label], bool] | None = None, models: bool = False
+    ) -> Label | None:
+        """The label that counts: the adjudicated one, else the only person's, else the latest
+        person's, else (with ``models``) the latest model verdict."""
         adjudicated = self.adjudicated
         if adjudicated is not None and (applies is None or applies(adjudicated)):
             return adjudicated
         graders = self._graders(applies)
+        if not graders and models:
+            graders = self._graders(applies, models=True)
         return max(graders, key=lambda lab: lab.line) if graders else None
 
+    def human(self, applies: Callable[[Label], bool] | None = None) -> Label | None:
+        """The people's label that counts (adjudicated, else the only or latest person's), model verdicts aside."""
+        return self.effective(applies)
+
     def grades(self, applies: Callable[[Label], bool] | None = None) -> dict[str, int]:
-        """Each annotator's current grade of the pair (adjudication aside), by name."""
+        """Each person's current grade of the pair (adjudication and model judges aside), by name."""
         return {lab.annotator: lab.grade for lab in self._graders(applies) if lab.grade is not None}
 
+    def verdicts(self, applies: Callable[[Label], bool] | None = None) -> dict[str, Label]:
+        """Each model judge's current verdict of the pair, by judge name (``NAME`` of ``model:NAME``)."""
+        return {
+            lab.judge: lab for lab in self._graders(applies, models=True) if lab.grade is not None
+        }
+
     def disputed(self, applies: Callable[[Label], bool] | None = None) -> bool:
-        """Whether the annotators' current grades differ and no adjudicated grade settles it."""
+        """Whether the people's current grades differ and no adjudicated grade settles it (model judges never dispute)."""
         adjudicated = self.adjudicated
         if adjudicated is not None and (applies is None or applies(adjudicated)):
             return False
@@ -136,7 +211,7 @@ class PairLabels:
     def state(self) -> tuple[object, ...]:
         """What numbers and dispute marks rest on (line numbers aside, which a compaction changes)."""
         adjudicated = self.adjudicated
-        latest = self.effective()
+        latest = self.effective(models=True)
         return (
             None if adjudicated is None else (adjudicated.grade, adjudicated.chunk_sha1),
             tuple(
@@ -181,7 +256,28 @@ def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
     adjudicated = obj.get("adjudicated", False)
     if not isinstance(adjudicated, bool):
         raise InputError(path, f"'adjudicated' must be true or false, got {adjudicated!r}", line)
-    return Label(obj["question"], obj["chunk"], grade, sha1, at, annotator, line, adjudicated)
+    model, prompt_sha1, reason = (obj.get(key, "") for key in ("model", "prompt_sha1", "reason"))
+    if (
+        not isinstance(model, str)
+        or not isinstance(prompt_sha1, str)
+        or not isinstance(reason, str)
+    ):
+        raise InputError(path, "'model', 'prompt_sha1' and 'reason' must be strings", line)
+    if adjudicated and is_model_annotator(annotator):
+        raise InputError(path, "a model judge's verdict cannot be adjudicated", line)
+    return Label(
+        obj["question"],
+        obj["chunk"],
+        grade,
+        sha1,
+        at,
+        annotator,
+        line,
+        adjudicated,
+        model,
+        prompt_sha1,
+        reason[:MAX_REASON],
+    )
 
 
 #: A JSON escape of a lone surrogate (``\udc80``..``\udfff``), which orjson refuses to read.
@@ -214,7 +310,9 @@ class LabelSet:
     """Every labelled pair's labels, as the journal's lines were applied in order; what changed is
     kept for ``take_touched``."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: bool = False) -> None:
+        #: Whether a model judge's verdict counts where no person graded (``--grades human+model``).
+        self.count_models = models
         #: The label that counts for each labelled pair, (question, chunk) -> label (``PairLabels.effective``).
         self.current: dict[tuple[str, str], Label] = {}
         #: The same labels by question: question -> chunk -> label.
@@ -255,12 +353,13 @@ class LabelSet:
             pair.annotators[label.annotator] = label
         if pair.state() != before:
             self._touched.add(question)
-        effective = pair.effective()
+        effective = pair.effective(models=self.count_models)
         key = (question, chunk)
-        if effective is None:
+        if not pair.annotators and pair.adjudicated is None:
             del by_chunk[chunk]
             if not by_chunk:
                 del self.pairs[question]
+        if effective is None:
             self.current.pop(key, None)
             self.by_question.get(question, {}).pop(chunk, None)
         else:

@@ -28,6 +28,8 @@ SOURCE_QRELS = "qrels"
 SOURCE_HAND = "hand"
 #: A hand grade that settles a dispute: it wins over every annotator's grade of the pair.
 SOURCE_ADJUDICATED = "adjudicated"
+#: A model judge's verdict, counted where no person graded the pair (``--grades human+model``).
+SOURCE_MODEL = "model"
 
 #: The levels a workspace evaluates at: chunks, or documents (a document ranks at its best chunk's rank).
 LEVEL_CHUNK = "chunk"
@@ -116,15 +118,16 @@ def hand_label(ws: Graded, qid: str, cid: str) -> Label | None:
     """The hand label that counts for a pair, among those that apply: the adjudicated one, else the
     only annotator's, else the latest annotator's (see ``disputed``); None when none applies."""
     pair = ws.labels.pair(qid, cid)
-    return pair.effective(_applies(ws)) if pair is not None else None
+    return pair.effective(_applies(ws), ws.labels.count_models) if pair is not None else None
 
 
 def hand_labels(ws: Graded, qid: str) -> dict[str, Label]:
     """``hand_label`` of every labelled chunk of a question that has one (chunk id -> label)."""
     applies = _applies(ws)
+    models = ws.labels.count_models
     out: dict[str, Label] = {}
     for cid, pair in ws.labels.pairs.get(qid, {}).items():
-        label = pair.effective(applies)
+        label = pair.effective(applies, models)
         if label is not None:
             out[cid] = label
     return out
@@ -153,6 +156,8 @@ def grade_source(ws: Graded, qid: str, cid: str) -> tuple[int | None, str | None
     """A chunk's effective grade for a question and where it came from (hand, adjudicated, evidence, qrels), or (None, None)."""
     label = hand_label(ws, qid, cid)
     if label is not None and label.grade is not None:
+        if label.is_model:
+            return label.grade, SOURCE_MODEL
         return label.grade, SOURCE_ADJUDICATED if label.adjudicated else SOURCE_HAND
     base = ws.base_grades.get(qid, {})
     if cid in base:
@@ -170,6 +175,12 @@ def annotator_grades(ws: Graded, qid: str, cid: str) -> dict[str, int]:
     """Each annotator's current grade of a pair that applies, by name (the adjudicated grade aside)."""
     pair = ws.labels.pair(qid, cid)
     return pair.grades(_applies(ws)) if pair is not None else {}
+
+
+def judge_verdicts(ws: Graded, qid: str, cid: str) -> dict[str, Label]:
+    """Each model judge's current verdict of a pair that applies, by judge name (counted or not)."""
+    pair = ws.labels.pair(qid, cid)
+    return pair.verdicts(_applies(ws)) if pair is not None else {}
 
 
 def adjudicated_grade(ws: Graded, qid: str, cid: str) -> int | None:

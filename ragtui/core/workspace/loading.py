@@ -24,6 +24,7 @@ from ragtui.core.data.questions_cache import cached_questions
 from ragtui.core.data.tokenizer import TokenCounter, model_limit, token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal
+from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL
 from ragtui.core.metrics.tables import GradeArrays, GradeRows
 from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.connectors import build_live_retrievers
@@ -162,7 +163,11 @@ def read_data(settings: Settings, shared: Shared | None) -> ReadData:
 def label_journal(settings: Settings) -> LabelJournal:
     """The golden set's label journal, read."""
     assert settings.golden is not None
-    return LabelJournal(Path(settings.golden) / "labels.jsonl", settings.annotator)
+    return LabelJournal(
+        Path(settings.golden) / "labels.jsonl",
+        settings.annotator,
+        models=settings.counted_grades == GRADES_HUMAN_MODEL,
+    )
 
 
 def windows_for(settings: Settings, counter: TokenCounter) -> WindowPlan | None:

@@ -349,6 +349,10 @@ class Workspace:
         """Each annotator's current grade of a pair that applies, by name (the adjudicated grade aside)."""
         return grading.annotator_grades(self, qid, cid)
 
+    def judge_verdicts(self, qid: str, cid: str) -> dict[str, Label]:
+        """Each model judge's current verdict of a pair that applies, by judge name (counted or not)."""
+        return grading.judge_verdicts(self, qid, cid)
+
     def adjudicated_grade(self, qid: str, cid: str) -> int | None:
         """The adjudicated grade of a pair when there is one that applies, else None."""
         return grading.adjudicated_grade(self, qid, cid)

@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, Workspace
+from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, SOURCE_MODEL, Workspace
 from ragtui.tui.judging_session import JudgingSession, JudgingWalk, heading_row
 from ragtui.tui.messages import Changed, GradeRequested, Notice, UndoRequested
 from ragtui.tui.screens.host import ControllerView, host
@@ -331,7 +331,7 @@ class JudgingScreen(Screen[None]):
         without the evidence rule's (or the qrels') grade; in a person's own queue, whether they
         graded it (blind: only their own grade)."""
         grade, source = self.ws.grade_source(qid, cid)
-        by_hand = source in (SOURCE_HAND, SOURCE_ADJUDICATED)
+        by_hand = source in (SOURCE_HAND, SOURCE_ADJUDICATED, SOURCE_MODEL)
         style = "bold" if by_hand else ""
         person = None if self.adjudicate else self.person
         if person is not None:

@@ -27,7 +27,8 @@ def ndcg_moves(moves: Mapping[str, tuple[float, float]], k: int) -> str:
 
 
 def workspace_summary(ws: Workspace) -> str:
-    """The main screen's subtitle: the data, its sizes, k and depth, what each live retriever
+    """The main screen's subtitle: the data, its sizes, k and depth, which grades count (human, or
+    human+model), what each live retriever
     returned, and ``labels read-only`` when labels cannot be saved."""
     settings = ws.settings
     source = settings.beir or settings.corpus
@@ -37,6 +38,7 @@ def workspace_summary(ws: Workspace) -> str:
         f"{len(ws.chunks)} chunks",
         f"k={settings.k}",
         f"depth {settings.depth}",
+        f"grades {settings.counted_grades}",
     ]
     for name, counts in ws.passages.items():
         # What a live retriever returned: passages mapped onto ragtui's chunks, passages of its own.

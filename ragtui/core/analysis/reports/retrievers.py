@@ -54,7 +54,7 @@ def _one_line(text: str) -> str:
 
 
 def _eval_summary(ws: Workspace) -> str:
-    """``6 questions (1 skipped, no judgement: m07); 9 chunks; k=3, depth=10``."""
+    """``6 questions (1 skipped, no judgement: m07); 9 chunks; k=3, depth=10; grades: human``."""
     ev = ws.evaluation
     assert ev is not None
     skipped = ev.skipped
@@ -64,7 +64,10 @@ def _eval_summary(ws: Workspace) -> str:
         summary += f" ({len(skipped)} skipped, no judgement: {shown})"
     if ws.retired:
         summary += f" ({len(ws.retired)} retired, left out: {', '.join(ws.retired[:8])})"
-    return f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}"
+    return (
+        f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}; "
+        f"grades: {ws.settings.counted_grades}"
+    )
 
 
 def _level_sections(ws: Workspace) -> tuple[Section, ...]:

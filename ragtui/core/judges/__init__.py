@@ -1,0 +1,1 @@
+"""Model judges: grade (question, chunk) pairs beside the people (see docs/judges.md)."""

@@ -131,7 +131,7 @@ def test_model_grades_move_the_numbers_only_with_human_model(mini_settings):
     qid = "m03"
     ranking = ws.rankings["bm25"][qid]
     top = ranking[0][0]
-    grade, source = ws.grade_source(qid, top)
+    _grade, source = ws.grade_source(qid, top)
     assert source in (SOURCE_EVIDENCE, SOURCE_HAND)
     # A model calls the top chunk of m03 not relevant (on a chunk nobody graded by hand).
     unlabelled = next(
@@ -192,6 +192,6 @@ def test_the_random_sample_is_recorded_and_reproducible(tmp_path):
     assert loaded is not None and loaded.questions == first.questions
     assert loaded.drawn_from(ids) and not loaded.drawn_from(ids[:-1])
     (tmp_path / "sample.json").write_text('{"seed": 1, "population": 3}')
-    with pytest.raises(InputError, match="sample.json"):
+    with pytest.raises(InputError, match=r"sample\.json"):
         load_sample(tmp_path)
     assert load_sample(Path(tmp_path / "none")) is None

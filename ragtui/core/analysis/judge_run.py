@@ -1,0 +1,652 @@
+"""``ragtui judge``: model judges grade the pool, and their verdicts go into the label journal.
+
+What is graded: the pool (the union of every shown retriever's top ``depth`` for each question,
+ragtui's chunks and the live retrievers' own passages alike), narrowed by ``JudgeAsk``: named
+questions, a random sample of questions (``random.Random(seed)``, as ``labelling.sample`` draws),
+the pairs no person graded (``unjudged``), at most ``limit`` pairs per judge. A pair the judge
+already has a current verdict for (same judge, model, chunk text and prompt) is skipped unless
+asked ``again``.
+
+Resuming: every verdict a judge gives is appended to the verdict cache first (one file per judge
+setting and prompt under ``<cache>/judges/``, keyed by the question text's hash and the chunk text's
+hash, fsynced), then to the journal in small batches (every ``JOURNAL_BATCH`` verdicts or
+``JOURNAL_SECONDS``), as annotator ``model:NAME`` with the model, the prompt hash and the reason.
+A run killed at any point leaves verdicts in the cache that the journal may lack; the next run
+writes those from the cache without asking the judge again. A failure (no grade) is never cached
+nor written: the pair is asked again on the next run.
+
+Grading runs ``judge.concurrency`` calls of ``judge.grade`` (``judge.batch_size`` pairs each) at
+once in daemon threads, so Ctrl-C stops at once: what came is written, the run says it was
+interrupted. A ``JudgeError`` (a judge that cannot work at all) stops the run the same way, with
+its one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
+from ragtui.core.data.paths import cache_dir
+from ragtui.core.errors import InputError
+from ragtui.core.files import fsync_folder, locked, write_all
+from ragtui.core.judges.base import Judge, JudgeError, JudgePair, Verdict
+from ragtui.core.labelling.judging import pool_question
+from ragtui.core.labelling.labels import MAX_REASON, Label, PairLabels, judge_annotator, now_iso
+from ragtui.core.labelling.sample import draw_sample
+from ragtui.core.workspace import Workspace
+
+__all__ = [
+    "JOURNAL_BATCH",
+    "JOURNAL_SECONDS",
+    "JudgeAsk",
+    "JudgePlan",
+    "JudgePool",
+    "JudgeRun",
+    "JudgeSummary",
+    "VerdictCache",
+    "failure_kind",
+    "judge_pool",
+    "people_graded",
+    "plan_judge",
+    "pool_pairs",
+]
+
+#: Verdicts are written to the journal every this many, or every ``JOURNAL_SECONDS``, whichever first.
+JOURNAL_BATCH = 20
+JOURNAL_SECONDS = 1.0
+#: Bump when what the verdict cache holds changes meaning: older files are then not read.
+CACHE_VERSION = 1
+
+#: ``progress(done, total, tokens)``: pairs done (graded, from the cache or failed) of all judges, tokens used.
+JudgeProgress = Callable[[int, int, int], None]
+
+
+@dataclass(frozen=True)
+class JudgeAsk:
+    """What ``ragtui judge`` grades, beyond the pool at ``depth`` (None: the settings' ``--depth``)."""
+
+    unjudged: bool = False
+    questions: tuple[str, ...] = ()
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+    again: bool = False
+    depth: int | None = None
+
+
+@dataclass(frozen=True)
+class JudgePool:
+    """The pairs chosen: the questions, their pooled pairs with texts, and how they were pooled."""
+
+    questions: tuple[str, ...]
+    pairs: tuple[JudgePair, ...]
+    depth: int
+    retrievers: tuple[str, ...]
+    #: Pooled ids with no text to show a judge (an external run naming a document ragtui lacks).
+    without_text: int = 0
+
+
+@dataclass(frozen=True)
+class JudgePlan:
+    """One judge's share of the pool: the pairs to grade, and why the others are left."""
+
+    todo: tuple[JudgePair, ...]
+    #: Pairs with a current verdict of this judge (with ``unjudged``: with any verdict on this text).
+    skipped_judged: int = 0
+    #: Pairs a person graded (``unjudged`` only).
+    skipped_person: int = 0
+    #: Pairs past ``limit``, left for another run.
+    left: int = 0
+
+
+@dataclass
+class JudgeSummary:
+    """What one judge did in a run."""
+
+    judge: str
+    model: str
+    prompt_sha1: str
+    note: str = ""
+    #: Pairs to grade this run (after skipping, within ``limit``).
+    pairs: int = 0
+    #: Pairs handed to the judge (the others came from the cache).
+    asked: int = 0
+    #: Grades written: the judge's and the cache's.
+    graded: int = 0
+    from_cache: int = 0
+    failed: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    skipped_judged: int = 0
+    skipped_person: int = 0
+    left: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    #: The ``JudgeError`` that stopped the run, or ``""``.
+    stopped: str = ""
+    interrupted: bool = False
+    #: Why verdicts could not be cached (the run went on without the cache), or ``""``.
+    cache_problem: str = ""
+
+    @property
+    def answered(self) -> int:
+        """Pairs the judge answered this run (a grade or a failure; the cache's aside)."""
+        return self.graded - self.from_cache + self.failed
+
+    @property
+    def pairs_per_s(self) -> float:
+        """Pairs the judge answered per second of the run."""
+        return self.answered / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens the judge reported per second of the run."""
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The judge's part of ``ragtui judge --json``."""
+        return {
+            "model": self.model,
+            "prompt_sha1": self.prompt_sha1,
+            "note": self.note,
+            "pairs": self.pairs,
+            "asked": self.asked,
+            "graded": self.graded,
+            "from_cache": self.from_cache,
+            "failed": self.failed,
+            "failures": dict(self.failures.most_common()),
+            "skipped": {"judged": self.skipped_judged, "person": self.skipped_person},
+            "left": self.left,
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 3),
+            "pairs_per_s": round(self.pairs_per_s, 3),
+            "tokens_per_s": round(self.tokens_per_s, 3),
+            "stopped": self.stopped or None,
+        }
+
+
+@dataclass
+class JudgeRun:
+    """A whole run: the pool, each judge's summary (in the order given), the journal written."""
+
+    pool: JudgePool
+    judges: list[JudgeSummary]
+    journal: Path
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the run."""
+        return any(s.interrupted for s in self.judges)
+
+    @property
+    def stopped(self) -> str:
+        """The ``JudgeError`` that stopped the run, or ``""``."""
+        return next((s.stopped for s in self.judges if s.stopped), "")
+
+    def to_json(self) -> dict[str, Any]:
+        """``ragtui judge --json`` (every key: docs/json.md)."""
+        pool = self.pool
+        return {
+            "pool": {
+                "questions": len(pool.questions),
+                "pairs": len(pool.pairs),
+                "depth": pool.depth,
+                "retrievers": list(pool.retrievers),
+                "without_text": pool.without_text,
+            },
+            "journal": str(self.journal),
+            "judges": {s.judge: s.to_json() for s in self.judges},
+            "interrupted": self.interrupted,
+        }
+
+
+# ---- what to grade ---------------------------------------------------------------------------
+
+
+def choose_questions(ws: Workspace, ask: JudgeAsk) -> list[str]:
+    """The questions to pool, in golden-set order: the named ones (else every question not
+    retired), then a random sample of them when asked."""
+    if ask.questions:
+        unknown = [qid for qid in ask.questions if qid not in ws.question_by_id]
+        if unknown:
+            raise InputError(None, f"--questions: no question {', '.join(map(repr, unknown))}")
+        named = set(ask.questions)
+        chosen = [q.id for q in ws.questions if q.id in named]
+    else:
+        chosen = [q.id for q in ws.questions if not q.retired]
+    if ask.sample is not None and chosen:
+        drawn = set(draw_sample(chosen, ask.sample, ask.seed).questions)
+        chosen = [qid for qid in chosen if qid in drawn]
+    return chosen
+
+
+def pool_pairs(ws: Workspace, qids: Sequence[str], depth: int) -> JudgePool:
+    """The pooled pairs of ``qids``: every shown retriever's top ``depth``, best rank first."""
+    retrievers = tuple(ws.retrievers)
+    pairs: list[JudgePair] = []
+    without_text = 0
+    for qid in qids:
+        question = ws.question_by_id[qid]
+        for entry in pool_question(qid, ws.rankings, retrievers, depth, ws.chunk_order):
+            chunk = ws.chunk_by_id.get(entry.chunk)
+            if chunk is None:
+                without_text += 1
+                continue
+            pairs.append(JudgePair(qid, question.text, chunk.id, chunk.text, chunk.sha1))
+    return JudgePool(tuple(qids), tuple(pairs), depth, retrievers, without_text)
+
+
+def _current(verdict: Label, judge: Judge, pair: JudgePair) -> bool:
+    """Whether a verdict is what the judge would give now: same model, chunk text and prompt."""
+    return (
+        verdict.chunk_sha1 == pair.chunk_sha1
+        and verdict.model == judge.model_id
+        and verdict.prompt_sha1 == judge.prompt_sha1
+    )
+
+
+def plan_judge(ws: Workspace, judge: Judge, pool: JudgePool, ask: JudgeAsk) -> JudgePlan:
+    """The pairs of ``pool`` this judge grades, and how many are skipped and why."""
+
+    def applies(label: Label) -> bool:
+        return ws.label_status(label) is None
+
+    todo: list[JudgePair] = []
+    judged = person = 0
+    for pair in pool.pairs:
+        labels: PairLabels | None = ws.labels.pair(pair.question_id, pair.chunk_id)
+        if labels is not None:
+            human = labels.human(applies)
+            if ask.unjudged and human is not None and human.grade is not None:
+                person += 1
+                continue
+            verdict = labels.verdicts(applies).get(judge.name)
+            if (
+                verdict is not None
+                and not ask.again
+                and (ask.unjudged or _current(verdict, judge, pair))
+            ):
+                judged += 1
+                continue
+        todo.append(pair)
+    left = 0
+    if ask.limit is not None and len(todo) > ask.limit:
+        left = len(todo) - ask.limit
+        todo = todo[: ask.limit]
+    return JudgePlan(tuple(todo), judged, person, left)
+
+
+def people_graded(ws: Workspace) -> list[tuple[JudgePair, int]]:
+    """Every pair a person graded (the grade that counts among people's, where it applies), with its texts."""
+    out: list[tuple[JudgePair, int]] = []
+
+    def applies(label: Label) -> bool:
+        return ws.label_status(label) is None
+
+    for qid, cid, labels in ws.labels.iter_pairs():
+        human = labels.human(applies)
+        if human is None or human.grade is None:
+            continue
+        chunk = ws.chunk_by_id[cid]  # the label applies, so the chunk is there
+        text = ws.question_by_id[qid].text
+        out.append((JudgePair(qid, text, cid, chunk.text, chunk.sha1), human.grade))
+    return out
+
+
+def failure_kind(failure: str) -> str:
+    """What a failure line is counted as: its words before the first colon (``unreadable answer``)."""
+    kind = failure.split(":", 1)[0].strip()
+    return (kind or "failure")[:80]
+
+
+# ---- the verdict cache -----------------------------------------------------------------------
+
+
+def _text_sha1(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class VerdictCache:
+    """A judge's grades on disk, one append-only file per (judge settings, prompt):
+    ``<cache>/judges/<hash>.jsonl``, a line ``{"q": sha1 of the question text, "c": sha1 of the chunk
+    text, "grade": g, "reason": "..."}`` per verdict; the last line of a pair wins.
+
+    Appends are one write under the file's lock, fsynced; a torn last line (a killed writer) is
+    cut before the next append, and a line that does not read is ignored (that pair is asked again).
+    Only grades are kept: a failure is never cached.
+    """
+
+    def __init__(
+        self, settings_key: str, prompt_sha1: str, scale: GradeScale, root: Path | None = None
+    ) -> None:
+        name = hashlib.sha256(orjson.dumps([CACHE_VERSION, settings_key, prompt_sha1])).hexdigest()[
+            :32
+        ]
+        self.path = (root or cache_dir()) / "judges" / f"{name}.jsonl"
+        self._grades = {g for g, _ in scale}
+        self._held: dict[tuple[str, str], tuple[int, str]] = {}
+        self._read()
+
+    @staticmethod
+    def key(pair: JudgePair) -> tuple[str, str]:
+        """The pair's key: the hashes of its question text and its chunk text."""
+        return (_text_sha1(pair.question), pair.chunk_sha1)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def _read(self) -> None:
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            return  # no cache yet (or none readable): every pair is asked
+        for raw in data.split(b"\n"):
+            try:
+                obj = orjson.loads(raw)
+                q, c, grade, reason = obj["q"], obj["c"], obj["grade"], obj["reason"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                continue
+            if (
+                isinstance(q, str)
+                and isinstance(c, str)
+                and isinstance(reason, str)
+                and type(grade) is int
+                and grade in self._grades
+            ):
+                self._held[(q, c)] = (grade, reason)
+
+    def get(self, pair: JudgePair) -> tuple[int, str] | None:
+        """The cached (grade, reason) of a pair, or None."""
+        return self._held.get(self.key(pair))
+
+    def put(self, graded: Sequence[tuple[JudgePair, Verdict]]) -> None:
+        """Append grades (verdicts without a grade are left out), fsynced before this returns."""
+        rows = [(self.key(p), v) for p, v in graded if v.grade is not None]
+        if not rows:
+            return
+        data = b"".join(
+            orjson.dumps({"q": q, "c": c, "grade": v.grade, "reason": v.reason[:MAX_REASON]})
+            + b"\n"
+            for (q, c), v in rows
+        )
+        created = not self.path.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with locked(self.path) as fd:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                whole = os.pread(fd, size, 0)
+                os.ftruncate(fd, whole.rfind(b"\n") + 1)  # a killed writer's torn line
+            os.lseek(fd, 0, os.SEEK_END)
+            write_all(fd, data)
+            os.fsync(fd)
+        if created:
+            fsync_folder(self.path.parent)
+        for (q, c), v in rows:
+            assert v.grade is not None
+            self._held[(q, c)] = (v.grade, v.reason)
+
+
+# ---- grading -----------------------------------------------------------------------------------
+
+
+class _JournalBatches:
+    """Verdicts waiting to be written to the journal: written every ``JOURNAL_BATCH`` or ``JOURNAL_SECONDS``."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.waiting: list[Label] = []
+        self.since = time.monotonic()
+
+    def add(self, label: Label) -> None:
+        self.waiting.append(label)
+        if len(self.waiting) >= JOURNAL_BATCH:
+            self.flush()
+
+    def tick(self) -> None:
+        if self.waiting and time.monotonic() - self.since >= JOURNAL_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        self.since = time.monotonic()
+        if waiting:
+            self.ws.labels.append_verdicts(waiting)
+
+
+class _Workers:
+    """``concurrency`` daemon threads calling ``judge.grade`` on the batches; results in a queue."""
+
+    def __init__(self, judge: Judge, batches: list[tuple[JudgePair, ...]]) -> None:
+        self.judge = judge
+        self.batches = list(reversed(batches))
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.results: queue.Queue[tuple[tuple[JudgePair, ...], list[Verdict]] | str | None] = (
+            queue.Queue()
+        )
+        count = max(1, min(int(judge.concurrency), len(batches)))
+        self.running = count
+        for _ in range(count):
+            threading.Thread(target=self._work, daemon=True, name="ragtui-judge").start()
+
+    def _work(self) -> None:
+        try:
+            while not self.stop.is_set():
+                with self.lock:
+                    if not self.batches:
+                        break
+                    batch = self.batches.pop()
+                try:
+                    verdicts = list(self.judge.grade(batch))
+                except JudgeError as exc:
+                    self.results.put(str(exc) or type(exc).__name__)
+                    break
+                except Exception as exc:
+                    self.results.put(f"{type(exc).__name__}: {exc}")
+                    break
+                if len(verdicts) != len(batch):
+                    self.results.put(
+                        f"gave {len(verdicts)} verdicts for {len(batch)} pairs (one per pair expected)"
+                    )
+                    break
+                self.results.put((batch, verdicts))
+        finally:
+            self.results.put(None)
+
+    def next(self, timeout: float) -> tuple[tuple[JudgePair, ...], list[Verdict]] | str | None:
+        """A batch's verdicts, a JudgeError's line, or None (all done, or nothing within ``timeout``)."""
+        while self.running:
+            try:
+                item = self.results.get(timeout=timeout)
+            except queue.Empty:
+                return None
+            if item is None:
+                self.running -= 1
+                continue
+            return item
+        return None
+
+
+class _Grading:
+    """One judge's run over its plan: the cache, the workers, the journal, the summary."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        judge: Judge,
+        scale: GradeScale,
+        summary: JudgeSummary,
+        progress: Callable[[int, int], None],
+        warn: Callable[[str], None],
+    ) -> None:
+        self.ws, self.judge, self.summary = ws, judge, summary
+        self.scale = scale
+        self.grades = {g for g, _ in scale}
+        self.progress = progress
+        self.warn = warn
+        self.journal = _JournalBatches(ws)
+        self.cache: VerdictCache | None = VerdictCache(
+            judge.settings_key, judge.prompt_sha1, scale, ws.settings.cache_dir
+        )
+
+    def _label(self, pair: JudgePair, grade: int, reason: str) -> Label:
+        judge = self.judge
+        return Label(
+            pair.question_id,
+            pair.chunk_id,
+            grade,
+            pair.chunk_sha1,
+            now_iso(),
+            judge_annotator(judge.name),
+            model=judge.model_id,
+            prompt_sha1=judge.prompt_sha1,
+            reason=reason[:MAX_REASON],
+        )
+
+    def _checked(self, verdict: Verdict) -> Verdict:
+        """A grade outside the scale is the judge's failure, never a grade."""
+        if verdict.grade is None or verdict.grade in self.grades:
+            return verdict
+        top = max(self.grades)
+        failure = f"grade outside the scale: {verdict.grade} (the scale is 0-{top})"
+        return Verdict(None, verdict.reason, failure, verdict.tokens)
+
+    def _cache_put(self, answered: Sequence[tuple[JudgePair, Verdict]]) -> None:
+        if self.cache is None:
+            return
+        try:
+            self.cache.put(answered)
+        except OSError as exc:
+            self.cache = None
+            where = f"{exc.filename}: " if exc.filename else ""
+            self.summary.cache_problem = f"{where}{exc.strerror or exc}"
+            self.warn(
+                f"cannot write the verdict cache ({self.summary.cache_problem}); "
+                "going on without it (an interrupted run asks these pairs again)"
+            )
+
+    def run(self, todo: Sequence[JudgePair], again: bool) -> None:
+        summary, judge = self.summary, self.judge
+        started = time.monotonic()
+        try:
+            asked: list[JudgePair] = []
+            for pair in todo:
+                hit = None if again or self.cache is None else self.cache.get(pair)
+                if hit is None:
+                    asked.append(pair)
+                    continue
+                self.journal.add(self._label(pair, *hit))
+                summary.graded += 1
+                summary.from_cache += 1
+                self.progress(1, 0)
+            summary.asked = len(asked)
+            size = max(1, int(judge.batch_size))
+            batches = [tuple(asked[i : i + size]) for i in range(0, len(asked), size)]
+            workers = _Workers(judge, batches) if batches else None
+            try:
+                while workers is not None and workers.running:
+                    item = workers.next(timeout=0.2)
+                    if isinstance(item, str):
+                        summary.stopped = f"{judge.name}: {item}"
+                        break
+                    if item is not None:
+                        self._take(*item)
+                    self.journal.tick()
+            finally:
+                if workers is not None:
+                    workers.stop.set()
+        except KeyboardInterrupt:
+            summary.interrupted = True
+        finally:
+            summary.seconds = time.monotonic() - started
+            self.journal.flush()
+
+    def _take(self, batch: Sequence[JudgePair], verdicts: Sequence[Verdict]) -> None:
+        summary = self.summary
+        checked = [self._checked(v) for v in verdicts]
+        self._cache_put(list(zip(batch, checked, strict=True)))
+        tokens = 0
+        for pair, verdict in zip(batch, checked, strict=True):
+            tokens += max(0, int(verdict.tokens))
+            if verdict.grade is None:
+                summary.failed += 1
+                summary.failures[failure_kind(verdict.failure or "failure")] += 1
+            else:
+                summary.graded += 1
+                self.journal.add(self._label(pair, verdict.grade, verdict.reason))
+        summary.tokens += tokens
+        self.progress(len(batch), tokens)
+
+
+def judge_pool(
+    ws: Workspace,
+    judges: Sequence[Judge],
+    ask: JudgeAsk,
+    *,
+    progress: JudgeProgress | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> JudgeRun:
+    """Grade the chosen pairs with each judge in turn (see the module's notes); returns what each did.
+
+    ``notify`` is told each judge's note (what ``prepare`` did) and any warning, one line each.
+    Stops after a judge that was interrupted (Ctrl-C) or stopped by a ``JudgeError``; what came
+    before is in the journal either way.
+    """
+    say = notify or (lambda _line: None)
+    depth = ask.depth if ask.depth is not None else ws.settings.depth
+    pool = pool_pairs(ws, choose_questions(ws, ask), depth)
+    plans = [plan_judge(ws, judge, pool, ask) for judge in judges]
+    total = sum(len(plan.todo) for plan in plans)
+    if total:
+        ws.writable_golden()  # the bundled golden set is never written: its user copy is
+        reason = ws.labels.read_only_reason
+        if reason is not None:
+            raise InputError(None, f"{reason}; nothing was graded")
+    scale = ws.settings.grade_scale or DEFAULT_GRADE_SCALE
+    graded = people_graded(ws) if total else []
+    done = tokens = 0
+    report = progress or (lambda _done, _total, _tokens: None)
+    if total:
+        report(0, total, 0)
+
+    def step(pairs: int, used: int) -> None:
+        nonlocal done, tokens
+        done += pairs
+        tokens += used
+        report(done, total, tokens)
+
+    summaries: list[JudgeSummary] = []
+    for judge, plan in zip(judges, plans, strict=True):
+        summary = JudgeSummary(
+            judge.name,
+            judge.model_id,
+            judge.prompt_sha1,
+            pairs=len(plan.todo),
+            skipped_judged=plan.skipped_judged,
+            skipped_person=plan.skipped_person,
+            left=plan.left,
+        )
+        summaries.append(summary)
+        if not plan.todo:
+            continue
+        try:
+            summary.note = judge.prepare(scale, graded).strip()
+        except JudgeError as exc:
+            summary.stopped = f"{judge.name}: {exc}"
+            break
+        if summary.note:
+            say(f"{judge.name}: {summary.note}")
+        _Grading(ws, judge, scale, summary, step, say).run(plan.todo, ask.again)
+        if summary.interrupted or summary.stopped:
+            break
+    return JudgeRun(pool, summaries, ws.labels.path)

@@ -9,6 +9,7 @@ from ragtui.cli.output import (
     err,
     load_workspace,
     out,
+    print_json,
     print_notices,
     print_report,
     rich_progress,
@@ -16,6 +17,7 @@ from ragtui.cli.output import (
 )
 from ragtui.core.analysis.check import check_workspace
 from ragtui.core.analysis.diagnostics import diagnose
+from ragtui.core.analysis.judge_agreement import agreement_json, judge_agreements, judge_names
 from ragtui.core.analysis.reports import (
     added_question_report,
     agreement_report,
@@ -25,6 +27,7 @@ from ragtui.core.analysis.reports import (
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.agreement import annotators
 from ragtui.core.labelling.authoring import QUESTIONS_FILE, question_key, validate_new_question
+from ragtui.core.labelling.labels import MODEL_PREFIX, is_model_annotator
 from ragtui.core.settings import Settings
 
 # ---- add-question -----------------------------------------------------------------------------------
@@ -87,18 +90,45 @@ def run_add_question(
 # ---- agreement --------------------------------------------------------------------------------------
 
 
-def run_agreement(settings: Settings, pair: Sequence[str] | None) -> int:
-    """``ragtui agreement [--annotators A B]``: the evidence rule against hand grades, and optionally two annotators."""
+def run_agreement(
+    settings: Settings,
+    pair: Sequence[str] | None,
+    judge: str | None = None,
+    as_json: bool = False,
+) -> int:
+    """``ragtui agreement [--annotators A B] [--judge NAME] [--json]``: the evidence rule against
+    hand grades, optionally two annotators, then each model judge against the rule and the people
+    (``--json``: the judges' part only)."""
+    if as_json and pair is not None:
+        raise InputError(None, "--annotators: --json holds the model judges' agreement only")
     ws = load_workspace(settings)
     names = annotators(ws.labels.history)
     if pair is not None:
+        judged = [n for n in pair if is_model_annotator(n)]
+        if judged:
+            raise InputError(
+                None,
+                f"--annotators: {judged[0]} is a model judge, not a person; its agreement with "
+                f"the people is in the judges' tables (--judge {judged[0][len(MODEL_PREFIX) :]})",
+            )
         missing = [n for n in pair if n not in names]
         if missing:
             known = ", ".join(n or "(unnamed)" for n in names) or "none"
             raise InputError(
                 ws.labels.path, f"no labels by {', '.join(missing)} (annotators: {known})"
             )
-    print_report(agreement_report(ws, [(pair[0], pair[1])] if pair is not None else []))
+    if judge is not None:
+        if is_model_annotator(judge):
+            judge = judge[len(MODEL_PREFIX) :]
+        known_judges = judge_names(ws)
+        if judge not in known_judges:
+            listed = ", ".join(known_judges) or "none (ragtui judge writes them)"
+            raise InputError(ws.labels.path, f"no verdicts by judge {judge!r} (judges: {listed})")
+    agreements = judge_agreements(ws, judge)
+    if as_json:
+        print_json(agreement_json(ws, agreements))
+        return 0
+    print_report(agreement_report(ws, [(pair[0], pair[1])] if pair is not None else [], agreements))
     return 0
 
 

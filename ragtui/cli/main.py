@@ -302,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     _shared_options(p_add)
     p_agree = sub.add_parser(
         "agreement",
-        help="the evidence rule against the hand grades (and two annotators): tables, Cohen's kappa, disagreements",
+        help="the evidence rule against the hand grades (and two annotators), then each model judge against the rule and the people: tables, Cohen's kappa, disagreements",
     )
     p_agree.add_argument(
         "--annotators",
@@ -310,6 +310,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar=("A", "B"),
         help="also compare these two annotators",
+    )
+    p_agree.add_argument(
+        "--judge",
+        dest="agreement_judge",
+        default=None,
+        metavar="NAME",
+        help="the model judges' tables for this judge only (default: every judge with verdicts)",
+    )
+    p_agree.add_argument(
+        "--json",
+        action="store_true",
+        help="print the model judges' agreement as JSON (docs/json.md) and nothing else",
     )
     _shared_options(p_agree)
     p_index = sub.add_parser(
@@ -678,7 +690,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             settings, args.question, args.evidence, args.slices, args.qid
         )
     if command == "agreement":
-        return golden.run_agreement(settings, args.annotators)
+        return golden.run_agreement(
+            settings, args.annotators, args.agreement_judge, as_json=args.json
+        )
     if command == "labels":
         return golden.run_labels_compact(settings)
     raise AssertionError(command)

@@ -11,6 +11,9 @@ A filter is words and terms, all of which a question must match:
 - ``why:CAUSE`` the questions some shown retriever misses with that cause (any of its causes, see
   ``ragtui.core.analysis.why.CAUSES``), ``why:CAUSE:RETRIEVER`` those that retriever misses with it;
   a cause is named in full (``fusion-loss``) or by the why column's short mark (``fuse``).
+- ``judge:disagree`` the questions with a pair where a model judge and a person or the evidence
+  rule disagree (``ragtui.core.analysis.judge_agreement.disagreeing_questions``: another grade
+  than a person's, or the other side of the threshold from the rule).
 
 A miss is one rule everywhere (``misses_in_top_k``): the retriever's recall@k is below 1, that is
 some relevant chunk is not in its top k. The question list's ``✗`` and ``miss:`` both use it.
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragtui.core.analysis.judge_agreement import disagreeing_questions
 from ragtui.core.analysis.why import CAUSE_MARKS, CAUSES, WhyIndex
 from ragtui.core.labelling.judging import JudgingQueue
 from ragtui.core.metrics.formulas import QuestionMetrics
@@ -37,6 +41,7 @@ TERMS = (
     "disputed",
     "why:CAUSE",
     "why:CAUSE:RETRIEVER",
+    "judge:disagree",
 )
 #: What a filter may hold, in one line (the app's placeholder, help and palette).
 FILTER_SYNTAX = "words, " + ", ".join(TERMS)
@@ -66,6 +71,8 @@ class QuestionFilter:
     disputed: bool = False
     #: ``why:`` terms: (cause, retriever or None for any shown retriever).
     causes: tuple[tuple[str, str | None], ...] = ()
+    #: ``judge:disagree``: questions where a model judge and a person or the rule disagree.
+    judge_disagree: bool = False
 
     @property
     def empty(self) -> bool:
@@ -77,6 +84,7 @@ class QuestionFilter:
             or self.unjudged
             or self.disputed
             or self.causes
+            or self.judge_disagree
         )
 
     @classmethod
@@ -88,6 +96,7 @@ class QuestionFilter:
         causes: list[tuple[str, str | None]] = []
         unjudged = False
         disputed = False
+        judge_disagree = False
         known = {r.lower(): r for r in retrievers}
         for token in text.lower().split():
             head, sep, rest = token.partition(":")
@@ -109,13 +118,28 @@ class QuestionFilter:
                         f"miss:{rest}: no such retriever (shown: {', '.join(retrievers)}, or any)"
                     )
                 misses.append("any" if rest == "any" else known[rest])
+            elif sep and head == "judge":
+                if rest != "disagree":
+                    raise ValueError(
+                        f"judge:{rest}: not a filter (judge:disagree: the questions where a "
+                        "model judge and a person or the evidence rule disagree)"
+                    )
+                judge_disagree = True
             elif token == "unjudged":
                 unjudged = True
             elif token == "disputed":
                 disputed = True
             else:
                 words.append(token)
-        return cls(tuple(words), tuple(slices), tuple(misses), unjudged, disputed, tuple(causes))
+        return cls(
+            tuple(words),
+            tuple(slices),
+            tuple(misses),
+            unjudged,
+            disputed,
+            tuple(causes),
+            judge_disagree,
+        )
 
 
 def misses_in_top_k(values: QuestionMetrics) -> bool:
@@ -154,11 +178,14 @@ def filter_questions(
     if flt.unjudged and queue is None:
         queue = JudgingQueue(ws)
     disputed = set(ws.disputed_questions()) if flt.disputed else set()
+    disagree = disagreeing_questions(ws) if flt.judge_disagree else set()
     if flt.causes and why is None:
         why = WhyIndex(ws)
     out = []
     for q in ws.questions:
         if flt.disputed and q.id not in disputed:
+            continue
+        if flt.judge_disagree and q.id not in disagree:
             continue
         if flt.slices:
             have = {s.lower() for s in q.slices}

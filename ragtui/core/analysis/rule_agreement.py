@@ -14,6 +14,7 @@ from ragtui.core.labelling.agreement import (
     cohen_kappa,
     last_grades,
 )
+from ragtui.core.labelling.labels import Label
 from ragtui.core.workspace import Workspace
 
 __all__ = ["rule_agreement"]
@@ -25,12 +26,22 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
     Only hand grades that apply (not stale) count; ``annotator`` limits them to one person's
     (their last grade per pair, adjudications aside). Without it each pair's grade that counts is
     compared, an adjudicated one among them: its disagreement is marked adjudicated, not credited
-    to whoever wrote the adjudication. The disagreements come in golden-set order, then chunk order.
+    to whoever wrote the adjudication; a model judge's verdict is never one, even where
+    ``--grades human+model`` counts it. The disagreements come in golden-set order, then chunk order.
     """
     threshold = ws.settings.threshold
     if annotator is None:
-        # The grade that counts for each pair (adjudicated, else the latest annotator's).
-        hand = {(q.id, c): lab for q in ws.questions for c, lab in ws.hand_labels(q.id).items()}
+        # The people's grade that counts for each pair (adjudicated, else the latest person's):
+        # a model judge's verdict is never a hand grade, even where --grades human+model counts it.
+        def applies(label: Label) -> bool:
+            return ws.label_status(label) is None
+
+        hand = {}
+        for q in ws.questions:
+            for cid, pair in ws.labels.pairs.get(q.id, {}).items():
+                label = pair.human(applies)
+                if label is not None:
+                    hand[(q.id, cid)] = label
     else:
         hand = dict(last_grades(ws.labels.history, annotator).items())
     order = {q.id: i for i, q in enumerate(ws.questions)}

@@ -135,14 +135,15 @@ class RuleAgreement:
 
 
 def annotators(history: Iterable[Label]) -> dict[str, int]:
-    """Every annotator in the journal and how many pairs they currently grade ("" for lines without a name).
+    """Every person in the journal and how many pairs they currently grade ("" for lines without a name).
 
-    Adjudicated lines are not an annotator's own judgement and are left out.
+    Adjudicated lines are not an annotator's own judgement and are left out; so are model judges'
+    verdicts (annotator ``model:NAME``): a judge is compared in the judges' part of the report.
     """
     history = list(history)
     names: dict[str, int] = {}
     for label in history:
-        if not label.adjudicated:
+        if not label.adjudicated and not label.is_model:
             names.setdefault(label.annotator, 0)
     for name in names:
         names[name] = len(last_grades(history, name))

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from ragtui.core.analysis.check import Problem, chunking_hint, shorten, shown_path
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, histogram_bars
+from ragtui.core.analysis.judge_agreement import JudgeAgreement, judge_agreements
 from ragtui.core.analysis.reports.cells import count, empty, rank
+from ragtui.core.analysis.reports.judges import judge_sections
 from ragtui.core.analysis.rule_agreement import rule_agreement
 from ragtui.core.labelling.agreement import (
     AnnotatorAgreement,
@@ -120,8 +122,13 @@ def _pair_sections(result: AnnotatorAgreement) -> list[Section]:
     return [confusion, disagreements]
 
 
-def agreement_report(ws: Workspace, pairs: Sequence[tuple[str, str]] = ()) -> Report:
-    """The evidence rule against the hand grades, the annotators, and each pair of ``pairs`` compared."""
+def agreement_report(
+    ws: Workspace,
+    pairs: Sequence[tuple[str, str]] = (),
+    judges: Sequence[JudgeAgreement] | None = None,
+) -> Report:
+    """The evidence rule against the hand grades, the annotators, each pair of ``pairs`` compared,
+    then the model judges (``judges``; None: every judge with verdicts) against the rule and people."""
     sections = _rule_sections(rule_agreement(ws), ws.base_source)
     names = annotators(ws.labels.history)
     listed = ", ".join(f"{n or '(unnamed)'} ({count(c, 'pair')})" for n, c in names.items())
@@ -148,6 +155,7 @@ def agreement_report(ws: Workspace, pairs: Sequence[tuple[str, str]] = ()) -> Re
     for a, b in pairs:
         history = ws.labels.history
         sections += _pair_sections(annotator_agreement(history, a, b, ws.settings.threshold))
+    sections += judge_sections(judge_agreements(ws) if judges is None else judges)
     return Report("agreement", tuple(sections))
 
 

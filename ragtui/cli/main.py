@@ -358,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     _shared_options(p_compact)
     _project_commands(sub)
     _experiment_command(sub)
+    from ragtui.cli.judge import add_judge_parser
+
+    _shared_options(add_judge_parser(sub, _positive))
     return parser
 
 
@@ -657,6 +660,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             save=not args.no_save,
             replace=args.replace,
         )
+    if command == "judge":
+        from ragtui.cli.judge import judge_ask, run_judge
+
+        return run_judge(settings, judge_ask(args), as_json=args.json)
     if command == "why":
         from ragtui.cli.why import run_why
 

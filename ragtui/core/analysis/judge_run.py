@@ -168,9 +168,9 @@ class JudgeSummary:
             "skipped": {"judged": self.skipped_judged, "person": self.skipped_person},
             "left": self.left,
             "tokens": self.tokens,
-            "seconds": round(self.seconds, 3),
-            "pairs_per_s": round(self.pairs_per_s, 3),
-            "tokens_per_s": round(self.tokens_per_s, 3),
+            "seconds": self.seconds,
+            "pairs_per_s": self.pairs_per_s,
+            "tokens_per_s": self.tokens_per_s,
             "stopped": self.stopped or None,
         }
 
@@ -531,7 +531,7 @@ class _Grading:
             where = f"{exc.filename}: " if exc.filename else ""
             self.summary.cache_problem = f"{where}{exc.strerror or exc}"
             self.warn(
-                f"cannot write the verdict cache ({self.summary.cache_problem}); "
+                f"warning: {self.judge.name}: cannot write the verdict cache ({self.summary.cache_problem}); "
                 "going on without it (an interrupted run asks these pairs again)"
             )
 

@@ -336,3 +336,14 @@ def test_failure_kind():
     assert failure_kind("unreadable answer: 'maybe'") == "unreadable answer"
     assert failure_kind("") == "failure"
     assert failure_kind("timed out after 30 s") == "timed out after 30 s"
+
+
+@pytest.mark.parametrize("error", [ValueError("boom"), SystemExit(3)])
+def test_a_judge_that_raises_stops_the_run_with_one_line(settings, error):
+    def raises(pair: JudgePair) -> Verdict:
+        raise error
+
+    ws = _ws(settings)
+    run = judge_pool(ws, [ScriptedJudge(answer=raises)], JudgeAsk(depth=3))
+    assert run.stopped == f"t: {type(error).__name__}: {error}"
+    assert verdict_lines(ws.labels.path) == [] and not run.interrupted

@@ -451,7 +451,7 @@ class _Workers:
                 except JudgeError as exc:
                     self.results.put(str(exc) or type(exc).__name__)
                     break
-                except Exception as exc:
+                except BaseException as exc:  # a plugin's bug, SystemExit too: one line, the run stops
                     self.results.put(f"{type(exc).__name__}: {exc}")
                     break
                 if len(verdicts) != len(batch):

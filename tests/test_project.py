@@ -62,6 +62,7 @@ threshold = 2
 bm25-backend = "bm25s"
 annotator = "ana"
 counted-grades = "human+model"
+judges = ["sim=similarity"]
 blind = true
 max-file-mb = 2.5
 runs = ["mine=runs/mine.trec"]
@@ -93,6 +94,7 @@ rerank-over = "bm25"
         "bm25_backend": "bm25s",
         "annotator": "ana",
         "counted_grades": "human+model",
+        "judges": project.values["judges"],
         "blind": True,
         "max_file_mb": 2.5,
         "runs": (("mine", folder / "runs" / "mine.trec"),),
@@ -109,6 +111,7 @@ rerank-over = "bm25"
         "rerank_over": "bm25",
     }
     assert [spec.name for spec in project.values["live_retrievers"]] == ["web"]
+    assert [str(spec) for spec in project.values["judges"]] == ["sim=similarity"]
     # Every shared option but beir (which excludes corpus) was set: the table and the file agree.
     assert {o.name for o in OPTIONS} - project.values.keys() == {"beir"}
     assert project.sources["k"] == f"{path}:k"
@@ -199,12 +202,12 @@ def test_a_flag_for_the_data_replaces_the_files_data_source(tmp_path):
         (
             "k = 3\n[mystery]\nx = 1\n",
             2,
-            "[mystery]: unknown section (sections: grades, retrievers, variants)",
+            "[mystery]: unknown section (sections: grades, judges, retrievers, variants)",
         ),
         (
             "[k]\nx = 1\n",
             1,
-            "[k]: unknown section (sections: grades, retrievers, variants); k = VALUE sets the option",
+            "[k]: unknown section (sections: grades, judges, retrievers, variants); k = VALUE sets the option",
         ),
         ('grades = "0-2"\n', 1, "grades: expected a table [grades]"),
     ],

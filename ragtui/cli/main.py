@@ -53,6 +53,9 @@ def _shared_options(parser: argparse.ArgumentParser) -> None:
     """
     groups: dict[str, Any] = {}
     for option in OPTIONS:
+        if option.flag in parser._option_string_actions:
+            # The command's own option of that flag wins (agreement --judge NAME: one judge's tables).
+            continue
         group = groups.get(option.group)
         if group is None:
             group = groups[option.group] = parser.add_argument_group(option.group)

@@ -18,6 +18,8 @@ from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
 from ragtui.core.data.corpus import MAX_FILE_BYTES
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.errors import InputError
+from ragtui.core.judges.base import JudgeSpec
+from ragtui.core.judges.spec import judge_text, parse_judge_flag
 from ragtui.core.labelling.labels import GRADES_MODES
 from ragtui.core.retrieval.bm25 import BM25_BACKENDS
 from ragtui.core.retrieval.external import parse_run_spec
@@ -201,6 +203,14 @@ def retriever_spec(raw: Any) -> LiveSpec | str:
         raise OptionError(exc.problem) from None
 
 
+def judge_spec(raw: Any) -> JudgeSpec | str:
+    """``NAME=SPEC``: a model judge; a plain ``NAME`` names a ``[judges.NAME]`` of the project file."""
+    try:
+        return parse_judge_flag(text(raw))
+    except InputError as exc:
+        raise OptionError(exc.problem) from None
+
+
 def switch(raw: Any) -> bool:
     """On or off: ``true``/``false`` in a project file, the flag alone on the command line."""
     if isinstance(raw, bool):
@@ -326,6 +336,19 @@ OPTIONS: tuple[Option, ...] = (
         flag_name="grades",
     ),
     Option(
+        "judges",
+        judge_spec,
+        "a model judge for ragtui judge (repeatable): SPEC is openai:MODEL@URL, "
+        "cross-encoder:PATH, similarity, package.module:factory or an entry-point name of the "
+        "ragtui.judges group; a NAME alone names a [judges.NAME] of the project file",
+        "NAME=SPEC",
+        group="model judges",
+        repeatable=True,
+        flag_name="judge",
+        example=["sim=similarity"],
+        unparse=judge_text,
+    ),
+    Option(
         "blind",
         switch,
         "judge blind: the judging view hides which retrievers ranked a chunk, the evidence rule's "
@@ -426,9 +449,16 @@ def settings_from_values(values: Mapping[str, Any]) -> Settings:
         given["chunk_size"] = DEFAULT_CHUNK_SIZE
     elif "chunk_size" not in given:
         given["chunk_size"] = None
-    for name in ("runs", "live_retrievers", "milvus_fields"):
+    for name in ("runs", "live_retrievers", "milvus_fields", "judges"):
         if name in given:
             given[name] = tuple(given[name])
+    named = [v for v in given.get("judges", ()) if not isinstance(v, JudgeSpec)]
+    if named:
+        raise InputError(
+            None,
+            f"--judge {named[0]}: a name alone names a [judges.NAME] of the project file, "
+            "which is not read here; give NAME=SPEC",
+        )
     plain = [v for v in given.get("live_retrievers", ()) if not isinstance(v, LiveSpec)]
     if plain:
         raise InputError(

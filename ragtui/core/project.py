@@ -29,6 +29,7 @@ from typing import Any
 from ragtui.core.data.grades import parse_grade_scale
 from ragtui.core.errors import InputError
 from ragtui.core.files import read_regular
+from ragtui.core.judges.spec import JudgeSectionError, parse_judges_table, resolve_judges
 from ragtui.core.options import OPTIONS, Option, OptionError, settings_from_values
 from ragtui.core.settings import Settings
 from ragtui.core.variants import parse_variants
@@ -97,9 +98,17 @@ def _retrievers_section(table: Mapping[str, Any], context: SectionContext) -> di
     return values
 
 
+def _judges_section(table: Mapping[str, Any], context: SectionContext) -> dict[str, Any]:
+    """``[judges]``: one ``[judges.NAME]`` table per model judge (``ragtui.core.judges.spec``); a
+    bad one is a ``JudgeSectionError`` naming the judge and the key, so the line can be found."""
+    specs = parse_judges_table(table, lambda raw: context.resolve(raw), str(context.path))
+    return {"judges": specs}
+
+
 #: Section name -> parser. A module that defines a section adds its parser here.
 SECTIONS: dict[str, SectionParser] = {
     "grades": _grades_section,
+    "judges": _judges_section,
     "retrievers": _retrievers_section,
     "variants": parse_variants,
 }
@@ -358,6 +367,14 @@ def load_project(path: str | Path) -> Project:
             try:
                 produced = section(body, context)
             except (OptionError, ValueError) as exc:
+                if isinstance(exc, JudgeSectionError):
+                    # A judge's table: the line of its key (else of its header) and its own name.
+                    entry, sub = exc.at
+                    table_path = f"{prefix}{key}.{entry}"
+                    found = _key_line(lines, table_path, sub) if sub else None
+                    found = found or _key_line(lines, f"{prefix}{key}", entry) or line
+                    where = f"[{table_path}] {sub}: " if sub else f"[{table_path}] "
+                    raise InputError(path, where + str(exc.problem), found) from None
                 raise InputError(path, f"[{prefix}{key}] {exc}", line) from None
             for name, value in produced.items():
                 project.values[name] = _anchor(value, folder)
@@ -414,6 +431,12 @@ def effective_settings(flags: Mapping[str, Any], project: Project | None) -> Eff
         values[name] = value
         option = by_name.get(name)
         sources[name] = f"flag {option.flag}" if option is not None else "flag"
+    if "judges" in values:
+        # ``--judge NAME`` names a [judges.NAME] of the file (a flag's judges replace the file's).
+        defined = project.values.get("judges", ()) if project is not None else ()
+        values["judges"] = resolve_judges(
+            values["judges"], defined, str(project.path) if project is not None else None
+        )
     return Effective(settings_from_values(values), sources, project)
 
 

@@ -12,6 +12,7 @@ from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale, load_grade_
 from ragtui.core.data.paths import bundled_corpus, bundled_golden, golden_for_reading
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.errors import InputError
+from ragtui.core.judges.base import JudgeSpec
 from ragtui.core.labelling.labels import GRADES_HUMAN
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.retrieval.live import LiveSpec
@@ -72,6 +73,9 @@ class Settings:
     grade_scale: GradeScale | None = None
     #: Live retrievers (``--retriever NAME=SPEC``, ``[retrievers.NAME]``), shown after the runs.
     live_retrievers: tuple[LiveSpec, ...] = ()
+    #: Model judges (``--judge NAME=SPEC``, the project file's ``[judges.NAME]``): the ones
+    #: ``ragtui judge`` grades with (``ragtui.core.judges``; docs/judges.md).
+    judges: tuple[JudgeSpec, ...] = ()
     #: Ask live retrievers again instead of using their cached answers (``--refresh``).
     refresh: bool = False
     #: Milvus: a Milvus Lite file or ``http(s)://host:19530`` (``--milvus``), and the collection.

@@ -141,7 +141,8 @@ def _header(a: JudgeAgreement) -> Section:
         )
     return text_section(
         *notes,
-        heading=f"judge {a.judge}: {count(a.verdicts, 'verdict')} that apply{left_out}",
+        heading=f"judge {a.judge}: {count(a.verdicts, 'verdict')} that "
+        f"{'applies' if a.verdicts == 1 else 'apply'}{left_out}",
     )
 
 

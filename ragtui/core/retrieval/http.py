@@ -50,9 +50,12 @@ from ragtui.core.retrieval.live_base import LiveError, LiveSpec, one_line
 from ragtui.core.text import mask_url
 
 __all__ = [
+    "MAX_RESPONSE_BYTES",
     "PRESETS",
+    "Deadline",
     "HttpConfig",
     "HttpRetriever",
+    "deadline_opener",
     "endpoint",
     "fill_body",
     "fill_url",
@@ -249,6 +252,20 @@ class _RedirectHandler(urllib.request.HTTPRedirectHandler):
         return new
 
 
+#: One deadline shared by connecting, sending and every read (the chat judges ask within one too).
+Deadline = _Deadline
+
+
+def deadline_opener(
+    deadline: _Deadline, configured: frozenset[str] = frozenset()
+) -> urllib.request.OpenerDirector:
+    """An opener whose requests keep to ``deadline`` and whose redirects to another origin carry
+    neither the ``configured`` headers (lowercase names) nor any header that may hold a credential."""
+    return urllib.request.build_opener(
+        _HTTPHandler(deadline), _HTTPSHandler(deadline), _RedirectHandler(configured)
+    )
+
+
 class _Retry(Exception):
     """A failure that may pass (no connection, the deadline, HTTP 429 and 5xx): its one-line reason."""
 
@@ -302,9 +319,7 @@ class HttpRetriever:
 
     def _once(self, request: urllib.request.Request, deadline: _Deadline) -> bytes:
         """One try within the deadline: the body, LiveError for a failure that will not pass, _Retry else."""
-        opener = urllib.request.build_opener(
-            _HTTPHandler(deadline), _HTTPSHandler(deadline), _RedirectHandler(self.configured)
-        )
+        opener = deadline_opener(deadline, self.configured)
         try:
             with opener.open(request) as response:
                 body = response.read(MAX_RESPONSE_BYTES + 1)

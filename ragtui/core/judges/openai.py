@@ -1,0 +1,520 @@
+"""A judge that asks an OpenAI-compatible chat endpoint (OpenAI, Azure, vLLM, Ollama, llama.cpp's
+server, LiteLLM): one ``POST …/chat/completions`` per pair.
+
+The request is the model, one user message (the prompt filled with the question, the chunk and the
+grade scale), ``temperature`` 0 and ``max_tokens``; the answer is read by
+``ragtui.core.judges.parse``. The URL is forgiving: ``http://host:11434/v1``, ``…/v1/`` and
+``…/v1/chat/completions`` are the same endpoint, and a URL with no path gets ``/v1`` (any other
+path is taken as the API's base and gets ``/chat/completions``; a query string is kept).
+
+The API key is read once from the environment variable ``api_key_env`` names (never from the
+project file) and sent only as ``Authorization: Bearer …``; it is never printed, a redirect to
+another host, port or scheme drops it (``ragtui.core.retrieval.http``), and any message that would
+quote it (a server echoing it back) shows ``***`` instead. Each try has its own deadline
+(``timeout``, bounding connecting, sending and every read); no connection, HTTP 408, 429 and 5xx
+are asked again (``retries`` more times) after an exponential back-off with jitter, or after the
+server's ``Retry-After`` when it says one (up to ``MAX_RETRY_AFTER`` seconds: a server that asks
+for longer fails the pair at once). A pair the judge cannot grade (an unreadable answer, a refusal,
+an answer cut at ``max_tokens``, a server that kept failing) is a ``Verdict`` with the failure in
+one line; a key that is refused (401, 403), an endpoint or model that does not exist (404) or a
+spent quota stop the whole run (``JudgeError``).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import http.client
+import math
+import os
+import random
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from ragtui import __version__
+from ragtui.core.data.grades import GradeScale
+from ragtui.core.errors import InputError
+from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
+from ragtui.core.judges.parse import UNREADABLE, parse_grade
+from ragtui.core.judges.prompt import (
+    Prompt,
+    default_prompt,
+    fill_prompt,
+    load_prompt,
+    scale_text,
+)
+from ragtui.core.retrieval.http import MAX_RESPONSE_BYTES, Deadline, deadline_opener, endpoint
+from ragtui.core.text import MASK, mask_url, visible_line
+
+__all__ = [
+    "DEFAULTS",
+    "MAX_RETRY_AFTER",
+    "OPTION_KEYS",
+    "OpenAIJudge",
+    "chat_url",
+    "openai_judge",
+]
+
+#: The options an openai judge takes, with their defaults (``url`` has none; ``api_key_env`` and
+#: ``prompt`` are optional).
+DEFAULTS: dict[str, Any] = {"timeout": 60.0, "concurrency": 4, "retries": 3, "max_tokens": 1024}
+OPTION_KEYS = frozenset({"url", "api_key_env", "prompt", *DEFAULTS})
+#: The longest ``Retry-After`` waited for, in seconds.
+MAX_RETRY_AFTER = 60.0
+#: The longest back-off between two tries, in seconds.
+MAX_BACKOFF = 30.0
+#: The temperature every request is sent with: the same pair, the same grade (as far as a server allows).
+TEMPERATURE = 0
+
+_RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A key shorter than this is not scrubbed from messages (``ollama``, ``x``: placeholders, not
+#: secrets, and replacing them would garble every message that holds the word).
+_MIN_SECRET = 8
+
+
+def chat_url(url: str) -> str:
+    """The chat-completions URL of an API base: ``…/v1`` gets ``/chat/completions``, a URL without a
+    path ``/v1/chat/completions``, one that already ends so is kept (query string kept, fragment
+    dropped)."""
+    parts = urlsplit(url.strip())
+    path = parts.path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path = (path if path else "/v1") + "/chat/completions"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+class _Retry(Exception):
+    """A failure that may pass: its one-line reason and the wait the server asked for (seconds)."""
+
+    def __init__(self, reason: str, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.wait = wait
+
+
+class _PairFailure(Exception):
+    """This pair cannot be graded (the server refused the request as it is): its one-line reason."""
+
+
+def _retry_after(headers: Any) -> float | None:
+    """The seconds a response asks to wait (``Retry-After``: seconds or an HTTP date;
+    ``retry-after-ms``), or None."""
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            value = float(millis) / 1000
+            if math.isfinite(value):
+                return max(0.0, value)
+        except ValueError:
+            pass
+    raw = headers.get("Retry-After")
+    if not raw:
+        return None
+    raw = raw.strip()
+    try:
+        value = float(raw)
+        return max(0.0, value) if math.isfinite(value) else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_detail(raw: bytes) -> str:
+    """What an error response says: OpenAI's ``error.message`` (or ``message``, ``detail``), else its start."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return " ".join(text.split())[:120]
+    if isinstance(obj, dict):
+        error = obj.get("error")
+        for candidate in (
+            error.get("message") if isinstance(error, dict) else error,
+            obj.get("message"),
+            obj.get("detail"),
+        ):
+            if isinstance(candidate, str) and candidate.strip():
+                return " ".join(candidate.split())[:200]
+    return " ".join(text.split())[:120]
+
+
+def _content(message: Mapping[str, Any]) -> str | None:
+    """A message's text: a string, or the text parts of a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            part.get("text")
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+        return "".join(str(p) for p in parts)
+    return None
+
+
+def _tokens(usage: Any) -> int:
+    """The tokens a response says it used: ``total_tokens``, else prompt plus completion, else 0."""
+    if not isinstance(usage, dict):
+        return 0
+
+    def whole(value: Any) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+    total = whole(usage.get("total_tokens"))
+    return total or whole(usage.get("prompt_tokens")) + whole(usage.get("completion_tokens"))
+
+
+class OpenAIJudge:
+    """Grades each pair by asking an OpenAI-compatible chat endpoint (see the module's docstring)."""
+
+    batch_size = 1
+
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        url: str,
+        scale: GradeScale,
+        *,
+        api_key_env: str | None = None,
+        prompt: Prompt | None = None,
+        timeout: float = DEFAULTS["timeout"],
+        concurrency: int = DEFAULTS["concurrency"],
+        retries: int = DEFAULTS["retries"],
+        max_tokens: int = DEFAULTS["max_tokens"],
+    ) -> None:
+        self.name = name
+        self.model = model
+        #: The model the journal records: the name asked for (stable from run to run; the name the
+        #: server answered with is ``served_model``).
+        self.model_id = model
+        #: The model the latest response named (a dated snapshot, a path), "" before the first.
+        self.served_model = ""
+        self.url = chat_url(url)
+        #: The endpoint as messages show it (no user info, no query string).
+        self.where = endpoint(self.url)
+        self.prompt = prompt or default_prompt()
+        self.prompt_sha1 = self.prompt.sha1
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.concurrency = int(concurrency)
+        self.retries = int(retries)
+        self.max_tokens = int(max_tokens)
+        #: Seconds of the first back-off (doubled each try, with jitter); a test may shorten it.
+        self.backoff = 0.5
+        self._key = self._read_key(api_key_env)
+        self._closed = threading.Event()
+        self.scale: GradeScale = ()
+        self.settings_key = ""
+        self._use_scale(scale)
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge({self.name!r}, model={self.model!r}, url={self.where!r})"
+
+    @staticmethod
+    def _read_key(variable: str | None) -> str:
+        if not variable:
+            return ""
+        value = os.environ.get(variable)
+        if value is None:
+            raise JudgeError(
+                f"the environment variable {variable} (api_key_env) is not set: "
+                f"export {variable}=… before running ragtui judge"
+            )
+        value = value.strip()
+        if not value:
+            raise JudgeError(f"the environment variable {variable} (api_key_env) is empty")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            raise JudgeError(
+                f"the environment variable {variable} (api_key_env) holds a control character"
+            )
+        return value
+
+    def _use_scale(self, scale: GradeScale) -> None:
+        self.scale = tuple(scale)
+        self._scale_text = scale_text(self.scale)
+        identity = ["openai", self.model, mask_url(self.url), self.prompt_sha1, TEMPERATURE]
+        identity.append([[grade, label] for grade, label in self.scale])
+        self.settings_key = hashlib.sha1(orjson.dumps(identity)).hexdigest()
+
+    def _scrub(self, text: str) -> str:
+        """A message on one line, safe to show: the key (if a server echoed it) masked, controls escaped."""
+        flat = " ".join(str(text).split())
+        if len(self._key) >= _MIN_SECRET:
+            flat = flat.replace(self._key, MASK)
+        return visible_line(flat)
+
+    # ---- the Judge interface ---------------------------------------------------------------------
+
+    def prepare(self, scale: GradeScale, graded: Sequence[tuple[JudgePair, int]]) -> str:
+        """Grade on ``scale`` (a chat judge fits nothing to the people's grades)."""
+        if tuple(scale) != self.scale:
+            self._use_scale(scale)
+        source = (
+            "ragtui's default prompt" if self.prompt.source == "default" else self.prompt.source
+        )
+        return f"{self.model} at {self.where}, {source}"
+
+    def grade(self, pairs: Sequence[JudgePair]) -> list[Verdict]:
+        """One request per pair, in order (``JudgeError`` when the endpoint cannot work at all)."""
+        return [self._grade_one(pair) for pair in pairs]
+
+    def close(self) -> None:
+        """Stop: back-offs end at once and no new request is sent (one in flight ends by its deadline)."""
+        self._closed.set()
+
+    # ---- one pair --------------------------------------------------------------------------------
+
+    def messages(self, pair: JudgePair) -> list[dict[str, str]]:
+        """What is sent for a pair: one user message, the prompt filled in."""
+        text = fill_prompt(self.prompt.template, pair.question, pair.chunk, self._scale_text)
+        return [{"role": "user", "content": text}]
+
+    def _body(self, pair: JudgePair) -> bytes:
+        return orjson.dumps(
+            {
+                "model": self.model,
+                "messages": self.messages(pair),
+                "temperature": TEMPERATURE,
+                "max_tokens": self.max_tokens,
+            }
+        )
+
+    def _request(self, body: bytes) -> urllib.request.Request:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"ragtui/{__version__}",
+        }
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        return urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+
+    def _grade_one(self, pair: JudgePair) -> Verdict:
+        if self._closed.is_set():
+            return Verdict(None, failure="stopped: not asked (the judge was closed)")
+        body = self._body(pair)
+        tries = 0
+        last = ""
+        wait: float | None = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                pause = min(MAX_BACKOFF, self.backoff * 2 ** (attempt - 1))
+                pause *= random.uniform(0.5, 1.0)
+                if wait is not None:
+                    pause = max(pause, wait)
+                if self._closed.wait(pause):
+                    break
+            tries += 1
+            try:
+                raw = self._post(body)
+            except _Retry as exc:
+                last = str(exc)
+                wait = exc.wait
+                if wait is not None and wait > MAX_RETRY_AFTER:
+                    return self._failed(f"{last}; the server asks to wait {wait:.0f} s")
+                continue
+            except _PairFailure as exc:
+                return self._failed(str(exc))
+            return self._read(raw)
+        plural = "try" if tries == 1 else "tries"
+        return self._failed(f"{last} ({tries} {plural})")
+
+    def _failed(self, problem: str, tokens: int = 0) -> Verdict:
+        return Verdict(None, failure=self._scrub(problem), tokens=tokens)
+
+    def _post(self, body: bytes) -> bytes:
+        """One try within its deadline: the response body; _Retry for a failure that may pass,
+        _PairFailure for one that will not, JudgeError for one that stops every pair."""
+        deadline = Deadline(self.timeout)
+        opener = deadline_opener(deadline, frozenset({"authorization"}))
+        try:
+            with opener.open(self._request(body)) as response:
+                raw = response.read(MAX_RESPONSE_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            self._http_error(exc)
+        except TimeoutError:
+            raise _Retry(f"timed out: no answer within {self.timeout:g} s") from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, TimeoutError):
+                raise _Retry(f"timed out: no answer within {self.timeout:g} s") from None
+            what = getattr(reason, "strerror", None) or reason
+            raise _Retry(f"cannot connect: {what}") from None
+        except (OSError, http.client.HTTPException) as exc:
+            what = getattr(exc, "strerror", None) or type(exc).__name__
+            raise _Retry(f"connection failed: {what}") from None
+        if len(raw) > MAX_RESPONSE_BYTES:
+            raise _PairFailure(f"bad response: over {MAX_RESPONSE_BYTES // 1048576} MB")
+        return bytes(raw)
+
+    def _http_error(self, exc: urllib.error.HTTPError) -> NoReturn:
+        """Raise what an HTTP error status means for the run."""
+        raw = b""
+        try:
+            if exc.fp:
+                raw = exc.read(4096)
+        except (OSError, ValueError, http.client.HTTPException):
+            raw = b""
+        finally:
+            exc.close()
+        detail = _error_detail(raw) if raw else ""
+        code = exc.code
+        status = f"HTTP {code} {exc.reason}".rstrip() + (f" ({detail})" if detail else "")
+        if code in (401, 403):
+            hint = (
+                f"check the key in ${self.api_key_env}"
+                if self.api_key_env
+                else "no key was sent: name its environment variable with api_key_env"
+            )
+            raise JudgeError(self._scrub(f"{self.where}: {status}: {hint}"))
+        if code == 404:
+            raise JudgeError(
+                self._scrub(
+                    f"{self.where}: {status}: check the URL (the API's base, such as "
+                    f"http://127.0.0.1:11434/v1) and the model name {self.model!r}"
+                )
+            )
+        if code == 429 and b"insufficient_quota" in raw:  # OpenAI's: spent, not rate limited
+            raise JudgeError(self._scrub(f"{self.where}: {status}"))
+        if code in _RETRY_STATUS:
+            kind = "rate limited" if code == 429 else "server error"
+            raise _Retry(f"{kind}: {status}", _retry_after(exc.headers))
+        if 300 <= code < 400:
+            status += ": a redirect that was not followed; give the URL it points to"
+        raise _PairFailure(f"request failed: {status}")
+
+    def _read(self, raw: bytes) -> Verdict:
+        """A response's verdict: the grade and reason of its answer, or why there is none."""
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            start = " ".join(raw[:40].decode("utf-8", "replace").split())
+            return self._failed(f"bad response: not JSON (it starts {start!r})")
+        if not isinstance(obj, dict):
+            return self._failed("bad response: not a chat completion (not an object)")
+        tokens = _tokens(obj.get("usage"))
+        served = obj.get("model")
+        if isinstance(served, str) and served:
+            self.served_model = visible_line(served[:200])
+        if isinstance(obj.get("error"), dict | str):
+            return self._failed(f"bad response: an error ({_error_detail(raw)})", tokens)
+        choices = obj.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return self._failed("bad response: no choices", tokens)
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            return self._failed("bad response: its choice has no message", tokens)
+        finish = choice.get("finish_reason")
+        refusal = message.get("refusal")
+        answer = _content(message)
+        if finish == "content_filter":
+            return self._failed("refused: the content filter stopped the answer", tokens)
+        if isinstance(refusal, str) and refusal.strip():
+            return self._failed(f"refused: {refusal[:80]}", tokens)
+        if finish == "length":
+            return self._failed(
+                f"cut off: the answer reached max_tokens ({self.max_tokens}) before it ended",
+                tokens,
+            )
+        if answer is None or not answer.strip():
+            return self._failed(f"{UNREADABLE}: the answer is empty", tokens)
+        verdict = parse_grade(answer, self.scale)
+        if verdict.grade is None:
+            return self._failed(verdict.failure, tokens)
+        reason = verdict.reason
+        if len(self._key) >= _MIN_SECRET:
+            reason = reason.replace(self._key, MASK)
+        return Verdict(verdict.grade, reason, tokens=tokens)
+
+
+def _number(spec: JudgeSpec, key: str, low: float, high: float, whole: bool) -> float | int | None:
+    value = spec.options.get(key)
+    if value is None:
+        return None
+    kind = "a whole number" if whole else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(None, f"{spec.source}: judge {spec.name}: {key} must be {kind}")
+    if whole and not float(value).is_integer():
+        raise InputError(None, f"{spec.source}: judge {spec.name}: {key} must be {kind}")
+    if not (math.isfinite(value) and low <= value <= high):
+        raise InputError(
+            None, f"{spec.source}: judge {spec.name}: {key} must be from {low:g} to {high:g}"
+        )
+    return int(value) if whole else float(value)
+
+
+def openai_judge(spec: JudgeSpec, scale: GradeScale) -> OpenAIJudge:
+    """The judge an ``openai`` spec describes (``spec.target`` is the model; options: ``url``,
+    ``api_key_env``, ``prompt`` (a path), ``timeout``, ``concurrency``, ``retries``, ``max_tokens``).
+
+    A bad option or prompt file is an ``InputError`` (one line naming it); an ``api_key_env`` that
+    is not set is a ``JudgeError``.
+    """
+    where = f"{spec.source}: judge {spec.name}"
+    unknown = sorted(set(spec.options) - OPTION_KEYS)
+    if unknown:
+        raise InputError(
+            None,
+            f"{where}: {unknown[0]} is not an option of an openai judge "
+            f"(its options: {', '.join(sorted(OPTION_KEYS))})",
+        )
+    if not spec.target.strip():
+        raise InputError(None, f"{where}: an openai judge needs a model name")
+    url = spec.options.get("url")
+    if not isinstance(url, str) or not re.match(r"https?://[^/?#\s]", url.strip(), re.I):
+        raise InputError(None, f"{where}: url must be an http:// or https:// URL")
+    try:
+        userinfo = "@" in (urlsplit(url.strip()).netloc or "")
+    except ValueError:
+        raise InputError(None, f"{where}: url is not a URL ({mask_url(url)})") from None
+    if userinfo:
+        raise InputError(
+            None,
+            f"{where}: the URL holds a user name or password; put the key in an environment "
+            "variable and name it with api_key_env",
+        )
+    api_key_env = spec.options.get("api_key_env")
+    if api_key_env is not None and (
+        not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env)
+    ):
+        raise InputError(None, f"{where}: api_key_env must be the name of an environment variable")
+    prompt_path = spec.options.get("prompt")
+    if prompt_path is not None and not isinstance(prompt_path, str | Path):
+        raise InputError(None, f"{where}: prompt must be the path of a prompt file")
+    prompt = load_prompt(prompt_path) if prompt_path is not None else None
+    timeout = _number(spec, "timeout", 0.001, 3600, whole=False)
+    concurrency = _number(spec, "concurrency", 1, 64, whole=True)
+    retries = _number(spec, "retries", 0, 10, whole=True)
+    max_tokens = _number(spec, "max_tokens", 1, 1_000_000, whole=True)
+    return OpenAIJudge(
+        spec.name,
+        spec.target.strip(),
+        url.strip(),
+        scale,
+        api_key_env=api_key_env,
+        prompt=prompt,
+        timeout=DEFAULTS["timeout"] if timeout is None else float(timeout),
+        concurrency=DEFAULTS["concurrency"] if concurrency is None else int(concurrency),
+        retries=DEFAULTS["retries"] if retries is None else int(retries),
+        max_tokens=DEFAULTS["max_tokens"] if max_tokens is None else int(max_tokens),
+    )

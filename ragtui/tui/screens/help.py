@@ -59,7 +59,7 @@ KEYS: list[tuple[str, str]] = [
     ("e", "explain hybrid for this question: ranks, RRF terms, pool ceiling"),
     ("c", "compare two retrievers: win/tie/loss, p-value, 95% interval"),
     ("r", "recall@k curve, k = 1..depth"),
-    ("g / d", "agreement (rule vs hand grades, annotators) / chunking diagnostics"),
+    ("g / d", "agreement (rule vs hand grades, annotators, model judges) / chunking diagnostics"),
     ("?", "this help"),
     ("ctrl+p", "command palette: change k or depth, export TREC files, run check, sort, filter"),
     ("ctrl+q", "quit"),

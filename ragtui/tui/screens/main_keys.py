@@ -152,7 +152,7 @@ MAIN_KEYS: tuple[Binding, ...] = (
         "agreement",
         "Agreement",
         show=False,
-        tooltip="The evidence rule against the hand grades: confusion table, kappa, disagreements.",
+        tooltip="The evidence rule against the hand grades, the annotators and the model judges: confusion tables, kappa, disagreements.",
         id="labels.agreement",
         priority=True,
     ),

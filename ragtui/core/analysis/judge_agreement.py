@@ -22,7 +22,7 @@ them, and every front end marks it (``shares_text``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -311,7 +311,7 @@ def _compare(
     rule: bool,
     threshold: int,
     pairs: Sequence[ComparedPair],
-    question_slices: dict[str, list[str]],
+    question_slices: Mapping[str, Sequence[str]],
     slices: Sequence[str],
 ) -> Comparison:
     per_slice = {}

@@ -107,15 +107,33 @@ class Judge(Protocol):
     """
 
     name: str
-    #: The model that grades, as the journal records it (``qwen2.5:7b-instruct``, a folder's name).
-    model_id: str
-    #: The sha1 of the prompt a judge sends (empty for judges without a prompt).
-    prompt_sha1: str
-    #: A hash of every setting that changes a grade (kind, model, prompt, thresholds): the cache key.
-    settings_key: str
-    #: Pairs handed to ``grade`` at once, and calls to ``grade`` in flight at once.
-    batch_size: int
-    concurrency: int
+
+    # Read-only, so that a judge may compute them (a plugin's, read from its object when it is
+    # first used; a local judge's settings key once ``prepare`` chose its thresholds).
+    @property
+    def model_id(self) -> str:
+        """The model that grades, as the journal records it (``qwen2.5:7b-instruct``, a folder's name)."""
+        ...
+
+    @property
+    def prompt_sha1(self) -> str:
+        """The sha1 of the prompt a judge sends (empty for judges without a prompt)."""
+        ...
+
+    @property
+    def settings_key(self) -> str:
+        """A hash of every setting that changes a grade (kind, model, prompt, thresholds): the cache key."""
+        ...
+
+    @property
+    def batch_size(self) -> int:
+        """Pairs handed to ``grade`` at once."""
+        ...
+
+    @property
+    def concurrency(self) -> int:
+        """Calls to ``grade`` in flight at once."""
+        ...
 
     def prepare(self, scale: GradeScale, graded: Sequence[tuple[JudgePair, int]]) -> str:
         """Get ready to grade on ``scale``; ``graded`` are pairs people graded, with their grades."""

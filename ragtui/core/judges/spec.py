@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from ragtui.core.data.paths import safe_filename
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import JudgeKind, JudgeSpec
+from ragtui.core.judges.base import JudgeKind, JudgeSpec, shares_model_with
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.text import mask_urls
 
@@ -43,7 +43,9 @@ __all__ = [
     "JudgeSectionError",
     "JudgeSettings",
     "check_judge_name",
+    "judge_shares",
     "judge_text",
+    "judge_where",
     "parse_judge_flag",
     "parse_judge_section",
     "parse_judge_spec",
@@ -127,6 +129,18 @@ class JudgeSettings(Protocol):
 
     @property
     def retrievers(self) -> tuple[str, ...]: ...
+
+
+def judge_shares(model_id: str, settings: JudgeSettings) -> tuple[str, ...]:
+    """The retrievers in force that use the model ``model_id`` (a judge's, or a verdict's ``model``
+    in the journal): the embedding model's (vector, hybrid) and the reranker's (``<over>+rerank``).
+    A judge favours the retriever it shares its model with; agreement and estimates mark it."""
+    retrievers = list(settings.retrievers)
+    if settings.rerank:
+        reranked = f"{settings.rerank_over}+rerank"
+        if reranked not in retrievers:
+            retrievers.append(reranked)
+    return shares_model_with(model_id, settings.model, settings.rerank, retrievers)
 
 
 class JudgeSectionError(ValueError):
@@ -223,6 +237,11 @@ def parse_judge_flag(text: str) -> JudgeSpec | str:
     if not sep:
         return name
     return parse_judge_spec(name, spec, source)
+
+
+def judge_where(spec: JudgeSpec) -> str:
+    """Where a judge was given, for messages: ``--judge NAME`` or ``ragtui.toml [judges.NAME]``."""
+    return spec.source if "[judges." in spec.source else f"--judge {spec.name}"
 
 
 def judge_text(spec: JudgeSpec | str) -> str:

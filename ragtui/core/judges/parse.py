@@ -78,16 +78,32 @@ _TAIL = (
     r"(?P<alt>\s*(?:(?i:or|to|and)\s+|[-–—]\s*)"
     r"[*_`\"'\[(]*(?:\d+\b|(?i:zero|one|two|three|four|five|six|seven|eight|nine)\b))?"
 )
-_KEY = (
-    r"(?P<final>(?i:final|overall)\s+)?(?:(?i:relevance)\s+)?"
-    r"(?P<key>(?i:grade|score|rating|relevance|judge?ment|label|answer|verdict))"
-)
+
+
+def _key(names: str) -> str:
+    return r"(?P<final>(?i:final|overall)\s+)?(?:(?i:relevance)\s+)?(?P<key>(?i:" + names + "))"
+
+
+#: The words that name a grade: the strong ones in any statement, the weak ones only before ``:``/``=``.
+_STRONG = "grade|score|rating"
+_WEAK = "relevance|judge?ment|label|answer|verdict"
+_KEY = _key(f"{_STRONG}|{_WEAK}")
 #: ``Grade: 2``, ``**Grade:** 2``, ``grade = 2``, ``"score": 2``, ``Grade 2`` (not ``Grade 2:``:
 #: a scale echoed back), ``grade is 2``, ``a grade of 2``.
 _STATED = re.compile(
-    r"(?<![A-Za-z])" + _KEY + r"(?![A-Za-z])[*_`\"']*"
+    r"(?<![A-Za-z])" + _key(_STRONG) + r"(?![A-Za-z])[*_`\"']*"
     r"(?:\s*(?:[:=]|(?i:is|of|would\s+be|should\s+be|will\s+be))\s*[*_`\"']*\s*(?i:an?\s+)?"
     r"|[ \t]+(?=[*_`\"'\[(]*-?\d+\b(?!\s*[:=])))" + _WRAP + _NUMBER + _UNWRAP + _TAIL
+)
+#: ``Relevance: 2``, ``Final answer: 2``, ``"relevance": 2``.
+_STATED_WEAK = re.compile(
+    r"(?<![A-Za-z])"
+    + _key(_WEAK)
+    + r"(?![A-Za-z])[*_`\"']*\s*[:=]\s*[*_`\"']*\s*"
+    + _WRAP
+    + _NUMBER
+    + _UNWRAP
+    + _TAIL
 )
 #: UMBRELA's ``O = 2`` (overall), case-sensitive so that a lowercase ``o`` is not one.
 _UMBRELA_O = re.compile(r"(?<![A-Za-z])O\s*[:=]\s*" + _WRAP + _NUMBER + _UNWRAP + _TAIL)
@@ -119,7 +135,10 @@ _REFUSAL = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _ENDS = re.compile(r"[.!?](?=\s)")
-_MARKDOWN = re.compile(r"\*\*|__|`|^[\s#>*\-]+", re.M)
+#: A list item's or a step's number at a reason's start (``2.``, ``Step 3:``).
+_LIST_ITEM = re.compile(r"^(?:(?i:step)\s+)?\d+[.):]\s+")
+_MARKDOWN = re.compile(r"^[\s#>*\-]+", re.M)
+_EMPHASIS = re.compile(r"\*\*|__|`")
 
 _JSON_GRADE_KEYS = (
     "final_grade",
@@ -231,7 +250,7 @@ def _words_conflict(text: str, end: int, grade: int, scale: GradeScale) -> str:
 def _statements(text: str, scale: GradeScale) -> list[_Stated]:
     """Every grade the text states, in order (overlapping matches: the earliest, longest one)."""
     found: list[_Stated] = []
-    for pattern in (_STATED, _UMBRELA_O, _VERB, _HEADING):
+    for pattern in (_STATED, _STATED_WEAK, _UMBRELA_O, _VERB, _HEADING):
         for match in pattern.finditer(text):
             grade, problem = _value(match, scale)
             if grade is not None:
@@ -290,9 +309,10 @@ def _last_sentence(text: str) -> str:
 def clean_reason(text: str) -> str:
     """A reason as the journal keeps it: one line, markdown and control characters removed, at most
     ``MAX_REASON`` characters."""
-    flat = " ".join(_MARKDOWN.sub(" ", text).split()).strip(" \"'")
+    flat = " ".join(_MARKDOWN.sub(" ", _EMPHASIS.sub("", text)).split()).strip(" \"'")
+    flat = _LIST_ITEM.sub("", flat)
     flat = "".join(ch for ch in flat if not has_control(ch))
-    if not re.search(r"[^\W\d_]{3}", flat):  # no word in it: ``M = 2, T = 1`` says nothing
+    if not re.search(r"[^\W\d_]{2}", flat):  # no word in it: ``M = 2, T = 1`` says nothing
         return ""
     return flat if len(flat) <= MAX_REASON else flat[: MAX_REASON - 1] + "…"
 

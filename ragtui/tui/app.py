@@ -56,6 +56,7 @@ from ragtui.tui.messages import (
     Request,
     RerankReady,
     RetireRequested,
+    SampleRequested,
     UndoRequested,
     VectorsFailed,
     VectorsReady,
@@ -300,6 +301,8 @@ class RagtuiApp(AppCommands, App[int]):
                 self._undo(message.target)
             elif isinstance(message, RetireRequested):
                 self._retire_requested(message)
+            elif isinstance(message, SampleRequested):
+                self.sample_requested(message)
 
     # ---- start and stop -----------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui import tasks
 from ragtui.tui.controller import Controller, Refused
-from ragtui.tui.messages import BaselineLoaded, Changed, ExperimentDone
+from ragtui.tui.messages import BaselineLoaded, Changed, ExperimentDone, SampleRequested
 from ragtui.tui.screens.dialogs import PromptScreen
 from ragtui.tui.screens.help import HelpScreen
 from ragtui.tui.widgets.status_line import Status
@@ -106,6 +106,21 @@ class AppCommands:
         )
         title = f"recent messages ({len(rows)}, the last {STATUS_LOG_SIZE} are kept)"
         self.push_screen(ReportScreen(Report(title, (section,)), id="messages"))
+
+    def sample_requested(self: Owner, message: SampleRequested) -> None:
+        """The judging view's sample order asks for the random sample for the estimate: read the
+        recorded one, or draw and record it (the bundled set is copied to the user's folder first)."""
+        try:
+            change = self.controller.draw_sample(message.size, message.seed)
+        except Refused as exc:
+            self.say(exc.message, error=True)
+            return
+        self.publish(change)
+        recorded = self.controller.estimate_sample
+        if recorded is not None:
+            self.say(recorded.describe())
+        for notice in self.controller.take_notices():
+            self.say(notice)
 
     # ---- experiments ------------------------------------------------------------------------------
 

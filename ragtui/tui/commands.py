@@ -16,8 +16,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from ragtui.core.analysis.question_filter import FILTER_SYNTAX
 from ragtui.core.analysis.runs import list_runs
+from ragtui.core.labelling.verify import judges
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.controller import Controller
+from ragtui.tui.screens.judging import JudgingScreen
 from ragtui.tui.screens.main import MainScreen
 
 #: The k values offered directly (k can also be stepped with + and -).
@@ -71,6 +74,15 @@ class RagtuiCommands(Provider):
     def ragtui(self) -> PaletteHost:
         """The app, as the palette calls it."""
         return cast(PaletteHost, self.app)
+
+    def verify(self, judge: str | None) -> None:
+        """Verify a judge's grades (None: every judge's): the judging view on top switches to it,
+        else one opens over the questions shown."""
+        top = self.app.screen
+        if isinstance(top, JudgingScreen) and not top.adjudicate:
+            top.verify(judge)
+        else:
+            self.ragtui.main_screen.action_verify(judge)
 
     def commands(self) -> list[Entry]:
         """(title, callback, help) of every command that applies now."""
@@ -176,6 +188,19 @@ class RagtuiCommands(Provider):
                 "labels: judging view",
                 screen.action_judge,
                 "key j: one key a pair over the questions shown",
+            ),
+            (
+                "labels: verify the judges' grades",
+                partial(self.verify, None),
+                "the judging view over the pairs a model judge graded; enter accepts, a digit overrides",
+            ),
+            *(
+                (
+                    f"labels: verify judge {visible_line(name)}",
+                    partial(self.verify, name),
+                    f"the pairs model:{visible_line(name)} graded that no person has",
+                )
+                for name in judges(ws.labels)
             ),
             (
                 "labels: adjudicate disputed pairs",

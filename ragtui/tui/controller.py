@@ -17,6 +17,7 @@ from ragtui.core.data.golden import Question
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import ReadOnlyError
+from ragtui.core.labelling.verify import RecordedSample, recorded_or_drawn, sample_population
 from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.rerank import RerankResult
 from ragtui.core.settings import Settings
@@ -85,6 +86,8 @@ class Controller:
     """The judging view's blind mode as toggled with ``b`` this session (None: the blind setting)."""
     undo_stack: list[UndoEntry] = field(default_factory=list)
     """What ``u`` undoes, newest last (label changes and retirements of this session)."""
+    estimate_sample: RecordedSample | None = None
+    """The random sample of questions for the estimate, once the judging view asked for it."""
     _serial: int = field(default=0, init=False, repr=False)
 
     @property
@@ -120,6 +123,7 @@ class Controller:
             ws.refresh_labels()  # labels saved while the reload ran
             # The new journal has nothing to undo: only retirements (in the golden set) still can be.
             self.undo_stack = [e for e in self.undo_stack if e.kind == "retire"]
+            self.estimate_sample = None  # another golden set, perhaps: read again when asked
         if vectors is not None:
             ws.apply_vectors(vectors)
         self.retriever_status = {
@@ -324,6 +328,25 @@ class Controller:
         if not changed and not warnings:
             return None
         return Changed("labels-reloaded", frozenset(changed), warnings=warnings)
+
+    def draw_sample(self, size: int, seed: int) -> Changed:
+        """The random sample of questions for the estimate: the one recorded in ``sample.json``
+        beside the label journal, else ``size`` questions drawn with ``seed`` and recorded there
+        (for the bundled set in the user's copy, never in the bundled folder)."""
+        ws = self.ws
+        try:
+            golden = ws.writable_golden()
+            sample = recorded_or_drawn(golden, sample_population(ws.questions), size, seed)
+        except InputError as exc:
+            raise Refused(f"{exc.message}: no sample for the estimate.") from None
+        except ValueError as exc:
+            raise Refused(f"No sample for the estimate: {exc}.") from None
+        except OSError as exc:
+            raise Refused(
+                f"Could not record the sample for the estimate: {exc.strerror or exc}"
+            ) from None
+        self.estimate_sample = sample
+        return Changed("sample")
 
     # ---- questions -------------------------------------------------------------------------------
 

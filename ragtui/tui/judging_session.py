@@ -12,10 +12,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.cells import cell_len
+from rich.text import Text
 
+from ragtui.core.data.grades import GradeScale
+from ragtui.core.labelling.journal import Label
 from ragtui.core.labelling.judging import JudgedCount, JudgingQueue, PoolEntry, PoolOrder
+from ragtui.core.labelling.sample import HumanSample
+from ragtui.core.labelling.verify import (
+    QueueOrder,
+    RecordedSample,
+    disagreeing_first,
+    disagreement,
+    judge_verdict,
+    judged_chunks,
+    person_graded,
+)
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 
@@ -161,32 +175,90 @@ class JudgingWalk:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """What the judging view walks: the people's queue (the pooled pairs) or, with ``verify``, the
+    pairs a judge graded; in one of the orders of ``ragtui.core.labelling.verify``."""
+
+    verify: bool = False
+    #: The judge whose grades are verified (and who disagrees with the rule); None: every judge.
+    judge: str | None = None
+    order: QueueOrder = "shown"
+
+    @property
+    def suggests(self) -> bool:
+        """Whether the judge's grade may be shown: verifying, outside the sample for the estimate
+        (people judge the sample on their own: a grade copied from the judge would hide its
+        errors from the estimate)."""
+        return self.verify and self.order != "sample"
+
+    def title(self) -> list[str]:
+        """``verify llm``, ``disagree first``: what the view's title says of the queue (nothing for
+        the people's queue in the shown order; the sample order says its own progress)."""
+        parts = []
+        if self.verify:
+            parts.append("verify" + (f" {visible_line(self.judge)}" if self.judge else ""))
+        if self.order == "disagree":
+            parts.append("disagree first")
+        return parts
+
+
 class JudgingSession:
     """The judging view's walk: every pooled pair of the questions shown, in their order, each
     question's unjudged pairs first; the pair on screen, and the pairs graded in this session.
 
     A digit grades the pair on screen and moves to the next unjudged pair; left and right move one
-    pair without grading; undo goes back to the pair graded last."""
+    pair without grading; undo goes back to the pair graded last.
+
+    With a ``Queue`` that verifies, the walk is the pairs a judge graded among the questions shown
+    (pooled or not), each question's unverified pairs first; a pair is judged (verified) once a
+    person's grade applies. In the ``disagree`` order the pairs where the judge and the evidence
+    rule differ come first, the largest difference first; in the ``sample`` order the walk is every
+    pooled pair of the sample's questions, in the sample's order, judged once a person graded it."""
 
     def __init__(
         self,
         walk: JudgingWalk,
         start: tuple[str, str | None] | None = None,
         adjudicate: bool = False,
+        queue: Queue | None = None,
+        sample: HumanSample | None = None,
     ) -> None:
         """The session over ``walk``; it opens on ``start`` (question, chunk) if pooled, on the
         question's first unjudged pair when the chunk is None, else on the first unjudged pair.
 
         With ``adjudicate`` the session is the adjudication pass: the disputed pairs of the walk's
-        questions (pooled or not), and a pair counts as judged once it has an adjudicated grade."""
+        questions (pooled or not), and a pair counts as judged once it has an adjudicated grade.
+        ``queue`` says what is walked and in which order (``sample``: the questions of ``sample``,
+        none without one)."""
         self.walk = walk
         self.adjudicate = adjudicate
+        self.queue = queue if queue is not None and not adjudicate else Queue()
         ws = walk.ws
+        self._applies = lambda label: ws.label_status(label) is None
+        #: The sample's questions walked in the ``sample`` order (those still in the golden set).
+        self.sample_qids: list[str] = []
         #: Every pair, in the order the view visits them.
         self.pairs: list[PoolEntry]
         if adjudicate:
             self.pairs = [
                 _entry(walk, qid, cid) for qid in walk.qids for _, cid in ws.disputed_pairs(qid)
+            ]
+        elif self.queue.order == "sample":
+            known = ws.question_by_id
+            self.sample_qids = [
+                q
+                for q in (sample.questions if sample is not None else ())
+                if q in known and not known[q].retired
+            ]
+            self.pairs = [
+                e for qid in self.sample_qids for e in sorted(walk.pairs(qid), key=self.is_judged)
+            ]
+        elif self.queue.verify:
+            self.pairs = [
+                e
+                for qid in walk.qids
+                for e in sorted(self._judged_by_model(qid), key=self.is_judged)
             ]
         else:
             self.pairs = [
@@ -194,6 +266,10 @@ class JudgingSession:
                 for qid in walk.qids
                 for e in sorted(walk.pairs(qid), key=lambda e: walk.queue.is_judged(qid, e.chunk))
             ]
+        if self.queue.order == "disagree" and not adjudicate:
+            self.pairs = disagreeing_first(self.pairs, self.difference)
+        #: In the sample order: whether each of the sample's questions is judged fully.
+        self.sample_full = {qid: self.fully_judged(qid) for qid in self.sample_qids}
         self._index = {e.key: i for i, e in enumerate(self.pairs)}
         #: The position of the pair on screen.
         self.position = 0
@@ -218,10 +294,69 @@ class JudgingSession:
         return self.pairs[self.position] if self.pairs else None
 
     def is_judged(self, entry: PoolEntry) -> bool:
-        """Whether a pair has a hand grade that applies (in the adjudication pass: an adjudicated one)."""
+        """Whether a pair has a hand grade that applies (in the adjudication pass: an adjudicated
+        one; verifying and in the sample: any person's, the one that counts over the judge's)."""
         if self.adjudicate:
             return self.walk.ws.adjudicated_grade(entry.question, entry.chunk) is not None
+        if self.queue.verify or self.queue.order == "sample":
+            return person_graded(self.walk.ws.labels.pair(*entry.key), self._applies)
         return self.walk.queue.is_judged(entry.question, entry.chunk)
+
+    def _judged_by_model(self, qid: str) -> list[PoolEntry]:
+        """The pairs of a question the queue's judge graded: the pooled ones in pool order, then
+        the others (beyond the pool) in corpus order."""
+        ws = self.walk.ws
+        judged = set(judged_chunks(ws.labels, qid, self.queue.judge, self._applies))
+        if not judged:
+            return []
+        pool = self.walk.pairs(qid)
+        pooled = [e for e in pool if e.chunk in judged]
+        rest = sorted(judged - {e.chunk for e in pooled}, key=lambda c: ws.chunk_order.get(c, 0))
+        return pooled + [PoolEntry(qid, cid, 0, ()) for cid in rest]
+
+    def verdict(self, entry: PoolEntry) -> Label | None:
+        """The judge's verdict of a pair (the queue's judge, else the latest of any judge's)."""
+        pair = self.walk.ws.labels.pair(*entry.key)
+        return judge_verdict(pair, self.queue.judge, self._applies)
+
+    def difference(self, entry: PoolEntry) -> int:
+        """How far the judge's grade of a pair lies from the evidence rule's (0: no verdict)."""
+        verdict = self.verdict(entry)
+        if verdict is None:
+            return 0
+        return disagreement(verdict.grade, rule_grade(self.walk.ws, *entry.key))
+
+    def keep_graded(self, before: JudgingSession) -> None:
+        """Carry the pairs graded in an earlier session of the view over (undo goes back to them
+        when this walk holds them)."""
+        self.graded = [
+            self._index[key]
+            for key in (before.pairs[i].key for i in before.graded)
+            if key in self._index
+        ]
+
+    def sample_changed(self, questions: frozenset[str] | None) -> None:
+        """Grades of ``questions`` (None: of any) changed: count the sample's questions judged
+        fully again (only those: a key costs the pools of the questions it touched)."""
+        full = self.sample_full
+        touched = full.keys() if questions is None else full.keys() & questions
+        for qid in list(touched):
+            full[qid] = self.fully_judged(qid)
+
+    def sample_progress(self, recorded: RecordedSample | None) -> str:
+        """``sample: 12 of 40 questions judged fully (seed 0)``."""
+        if recorded is None:
+            return "sample: none yet"
+        done, seed = sum(self.sample_full.values()), recorded.sample.seed
+        return f"sample: {done} of {len(self.sample_full)} questions judged fully (seed {seed})"
+
+    def fully_judged(self, qid: str) -> bool:
+        """Whether a person's grade applies to every pooled pair of a question (the estimate's
+        "judged fully")."""
+        labels = self.walk.ws.labels
+        return all(
+            person_graded(labels.pair(qid, e.chunk), self._applies) for e in self.walk.pairs(qid)
+        )
 
     def _next_unjudged(self, after: int, wrap: bool) -> int | None:
         order = list(range(after + 1, len(self.pairs)))
@@ -270,6 +405,14 @@ class JudgingSession:
         return sum(1 for e in self.pairs if self.is_judged(e))
 
 
+def rule_grade(ws: Workspace, qid: str, cid: str) -> int | None:
+    """The evidence rule's (or the qrels') grade of a pair, hand grades aside; None: ungraded."""
+    base = ws.base_grades.get(qid, {})
+    if cid in base:
+        return base[cid]
+    return ws.own_grades.get(qid, {}).get(cid)
+
+
 def _entry(walk: JudgingWalk, qid: str, cid: str) -> PoolEntry:
     """The pool entry of a pair, or one made for a pair outside the pool (graded in the result
     lists beyond k)."""
@@ -277,3 +420,112 @@ def _entry(walk: JudgingWalk, qid: str, cid: str) -> PoolEntry:
         if entry.chunk == cid:
             return entry
     return PoolEntry(qid, cid, 0, ())
+
+
+# ---- the rows of a judge's verdict -----------------------------------------------------------------
+
+#: The rows of a judge's reason shown when verifying (the rest is cut with …).
+REASON_ROWS = 2
+
+
+def verdict_rows(
+    session: JudgingSession, width: int, blind: bool, scale: GradeScale
+) -> tuple[Text, int | None]:
+    """The rows verifying shows under the pair, each at most ``width`` cells, and the judge's grade
+    they show (None: none shown): ``llm: grade 2 (answers fully) · also sim 1  ⏎ accepts · 0-9
+    overrides`` and two rows of its reason; or, blind or in the sample for the estimate, that the
+    grade and reason are hidden."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    entry = session.current
+    if entry is None:
+        return out, None
+    hidden = "give your own (0-9)"
+    if not session.queue.suggests:
+        out.append(
+            cut_end(f"sample for the estimate: the judge's grade is hidden; {hidden}", width), "dim"
+        )
+        return out, None
+    if blind:
+        out.append(
+            cut_end(f"blind: the judge's grade and reason are hidden; {hidden}", width), "dim"
+        )
+        return out, None
+    verdict = session.verdict(entry)
+    if verdict is None or verdict.grade is None:
+        out.append("no judge's grade on this pair", "dim")
+        return out, None
+    words = dict(scale).get(verdict.grade, "off the scale")
+    line = f"{visible_line(verdict.judge)}: grade {verdict.grade} ({visible_line(words)})"
+    others = session.walk.ws.judge_verdicts(*entry.key)
+    also = " · ".join(
+        f"{visible_line(name)} {label.grade}"
+        for name, label in sorted(others.items())
+        if name != verdict.judge
+    )
+    line += f" · also {also}" if also else ""
+    keys = "  ⏎ accepts · 0-9 overrides"
+    out.append(cut_end(line, max(width - cell_len(keys), 1)), "bold")
+    out.append(keys, "dim")
+    for row in wrap_rows(verdict.reason, width, REASON_ROWS):
+        out.append("\n")
+        out.append(row, "italic")
+    return out, verdict.grade
+
+
+def wrap_rows(text: str, width: int, rows: int) -> list[str]:
+    """``text`` (a model's reason: data) on at most ``rows`` rows of ``width`` cells: white space
+    collapsed, control characters shown as escapes, words kept whole where they fit (a longer one
+    cut), the last row ending in ``…`` when more is left."""
+    # Only what can be shown is read (escapes widen a reason; a reason is short, but it is data).
+    limit = (width + 1) * rows * 2
+    words = visible_line(" ".join(text[:limit].split())).split()
+    out: list[str] = []
+    line = ""
+    i = 0
+    more = len(text) > limit
+    while i < len(words):
+        if len(out) == rows:
+            more = True
+            break
+        word = words[i]
+        joined = f"{line} {word}" if line else word
+        if cell_len(joined) <= width:
+            line, i = joined, i + 1
+        elif line:
+            out.append(line)
+            line = ""
+        else:  # a word wider than a row: its head fills one
+            piece = head_of(word, width) or word[:1]
+            out.append(piece)
+            words[i] = word[len(piece) :]
+            i += 0 if words[i] else 1
+    if line:
+        if len(out) == rows:
+            more = True
+        else:
+            out.append(line)
+    if more and out:
+        out[-1] = head_of(out[-1], width - 1) + "…"
+    return out
+
+
+def head_of(text: str, width: int) -> str:
+    """The longest start of ``text`` within ``width`` cells."""
+    out = ""
+    for char in text:
+        if cell_len(out + char) > width:
+            break
+        out += char
+    return out
+
+
+def cut_end(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its end replaced by ``…`` when cut."""
+    if cell_len(text) <= width:
+        return text
+    out = ""
+    for char in text:
+        if cell_len(out + char) > width - 1:
+            break
+        out += char
+    return out + "…"

@@ -55,6 +55,16 @@ class UndoRequested(Request):
 
 
 @dataclass
+class SampleRequested(Request):
+    """Read the recorded random sample of questions for the estimate, or draw and record one."""
+
+    size: int
+    """How many questions a new sample draws."""
+    seed: int
+    """The seed a new sample is drawn with."""
+
+
+@dataclass
 class AddQuestionRequested(Message):
     """Append a question to the golden set and evaluate it."""
 
@@ -218,6 +228,7 @@ ChangeKind = Literal[
     "status",
     "progress",
     "retired",
+    "sample",
 ]
 
 

@@ -298,15 +298,15 @@ class JudgingQueue:
     # ---- judged status -------------------------------------------------------------------------
 
     def annotators(self) -> set[str]:
-        """The named annotators with a line in the journal (adjudicated lines and unnamed lines
-        aside), read incrementally as the journal grows."""
+        """The named people with a line in the journal (adjudicated lines, unnamed lines and model
+        judges aside), read incrementally as the journal grows."""
         history = self.ws.labels.history
         first, seen, names = self._names
         # A journal read again from the start (replaced, compacted) has a new first line.
         if seen > len(history) or (history[0] if history else None) is not first:
             seen, names = 0, set()
         for label in history[seen:]:
-            if label.annotator and not label.adjudicated:
+            if label.annotator and not label.adjudicated and not label.is_model:
                 names.add(label.annotator)
         self._names = (history[0] if history else None, len(history), names)
         return names
@@ -314,8 +314,9 @@ class JudgingQueue:
     @property
     def person(self) -> str | None:
         """Whose queue this is: the current annotator when several people grade (``--annotator``
-        names one, or the journal holds grades by a named annotator other than the current one),
-        else None: one person grades and any hand grade counts as judged."""
+        names one, or the journal holds grades by a named person other than the current one; a
+        model judge's verdicts are no person's), else None: one person grades and any hand grade
+        counts as judged."""
         labels = self.ws.labels
         me = labels.annotator
         if self.ws.settings.annotator is not None or self.annotators() - {me}:

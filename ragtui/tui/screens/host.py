@@ -13,6 +13,7 @@ from textual.signal import Signal
 
 from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.grades import GradeScale
+from ragtui.core.labelling.verify import RecordedSample
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui.messages import Changed
@@ -53,6 +54,10 @@ class ControllerView(Protocol):
     @property
     def judging_blind(self) -> bool | None:
         """The judging view's blind mode as toggled this session (None: the blind setting)."""
+
+    @property
+    def estimate_sample(self) -> RecordedSample | None:
+        """The random sample of questions for the estimate, once the judging view asked for it."""
 
     @property
     def grade_scale(self) -> GradeScale:

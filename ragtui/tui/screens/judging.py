@@ -10,11 +10,17 @@ view moves on at once.
 Every line but the chunk keeps its row at any size: the chunk id and heading path are shortened to
 one row, the ranks and grade to another, the annotators (when several graded) to a third; the
 chunk scrolls in what remains.
+
+``v`` switches to verifying a model judge's grades (the pairs a judge graded that no person has,
+the judge's grade and reason in three rows of their own; enter takes the grade as yours), ``o``
+cycles the queue's order (as shown, judge and evidence rule disagreeing first, the random sample
+for the estimate); the title says which.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -24,10 +30,18 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ragtui.core.labelling.verify import QUEUE_ORDERS, SAMPLE_SEED, SAMPLE_SIZE, judges
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, SOURCE_MODEL, Workspace
-from ragtui.tui.judging_session import JudgingSession, JudgingWalk, heading_row
-from ragtui.tui.messages import Changed, GradeRequested, Notice, UndoRequested
+from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, Workspace
+from ragtui.tui.judging_session import (
+    JudgingSession,
+    JudgingWalk,
+    Queue,
+    cut_end,
+    heading_row,
+    verdict_rows,
+)
+from ragtui.tui.messages import Changed, GradeRequested, Notice, SampleRequested, UndoRequested
 from ragtui.tui.screens.host import ControllerView, host
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.formatting import format_seconds
@@ -36,6 +50,12 @@ from ragtui.tui.widgets.text import DISPUTED_MARK, set_frame_text
 
 #: The longest question text shown (a question of a megabyte would take seconds to lay out).
 MAX_QUESTION_CHARS = 2000
+#: What each order of the queue is called in the status line.
+ORDER_NAMES = {
+    "shown": "the questions shown, in their order",
+    "disagree": "judge and evidence rule disagreeing first, most first",
+    "sample": "the random sample of questions for the estimate",
+}
 
 
 def _digits() -> list[Binding]:
@@ -133,6 +153,35 @@ class JudgingScreen(Screen[None]):
             id="judge.blind",
         ),
         Binding(
+            "enter",
+            "accept",
+            "Accept",
+            show=False,
+            priority=True,
+            tooltip="Verifying: take the judge's grade as your own and move to the next pair.",
+            id="judge.accept",
+        ),
+        Binding(
+            "v",
+            "verify",
+            "Verify",
+            show=False,
+            priority=True,
+            tooltip="Verify a judge's grades: the pairs a judge graded that no person has, with "
+            "its grade and reason (v again: the people's queue).",
+            id="judge.verify",
+        ),
+        Binding(
+            "o",
+            "order",
+            "Order",
+            show=False,
+            priority=True,
+            tooltip="The queue's order: as shown, judge and evidence rule disagreeing first, or "
+            "the random sample of questions for the estimate.",
+            id="judge.order",
+        ),
+        Binding(
             "question_mark",
             "keys",
             "Keys",
@@ -158,9 +207,11 @@ class JudgingScreen(Screen[None]):
         retrievers: list[str],
         start: tuple[str, str | None] | None = None,
         adjudicate: bool = False,
+        queue: Queue | None = None,
     ) -> None:
         """Judge the pools of ``qids`` (in this order) over ``retrievers``' top k, starting at
-        ``start`` when it is pooled; with ``adjudicate``, settle their disputed pairs instead.
+        ``start`` when it is pooled; with ``adjudicate``, settle their disputed pairs instead;
+        with ``queue``, verify a judge's grades or walk in another order (``v``, ``o``).
         Blind or not is the app's (the ``blind`` setting, toggled with ``b`` for the session), read
         from ``controller`` with the grade scale and the latest change."""
         super().__init__(id="judging")
@@ -169,7 +220,9 @@ class JudgingScreen(Screen[None]):
         self.retrievers = retrievers
         #: The adjudication pass: digits record adjudicated grades, which win.
         self.adjudicate = adjudicate
-        self.session = JudgingSession(JudgingWalk(ws, qids), start, adjudicate=adjudicate)
+        self.session = JudgingSession(JudgingWalk(ws, qids), start, adjudicate, queue)
+        #: The judge's grade on screen when verifying, with its pair (what enter accepts).
+        self._shown_verdict: tuple[tuple[str, str], int] | None = None
         #: Show the neighbouring chunks.
         self.context = False
         self._graded_here = 0
@@ -195,6 +248,7 @@ class JudgingScreen(Screen[None]):
         """The pair: question, where the chunk is from, the chunk; then the scale, status, keys."""
         yield Static("", id="judge-question")
         yield Static("", id="judge-meta")
+        yield Static("", id="judge-verdict")
         yield ChunkView(id="judge-chunk", header=False)
         yield Static("", id="judge-scale")
         yield StatusLine(id="judge-status")
@@ -206,6 +260,7 @@ class JudgingScreen(Screen[None]):
         app.changed.subscribe(self, self._changed, immediate=True)
         app.status_changed.subscribe(self, self.query_one(StatusLine).show, immediate=True)
         self._draw_scale()
+        self.query_one("#judge-verdict", Static).display = self.session.queue.verify
         if self.session.current is None:
             self.post_message(
                 Notice(
@@ -229,6 +284,7 @@ class JudgingScreen(Screen[None]):
         entry = self.session.current
         if entry is not None:
             self._draw_meta(entry.question, entry.chunk)
+            self._draw_verdict()
 
     def _draw_scale(self) -> None:
         """The grade scale in its own words, on one row (closer together, then cut, when narrow)."""
@@ -259,6 +315,7 @@ class JudgingScreen(Screen[None]):
             question_bar.update("")
             meta.update("")
             view.show(None, None, None)
+            self._draw_verdict()
             self._update_title()
             return
         ws = self.ws
@@ -279,8 +336,23 @@ class JudgingScreen(Screen[None]):
         ):  # the next pair is often the same question's
             question_bar.update(line)
         self._draw_meta(entry.question, entry.chunk)
+        self._draw_verdict()
         view.show(ws, entry.question, entry.chunk, context=self.context, evidence=not self.blind)
         self._update_title()
+
+    def _draw_verdict(self) -> None:
+        """Verifying: the judge's grade and its reason (three rows, drawn without a new layout),
+        or why they are hidden; remembers the grade shown, which is what enter accepts."""
+        self._shown_verdict = None
+        if not self.session.queue.verify:
+            return
+        rows, grade = verdict_rows(
+            self.session, self.line_width, self.blind, self.controller.grade_scale
+        )
+        entry = self.session.current
+        if entry is not None and grade is not None:
+            self._shown_verdict = (entry.key, grade)
+        self.query_one("#judge-verdict", Static).update(rows, layout=False)
 
     def _meta(self, qid: str, cid: str) -> Text:
         """The origin lines, each one row of the view's width:
@@ -324,15 +396,16 @@ class JudgingScreen(Screen[None]):
             return full
         found = [f"{n} #{r}" for n, r in ranks if r is not None]
         others = len(ranks) - len(found)
-        return _cut(" · ".join(found + ([f"{others} others –"] if others else [])), max(room, 1))
+        return cut_end(" · ".join(found + ([f"{others} others –"] if others else [])), max(room, 1))
 
     def _grade_text(self, qid: str, cid: str) -> tuple[str, str]:
         """The pair's grade, where it comes from, and its style: the grade that counts; blind,
         without the evidence rule's (or the qrels') grade; in a person's own queue, whether they
         graded it (blind: only their own grade)."""
         grade, source = self.ws.grade_source(qid, cid)
-        by_hand = source in (SOURCE_HAND, SOURCE_ADJUDICATED, SOURCE_MODEL)
-        style = "bold" if by_hand else ""
+        # A person's grade; a model's (``--grades human+model``) is hidden when blind, as the rule's.
+        by_hand = source in (SOURCE_HAND, SOURCE_ADJUDICATED)
+        style = "bold" if grade is not None and source not in (None, self.ws.base_source) else ""
         person = None if self.adjudicate else self.person
         if person is not None:
             own = self.session.walk.queue.own_grade(qid, cid)
@@ -371,21 +444,30 @@ class JudgingScreen(Screen[None]):
             tail = "  disputed: a digit settles it" if self.adjudicate else "  disputed"
         head = f"{DISPUTED_MARK if disputed else ' '} annotators: "
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(head + _cut(grades, max(width - cell_len(head) - cell_len(tail), 1)))
+        line.append(head + cut_end(grades, max(width - cell_len(head) - cell_len(tail), 1)))
         if tail:
             line.append(tail, "bold")
         return line
 
     def _update_title(self) -> None:
         """``pair 3 of 351 · judged 40/351 · 12/min · 26 min left`` (``judged 40/351 by bob`` in a
-        person's own queue)."""
+        person's own queue); ``verify llm · disagree first · pair 3 of 40 · verified 5/40`` when
+        verifying; ``sample: 12 of 40 questions judged fully (seed 0) · …`` in the sample order."""
         session = self.session
+        queue = session.queue
         total = len(session.pairs)
         judged = session.judged_count()
-        person = None if self.adjudicate else self.person
+        person = None if self.adjudicate or queue.verify or queue.order == "sample" else self.person
+        verb = "verified" if queue.suggests else "judged"
         parts = [
+            *queue.title(),
+            *(
+                [session.sample_progress(self.controller.estimate_sample)]
+                if queue.order == "sample"
+                else []
+            ),
             f"pair {session.position + 1 if total else 0} of {total}",
-            f"judged {judged}/{total}" + (f" by {visible_line(person)}" if person else ""),
+            f"{verb} {judged}/{total}" + (f" by {visible_line(person)}" if person else ""),
         ]
         if self._first_grade_at is not None and self._graded_here >= 2:
             minutes = max(time.monotonic() - self._first_grade_at, 1e-6) / 60
@@ -405,12 +487,55 @@ class JudgingScreen(Screen[None]):
     # ---- what the app changed --------------------------------------------------------------------
 
     def _changed(self, change: Changed) -> None:
-        """A grade was saved (or labels arrived): redraw the pair's grade and the counts."""
+        """A grade was saved (or labels arrived): redraw the pair's grade and the counts; the
+        sample for the estimate arrived: walk it."""
+        if change.kind == "sample":
+            if self.session.queue.order == "sample":
+                self._set_queue(self.session.queue)
+            return
         entry = self.session.current
         if entry is not None and (change.questions is None or entry.question in change.questions):
             # The annotators' line may come or go (the view stays on a pair just graded).
             self._draw_meta(entry.question, entry.chunk)
+            self._draw_verdict()
+        self.session.sample_changed(change.questions)
         self._update_title()
+
+    def _set_queue(self, queue: Queue) -> None:
+        """Walk another queue (verify or not, another order), staying on the pair on screen when
+        the new walk holds it, else on its question's first unjudged pair."""
+        before = self.session
+        entry = before.current
+        recorded = self.controller.estimate_sample
+        self.session = JudgingSession(
+            before.walk,
+            (entry.question, entry.chunk) if entry is not None else None,
+            queue=queue,
+            sample=recorded.sample if recorded is not None else None,
+        )
+        self.session.keep_graded(before)
+        self.query_one("#judge-verdict", Static).display = queue.verify
+        self.show_pair()
+
+    def verify(self, judge: str | None) -> None:
+        """Verify ``judge``'s grades (None: every judge's), from the command palette."""
+        if self.adjudicate:
+            self.post_message(
+                Notice("The adjudication pass settles people's disputes: verify from j.")
+            )
+            return
+        self._set_queue(replace(self.session.queue, verify=True, judge=judge))
+        self._say_queue()
+
+    def _say_queue(self) -> None:
+        """What the view walks now, in the status line."""
+        queue = self.session.queue
+        if queue.verify:
+            who = f"{visible_line(queue.judge)}'s" if queue.judge else "the judges'"
+            text = f"Verifying {who} grades: ⏎ accepts, 0-9 overrides (v: back)."
+        else:
+            text = "The people's queue: every pooled pair (v: verify a judge's grades)."
+        self.post_message(Notice(text))
 
     # ---- keys ---------------------------------------------------------------------------------------
 
@@ -420,6 +545,31 @@ class JudgingScreen(Screen[None]):
         entry = self.session.current
         if entry is None:
             return
+        self._grade(entry.question, entry.chunk, grade)
+
+    def action_accept(self) -> None:
+        """Verifying: take the judge's grade on screen as your own (a person's journal line, as a
+        digit writes) and move on; blind, in the sample, or without a verdict: say why not."""
+        entry = self.session.current
+        if entry is None:
+            return
+        shown = self._shown_verdict
+        if shown is not None and shown[0] == entry.key:
+            self._grade(entry.question, entry.chunk, shown[1])
+            return
+        queue = self.session.queue
+        if not queue.verify:
+            why = "Enter accepts a judge's grade when verifying (v)."
+        elif not queue.suggests:
+            why = "In the sample for the estimate you give the grade yourself (0-9)."
+        elif self.blind:
+            why = "Blind: the judge's grade is hidden, so you give the grade yourself (0-9)."
+        else:
+            why = "No judge's grade on this pair: give yours (0-9)."
+        self.post_message(Notice(why))
+
+    def _grade(self, qid: str, cid: str, grade: int) -> None:
+        """Ask the app to save ``grade`` for the pair and move to the next unjudged pair."""
         scale = dict(self.controller.grade_scale)
         if grade not in scale:
             words = " · ".join(f"{g} {label}" for g, label in scale.items())
@@ -427,9 +577,7 @@ class JudgingScreen(Screen[None]):
                 Notice(f"{grade} is not on the grade scale ({words}): nothing saved.", error=True)
             )
             return
-        self.app.post_message(
-            GradeRequested(entry.question, entry.chunk, grade, adjudicate=self.adjudicate)
-        )
+        self.app.post_message(GradeRequested(qid, cid, grade, adjudicate=self.adjudicate))
         if self._first_grade_at is None:
             self._first_grade_at = time.monotonic()
         self._graded_here += 1
@@ -489,27 +637,45 @@ class JudgingScreen(Screen[None]):
             )
         )
 
+    def action_verify(self) -> None:
+        """Between the people's queue and verifying the judges' grades."""
+        if self.adjudicate:
+            self.post_message(Notice("The adjudication pass settles people's disputes: no v here."))
+            return
+        queue = self.session.queue
+        if not queue.verify and not judges(self.ws.labels):
+            self.post_message(
+                Notice(
+                    "No judge has graded a pair yet (ragtui judge grades the pool): none to verify."
+                )
+            )
+            return
+        self._set_queue(replace(queue, verify=not queue.verify))
+        self._say_queue()
+
+    def action_order(self) -> None:
+        """The queue's next order: as shown, disagreeing first, the sample for the estimate."""
+        if self.adjudicate:
+            self.post_message(Notice("The adjudication pass walks the disputed pairs: no o here."))
+            return
+        queue = self.session.queue
+        order = QUEUE_ORDERS[(QUEUE_ORDERS.index(queue.order) + 1) % len(QUEUE_ORDERS)]
+        if order == "sample":
+            # Read (or draw and record) the sample: the app applies it before the next key.
+            self.app.post_message(SampleRequested(SAMPLE_SIZE, SAMPLE_SEED))
+        else:
+            self.post_message(Notice(f"Order: {ORDER_NAMES[order]} (o: next order)."))
+        self._set_queue(replace(queue, order=order))
+
     def action_keys(self) -> None:
         """Say every key in the status line."""
         self.post_message(
             Notice(
                 "0-9 grade & next · ⌫ clear · u undo · ←/→ move · ␣/PgDn scroll · c context · "
-                "b blind · esc back"
+                "b blind · v verify · ⏎ accept · o order · esc back"
             )
         )
 
     def action_close(self) -> None:
         """Back to where the view was opened."""
         self.dismiss(None)
-
-
-def _cut(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, its end replaced by ``…`` when cut."""
-    if cell_len(text) <= width:
-        return text
-    out = ""
-    for char in text:
-        if cell_len(out + char) > width - 1:
-            break
-        out += char
-    return out + "…"

@@ -654,6 +654,10 @@ class MainScreen(Screen[None]):
         """The judging view over the questions shown, in their order, starting here."""
         self._open(views.judging, loading="No question is shown: nothing to judge.")
 
+    def action_verify(self, judge: str | None = None) -> None:
+        """The judging view verifying a judge's grades (None: every judge's), starting here."""
+        self._open(partial(views.verifying, judge=judge), loading="The data is still loading.")
+
     def action_adjudicate(self) -> None:
         """The adjudication pass: the judging view over the disputed pairs of the questions shown."""
         self._open(views.adjudication)

@@ -12,7 +12,9 @@ from typing import Any
 from textual.screen import Screen
 
 from ragtui.core.analysis.why import WhyIndex
+from ragtui.core.labelling.verify import judges
 from ragtui.core.workspace import Workspace
+from ragtui.tui.judging_session import Queue
 from ragtui.tui.screens.adhoc import AdhocScreen
 from ragtui.tui.screens.chunk import ChunkScreen
 from ragtui.tui.screens.host import ControllerView
@@ -72,6 +74,20 @@ def adjudication(shown: Shown) -> View:
     if not shown.ws.disputed_pairs():
         return "No pair is disputed: the annotators agree everywhere."
     return JudgingScreen(shown.ws, shown.controller, shown.unretired(), shown.ready, None, True)
+
+
+def verifying(shown: Shown, judge: str | None = None) -> View:
+    """The judging view verifying a judge's grades (None: every judge's) over the questions shown,
+    starting at the question shown."""
+    if shown.question is None:
+        return "No question is shown: nothing to verify."
+    if not judges(shown.ws.labels):
+        return "No judge has graded a pair yet (ragtui judge grades the pool): none to verify."
+    queue = Queue(verify=True, judge=judge)
+    start = (shown.question, None)
+    return JudgingScreen(
+        shown.ws, shown.controller, shown.unretired(), shown.ready, start, queue=queue
+    )
 
 
 def adhoc(shown: Shown) -> View:

@@ -100,6 +100,40 @@ def main() -> int:
         "ragtui: hashing, encoding with progress, writing the cache (median of 4 each, alternating)",
     )
 
+    print("chat judge against the local chat server ...", file=sys.stderr)
+    jd = run_child("bench.judges", "--pairs", "400" if args.quick else "800")
+    ideal = 1000 / jd["delay_ms"]
+    one, eight = jd["c1_pairs_per_s"], jd["c8_pairs_per_s"]
+    report.add(
+        f"chat judge, server answering in {jd['delay_ms']:.0f} ms: concurrency 1",
+        f"{one:.0f} pairs/s",
+        ">= 60 % of 1 / delay",
+        f"ideal {ideal:.0f} pairs/s",
+        one >= 0.6 * ideal,
+    )
+    report.add(
+        f"chat judge, server answering in {jd['delay_ms']:.0f} ms: concurrency 8",
+        f"{eight:.0f} pairs/s ({eight / one:.1f}x)",
+        ">= 5x concurrency 1",
+        f"ideal {8 * ideal:.0f} pairs/s",
+        eight >= 5 * one,
+        "the server is Python on the same cores",
+    )
+    report.add(
+        "ragtui judge, bundled set (BM25 pool), concurrency 8",
+        f"{jd['command_pairs_per_s']:.0f} pairs/s",
+        "reported",
+        f"{int(jd['command_pairs'])} pairs graded and written; whole command {jd['command_wall_s']:.1f} s",
+    )
+    report.add(
+        "chat judge, ragtui's own cost per pair (server answering at once)",
+        f"{jd['overhead_cpu_ms_per_pair']:.2f} ms CPU",
+        "< 5 ms",
+        f"wall {jd['overhead_wall_ms_per_pair']:.2f} ms per pair, HTTP on 127.0.0.1 included",
+        jd["overhead_cpu_ms_per_pair"] < 5,
+        f"prompt and parser alone {jd['prompt_and_parse_us_per_pair']:.0f} µs",
+    )
+
     if not args.skip_app:
         print("app ...", file=sys.stderr)
         from bench.app import add_app_figures

@@ -88,6 +88,8 @@ _MAIN_KEY: dict[str, JudgeKind] = {
     "factory": "plugin",
     "entry_point": "entry-point",
 }
+#: Keys as the docs write them, where that is not with underscores.
+_SHOWN = {"max_tokens": "max-tokens", "entry_point": "entry-point"}
 _REQUIRED: dict[JudgeKind, tuple[str, ...]] = {
     "openai": ("url", "model"),
     "cross-encoder": ("path",),
@@ -190,12 +192,18 @@ def _http_url(url: str) -> bool:
     return url.lower().startswith(("http://", "https://")) and len(url.split("://", 1)[1]) > 0
 
 
-def parse_judge_spec(name: str, spec: str, source: str = "--judge") -> JudgeSpec:
-    """The judge ``spec`` stands for (one of :data:`_FORMS`), named ``name``; InputError when it is none."""
+def parse_judge_spec(
+    name: str, spec: str, source: str = "--judge", where: str | None = None
+) -> JudgeSpec:
+    """The judge ``spec`` stands for (one of :data:`_FORMS`), named ``name``; InputError when it is
+    none. ``source`` is where it was given (kept in the spec), ``where`` what messages name (the
+    flag as written; default ``source``)."""
+    given = source
+    source = where or source
     spec = spec.strip()
     lowered = spec.lower()
     if lowered == "similarity":
-        return JudgeSpec(name, "similarity", "", {}, source)
+        return JudgeSpec(name, "similarity", "", {}, given)
     if lowered.startswith("openai:"):
         body = spec[len("openai:") :]
         parts = _URL_AT.split(body, maxsplit=1)
@@ -205,21 +213,21 @@ def parse_judge_spec(name: str, spec: str, source: str = "--judge") -> JudgeSpec
                 f"{source}: expected openai:MODEL@URL with an http(s) URL "
                 "(openai:qwen2.5:7b-instruct@http://127.0.0.1:11434/v1)",
             )
-        return JudgeSpec(name, "openai", parts[0].strip(), {"url": parts[1].strip()}, source)
+        return JudgeSpec(name, "openai", parts[0].strip(), {"url": parts[1].strip()}, given)
     if lowered.startswith("cross-encoder:"):
         path = spec[len("cross-encoder:") :].strip()
         if not path:
             raise InputError(None, f"{source}: expected cross-encoder:PATH (a model folder)")
-        return JudgeSpec(name, "cross-encoder", str(Path(path).expanduser()), {}, source)
+        return JudgeSpec(name, "cross-encoder", str(Path(path).expanduser()), {}, given)
     if lowered in ("openai", "cross-encoder"):
         form = "openai:MODEL@URL" if lowered == "openai" else "cross-encoder:PATH"
         raise InputError(None, f"{source}: expected {form}")
     if "://" in spec:
         raise InputError(None, f"{source}: a URL is given as openai:MODEL@URL")
     if _FACTORY.fullmatch(spec):
-        return JudgeSpec(name, "plugin", spec, {}, source)
+        return JudgeSpec(name, "plugin", spec, {}, given)
     if _NAME.fullmatch(spec):
-        return JudgeSpec(name, "entry-point", spec, {}, source)
+        return JudgeSpec(name, "entry-point", spec, {}, given)
     raise InputError(None, f"{source}: {spec!r} is none of {_FORMS}")
 
 
@@ -236,7 +244,7 @@ def parse_judge_flag(text: str) -> JudgeSpec | str:
     check_judge_name(name, source)
     if not sep:
         return name
-    return parse_judge_spec(name, spec, source)
+    return parse_judge_spec(name, spec, "--judge", source)
 
 
 def judge_where(spec: JudgeSpec) -> str:
@@ -361,16 +369,18 @@ def parse_judge_section(
     values = {key: value for key, (_, value) in by_key.items()}
     kind = _kind(values, name)
     allowed = SECTION_KEYS[kind]
+    article = "an" if kind[0] in "aeiou" else "a"
     for key, (written, _) in by_key.items():
         if key != "kind" and key not in allowed:
-            keys = ", ".join(k.replace("_", "-") if k == "entry_point" else k for k in allowed)
+            keys = ", ".join(_SHOWN.get(k, k) for k in allowed)
             raise JudgeSectionError(
-                name, written, f"not a key of a {kind} judge (its keys: kind, {keys})"
+                name, written, f"not a key of {article} {kind} judge (its keys: kind, {keys})"
             )
     for key in _REQUIRED[kind]:
         if key not in values:
-            shown = "entry-point" if key == "entry_point" else key
-            raise JudgeSectionError(name, None, f"a {kind} judge needs {shown}")
+            raise JudgeSectionError(
+                name, None, f"{article} {kind} judge needs {_SHOWN.get(key, key)}"
+            )
 
     def read(key: str, parse: Callable[[Any], Any]) -> Any:
         try:

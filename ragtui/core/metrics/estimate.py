@@ -1,0 +1,458 @@
+"""How sure a mean is: the prediction-powered estimate of a mean with its 95 % interval, and the
+range the unjudged pairs of a pool still allow one question's metric.
+
+**The prediction-powered estimate** (Angelopoulos et al., Science 2023), in its finite-population
+form. Over a set of N questions, ``y(q)`` is a metric computed with people's grades (known only on
+the n questions of a simple random sample, drawn without replacement, that people judged fully)
+and ``f(q)`` the same metric computed with a model judge's grades (known everywhere). The sampled
+questions' values are known exactly, so the estimate fills the others with the model and corrects
+them by the model's mean error on the sample::
+
+    theta_hat = (sum_{q in s} y(q) + sum_{q not in s} f(q)) / N  -  ((N - n) / N) * mean_s(f - y)
+
+which equals ``mean_N(f) - mean_s(r)`` with ``r = f - y``; its error is ``mean_N(r) - mean_s(r)``,
+so it is unbiased whatever the judge, and its variance is that of a sample mean without replacement::
+
+    Var = (S_r^2 / n) * (1 - n / N)        (S_r^2 with n - 1)
+
+The 95 % interval is ``theta_hat +/- t_{0.975, df} * sqrt(Var)``, with Student's t and degrees of
+freedom from the differences' kurtosis (``degrees_of_freedom``: ``n - 1`` when they look normal,
+fewer when they are mostly zeros with a few large values, as a judge that is rarely but badly wrong
+gives). In the Cranfield simulation (``tests/test_estimate_simulation.py``: 40 of 225 questions,
+1,000 repetitions, three judges, four metrics) the normal quantile 1.96 covered 92.2-94.9 %,
+t with ``n - 1`` 92.5-95.4 % and t with these degrees of freedom 93.9-96.0 %; docs/judges.md has
+the figures.
+
+The human-only interval is the same formula with ``f = 0``: the sample's mean of ``y`` with the same
+finite-population variance. A better judge makes ``S_r`` smaller than ``S_y`` and the interval
+narrower; a worse one widens it, never biases it.
+
+**The unjudged range** (``unjudged_range``): a pair is unjudged when no grade counts for it (no
+qrels entry or evidence-rule grade, no person's grade, and under ``--grades human+model`` no model
+verdict); the metrics read it as not relevant. The range is the lowest and the highest value the
+metric can take when every unjudged pair of the question's pool (the union of the retrievers' top k;
+for RR the retriever's whole run) gets any grade of the scale, pairs outside the pool staying as
+they are. It is not simply "all relevant" against "none relevant", because the denominators grow
+with the relevant pool pairs too:
+
+* recall@k = hits / R: an unjudged pair in the retriever's top k raises hits and R by one, and
+  ``(h + 1) / (R + 1) >= h / R``; one outside its top k raises only R. So the high makes the top-k
+  pairs relevant (the scale's highest grade) and the others not; the low does the opposite.
+* precision@k and RR read only the retriever's own list: the high makes its unjudged pairs
+  relevant, the low makes none relevant.
+* nDCG@k = DCG / ideal DCG, the ideal sorting every grade of the question. A pair outside the top k
+  moves only the ideal, so the high leaves those at 0 and the low gives them the highest grade. A
+  pair inside the top k moves both: at rank 3 under a perfect ranking, a grade above the others'
+  raises the ideal more than the DCG (ranks 1-2 at grade 2: nDCG 1.0; rank 3 at grade 4: 0.84), so
+  neither "all relevant" nor "none relevant" is the top in general. The grades the top-k pairs take
+  at the extremes are found exactly: for a given multiset of grades the DCG is largest with the
+  largest grades at the best ranks (smallest at the best ranks for the low) and the ideal depends on
+  the multiset only, so a dynamic programme over how many pairs take each grade, inside
+  Dinkelbach's iteration for a ratio, finds the best and the worst multiset (O(grades * k^2) a step).
+
+Every value is computed by ``ragtui.core.metrics.formulas`` on the grades chosen, so the bounds are
+values trec_eval would print for some complete judgement of the pool.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+
+from ragtui.core.metrics.formulas import (
+    _check_k,
+    _discounts,
+    ndcg_at_k,
+    precision_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    relevant_ids,
+)
+
+__all__ = [
+    "CONFIDENCE",
+    "MIN_SAMPLE",
+    "RANGE_MEASURES",
+    "Interval",
+    "RangeMeasure",
+    "degrees_of_freedom",
+    "mean_interval",
+    "ppi_mean",
+    "t_quantile",
+    "unjudged_range",
+]
+
+#: The interval's level.
+CONFIDENCE = 0.95
+#: Fewer sampled questions judged fully than this give no interval (the t interval needs a mean
+#: and a spread it can trust; with 10 questions it is already about twice the width at 40).
+MIN_SAMPLE = 10
+
+#: The metrics whose unjudged range ``unjudged_range`` computes (the per-question field names).
+RangeMeasure = Literal["recall", "precision", "rr", "ndcg"]
+RANGE_MEASURES: tuple[RangeMeasure, ...] = ("recall", "precision", "rr", "ndcg")
+
+
+# ---- Student's t quantile (no scipy at run time) ---------------------------------------------
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def _t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with ``df`` degrees of freedom (``t_{0.975, 39}`` = 2.0227),
+    by bisection on its distribution function to 1e-12."""
+    if not 0.0 < p < 1.0 or df <= 0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got p={p!r}, df={df!r}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while _t_cdf(high, df) < p:
+        high *= 2.0
+    while high - low > 1e-12 * max(1.0, high):
+        mid = (low + high) / 2.0
+        if _t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2.0
+
+
+# ---- the estimate and its interval -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """An estimate of a mean over ``population`` questions from ``n`` of them, with its interval
+    (``df``: the degrees of freedom of the t quantile it used)."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    population: int
+    df: int
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width: the ``± 0.04`` of ``0.33 ± 0.04``."""
+        return (self.high - self.low) / 2.0
+
+    @property
+    def width(self) -> float:
+        """The interval's width, high - low."""
+        return self.high - self.low
+
+
+@lru_cache(maxsize=256)
+def _t_quantile_cached(p: float, df: int) -> float:
+    return t_quantile(p, df)
+
+
+def degrees_of_freedom(values: Sequence[float] | np.ndarray) -> int:
+    """The t quantile's degrees of freedom for a sample mean: ``n - 1`` for normal-looking values,
+    fewer when their kurtosis says the sample variance is less certain.
+
+    ``S^2`` is approximated by a scaled chi-square whose variance matches
+    ``Var(S^2) = sigma^4 * (2 / (n - 1) + kappa / n)`` (``kappa`` the excess kurtosis, estimated
+    from the sample), which gives ``df = 2 / (2 / (n - 1) + kappa / n)``, rounded down, between 1
+    and ``n - 1``. Differences that are mostly zeros with a few large values (a judge that is
+    rarely but badly wrong) have a large kurtosis and get a wider, honest interval.
+    """
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    centred = x - float(np.mean(x))
+    m2 = float(np.mean(centred**2))
+    if n < 2 or m2 <= 0.0:
+        return max(n - 1, 1)
+    kappa = max(float(np.mean(centred**4)) / (m2 * m2) - 3.0, 0.0)
+    df = 2.0 / (2.0 / (n - 1) + kappa / n)
+    return max(1, min(n - 1, math.floor(df + 1e-9)))
+
+
+def _spread(values: np.ndarray, population: int, confidence: float) -> tuple[float, int]:
+    """Half the interval of a sample mean without replacement, t * sqrt(S^2 / n * (1 - n / N)),
+    and the t quantile's degrees of freedom."""
+    n = len(values)
+    variance = float(np.var(values, ddof=1)) / n * (1.0 - n / population)
+    df = degrees_of_freedom(values)
+    quantile = _t_quantile_cached(0.5 + confidence / 2.0, df)
+    return quantile * math.sqrt(max(variance, 0.0)), df
+
+
+def _checked(n: int, population: int) -> None:
+    if n < 2:
+        raise ValueError(f"an interval needs at least 2 sampled questions, got {n}")
+    if population < n:
+        raise ValueError(f"the population ({population}) is smaller than the sample ({n})")
+
+
+def ppi_mean(
+    y_sample: Sequence[float] | np.ndarray,
+    f_sample: Sequence[float] | np.ndarray,
+    f_rest: Sequence[float] | np.ndarray,
+    confidence: float = CONFIDENCE,
+) -> Interval:
+    """The prediction-powered estimate of a mean over n + len(f_rest) questions, with its interval.
+
+    ``y_sample`` and ``f_sample`` are the people's and the model's values on the n sampled
+    questions (same order), ``f_rest`` the model's values on every other question:
+    ``theta_hat = (sum y_s + sum f_rest) / N - ((N - n) / N) * mean_s(f - y)`` and
+    ``theta_hat +/- t_{(1+c)/2, df} * sqrt(S_r^2 / n * (1 - n / N))`` with ``r = f - y``
+    (``df`` from ``degrees_of_freedom(r)``).
+    """
+    y = np.asarray(y_sample, dtype=float)
+    f = np.asarray(f_sample, dtype=float)
+    rest = np.asarray(f_rest, dtype=float)
+    if y.shape != f.shape:
+        raise ValueError("y_sample and f_sample must have the same length")
+    n = len(y)
+    population = n + len(rest)
+    _checked(n, population)
+    r = f - y
+    estimate = (math.fsum(y.tolist()) + math.fsum(rest.tolist())) / population - (
+        (population - n) / population
+    ) * float(np.mean(r))
+    spread, df = _spread(r, population, confidence)
+    return Interval(estimate, estimate - spread, estimate + spread, n, population, df)
+
+
+def mean_interval(
+    y_sample: Sequence[float] | np.ndarray, population: int, confidence: float = CONFIDENCE
+) -> Interval:
+    """The human-only estimate: the sample's mean of ``y`` with the same finite-population interval,
+    ``mean_s(y) +/- t_{(1+c)/2, df} * sqrt(S_y^2 / n * (1 - n / N))``."""
+    y = np.asarray(y_sample, dtype=float)
+    n = len(y)
+    _checked(n, population)
+    estimate = float(np.mean(y))
+    spread, df = _spread(y, population, confidence)
+    return Interval(estimate, estimate - spread, estimate + spread, n, population, df)
+
+
+# ---- the range the unjudged pairs allow ------------------------------------------------------
+
+
+def _unique(ranked: Iterable[Hashable]) -> list[Hashable]:
+    seen: set[Hashable] = set()
+    out = []
+    for doc in ranked:
+        if doc not in seen:
+            seen.add(doc)
+            out.append(doc)
+    return out
+
+
+def _binary_value(
+    measure: RangeMeasure,
+    ranked: Sequence[Hashable],
+    gains: Mapping[Hashable, int],
+    k: int,
+    threshold: int,
+) -> float:
+    relevant = relevant_ids(gains, threshold)
+    if measure == "recall":
+        return recall_at_k(ranked, relevant, k)
+    if measure == "precision":
+        return precision_at_k(ranked, relevant, k)
+    return reciprocal_rank(ranked, relevant)
+
+
+def _ideal_steps(values: list[int], fixed: Mapping[int, int]) -> list[tuple[int, int, int]]:
+    """(value, fixed items above it, fixed items at it) for each grade value, largest first."""
+    out = []
+    above = 0
+    for value in values:
+        at = fixed.get(value, 0)
+        out.append((value, above, at))
+        above += at
+    return out
+
+
+def _best_multiset(
+    top_discounts: list[float],
+    fixed: Mapping[int, int],
+    max_grade: int,
+    k: int,
+    lam: float,
+    highest: bool,
+) -> tuple[float, list[int]]:
+    """The grades of the unjudged top-k pairs that make ``DCG - lam * ideal DCG`` largest
+    (``highest``) or smallest, with the DCG they add and the ideal they make: a dynamic programme
+    over how many pairs take each grade, largest grade first.
+
+    ``top_discounts`` are the pairs' discounts best rank first; ``fixed`` counts the other positive
+    grades of the question (judged, and pool pairs held at a grade) by value. Returns the objective
+    and the grade of each pair (in ``top_discounts`` order).
+    """
+    m = len(top_discounts)
+    # For the high the largest grades take the best ranks; for the low the worst ranks.
+    order = list(range(m)) if highest else list(range(m - 1, -1, -1))
+    prefix = [0.0]
+    for i in order:
+        prefix.append(prefix[-1] + top_discounts[i])
+    discounts = _discounts(k)
+    ideal_prefix = [0.0]
+    for j in range(k):
+        ideal_prefix.append(ideal_prefix[-1] + discounts[j])
+
+    def ideal_sum(start: int, count: int) -> float:
+        a, b = min(start, k), min(start + count, k)
+        return ideal_prefix[b] - ideal_prefix[a]
+
+    values = sorted(set(range(1, max_grade + 1)) | {v for v in fixed if v > 0}, reverse=True)
+    steps = _ideal_steps(values, fixed)
+    sign = 1.0 if highest else -1.0
+    # best[a]: the best signed objective with a pairs given grades so far; choice per step.
+    best = [0.0] + [-math.inf] * m
+    choices: list[list[int]] = []
+    for value, above, at in steps:
+        new = [-math.inf] * (m + 1)
+        pick = [0] * (m + 1)
+        for done in range(m + 1):
+            if best[done] == -math.inf:
+                continue
+            start = above + done  # ideal positions taken before this grade
+            most = m - done if value <= max_grade else 0
+            for count in range(most + 1):
+                gain = value * (prefix[done + count] - prefix[done])
+                ideal = value * ideal_sum(start, count + at)
+                score = best[done] + sign * (gain - lam * ideal)
+                if score > new[done + count]:
+                    new[done + count] = score
+                    pick[done + count] = count
+        best = new
+        choices.append(pick)
+    end = max(range(m + 1), key=lambda a: best[a])
+    grades = [0] * m
+    assigned = end
+    for (value, _, _), pick in zip(reversed(steps), reversed(choices), strict=True):
+        count = pick[assigned]
+        for slot in range(assigned - count, assigned):
+            grades[order[slot]] = value
+        assigned -= count
+    return sign * best[end], grades
+
+
+def _ndcg_extreme(
+    ranked: Sequence[Hashable],
+    gains: Mapping[Hashable, int],
+    top_unjudged: list[Hashable],
+    others: list[Hashable],
+    k: int,
+    max_grade: int,
+    highest: bool,
+) -> float:
+    """The largest (``highest``) or smallest nDCG@k over every grade of the unjudged pairs."""
+    held = dict(gains)
+    if not highest:
+        held.update((doc, max_grade) for doc in others)
+    if not top_unjudged or max_grade <= 0:
+        return ndcg_at_k(ranked, held, k)
+    rank_of = {doc: i for i, doc in enumerate(_unique(ranked)[:k])}
+    discounts = _discounts(k)
+    top_discounts = [discounts[rank_of[doc]] for doc in top_unjudged]
+    fixed: dict[int, int] = {}
+    for grade in held.values():
+        if grade > 0:
+            fixed[grade] = fixed.get(grade, 0) + 1
+
+    def with_grades(grades: list[int]) -> dict[Hashable, int]:
+        out = dict(held)
+        out.update(zip(top_unjudged, grades, strict=True))
+        return out
+
+    # Dinkelbach: lam is a value reached; a multiset beating DCG - lam * ideal reaches more.
+    grades = [0] * len(top_unjudged)
+    value = ndcg_at_k(ranked, with_grades(grades), k)
+    for _ in range(100):
+        score, candidate = _best_multiset(top_discounts, fixed, max_grade, k, value, highest)
+        found = ndcg_at_k(ranked, with_grades(candidate), k)
+        better = found > value if highest else found < value
+        if not better or abs(score) <= 1e-12:
+            if better:
+                value = found
+            break
+        value = found
+    return value
+
+
+def unjudged_range(
+    measure: RangeMeasure,
+    ranked: Sequence[Hashable],
+    gains: Mapping[Hashable, int],
+    pool: Iterable[Hashable],
+    k: int,
+    threshold: int = 1,
+    max_grade: int = 2,
+) -> tuple[float, float]:
+    """The lowest and highest value of one question's ``measure`` when every unjudged pair gets any
+    grade from 0 to ``max_grade`` (see the module's docstring).
+
+    ``ranked`` is the retriever's ranking (ids, best first), ``gains`` the grades that count (an id
+    missing from it is unjudged), ``pool`` the question's pool: the union of every retriever's top
+    k (for ``rr``, of their whole runs). Unjudged ids in the retriever's top k (for ``rr``, its
+    whole run) are its own; the pool's other unjudged ids move only the denominators. The values
+    follow ``formulas`` (trec_eval's conventions, linear gain).
+    """
+    _check_k(k)
+    unique = _unique(ranked)
+    top = unique if measure == "rr" else unique[:k]
+    top_set = set(top)
+    top_unjudged = [doc for doc in top if doc not in gains]
+    others = [doc for doc in _unique(pool) if doc not in gains and doc not in top_set]
+    if measure == "ndcg":
+        low = _ndcg_extreme(ranked, gains, top_unjudged, others, k, max_grade, highest=False)
+        high = _ndcg_extreme(ranked, gains, top_unjudged, others, k, max_grade, highest=True)
+        return low, high
+    if measure not in RANGE_MEASURES:
+        raise ValueError(f"unknown measure {measure!r}")
+    high_gains = {**gains, **dict.fromkeys(top_unjudged, max_grade)}
+    low_gains = {**gains, **dict.fromkeys(others, max_grade)}
+    return (
+        _binary_value(measure, ranked, low_gains, k, threshold),
+        _binary_value(measure, ranked, high_gains, k, threshold),
+    )

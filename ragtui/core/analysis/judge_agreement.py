@@ -29,6 +29,7 @@ from typing import Any
 from ragtui.core.analysis.slices import slice_names
 from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.judges.base import shares_model_with
+from ragtui.core.judges.spec import judge_shares
 from ragtui.core.labelling.agreement import cohen_kappa, weighted_kappa
 from ragtui.core.labelling.labels import Label, PairLabels, judge_annotator
 from ragtui.core.workspace import Workspace
@@ -212,21 +213,22 @@ def _ordered_pairs(ws: Workspace) -> list[tuple[str, str, PairLabels]]:
 
 
 def _shared(ws: Workspace, models: Iterable[str]) -> tuple[tuple[str, ...], str]:
-    """The retrievers that use one of the judge's models, and that model's name as the settings give it.
+    """The retrievers that use one of the judge's models (``judge_shares``, as the estimates mark
+    it), and that model's name as the settings give it.
 
-    The embedding model is compared as the settings name it and as the folder it resolves to (the
-    bundled model's folder is not named after it).
+    A verdict naming the folder the bundled model resolves to (not named after it) is the
+    embedding model too.
     """
     settings = ws.settings
-    # The retrievers asked for, built or not yet (the vector ones are built when first needed).
-    asked = [*settings.retrievers, *([settings.rerank_name] if settings.rerank_name else [])]
-    retrievers = list(dict.fromkeys([*asked, *ws.retrievers]))
     found: set[str] = set()
+    resolved = resolve_model(settings.model)
     for model in models:
-        for embedding in (settings.model, resolve_model(settings.model)):
-            found.update(shares_model_with(model, embedding, settings.rerank, retrievers))
+        found.update(judge_shares(model, settings))
+        if model.rstrip("/") == resolved.rstrip("/"):
+            found.update(shares_model_with(resolved, resolved, None, settings.retrievers))
     if not found:
         return (), ""
+    retrievers = [*settings.retrievers, *(r for r in sorted(found) if r not in settings.retrievers)]
     on_embedding = any(not r.endswith("+rerank") for r in found)
     name = settings.model if on_embedding or not settings.rerank else settings.rerank
     return tuple(r for r in retrievers if r in found), name.rstrip("/").rsplit("/", 1)[-1]

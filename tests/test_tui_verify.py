@@ -302,6 +302,28 @@ async def test_the_sample_order_records_sample_json_and_is_reproducible(
     assert json.loads(before)["seed"] == 0
 
 
+@run_async
+async def test_a_malformed_sample_json_is_named_and_left_alone(tui_settings: Settings) -> None:
+    """A sample.json that cannot be read is never replaced by a new draw (people may have judged
+    its questions): the sample order says why in one line naming the file, walks nothing, and o
+    goes on to the shown order."""
+    settings = dataclasses.replace(tui_settings, retrievers=("bm25",))
+    path = Path(settings.golden) / "sample.json"
+    path.write_text('{"seed": "zero", "questions": []}')
+    app = make_app(settings)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = await open_judging(pilot)
+        await pilot.press("o", "o")
+        await pilot.pause()
+        assert app.status.error and "sample.json: 'seed' must be a whole number" in app.status.text
+        assert screen.progress.startswith("sample: none · pair 0 of 0")
+        await pilot.press("o")
+        await pilot.pause()
+        assert screen.session.queue.order == "shown" and screen.session.current is not None
+    assert path.read_text() == '{"seed": "zero", "questions": []}'
+
+
 def test_the_sample_of_the_bundled_set_goes_to_the_users_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -345,8 +345,8 @@ class JudgingSession:
 
     def sample_progress(self, recorded: RecordedSample | None) -> str:
         """``sample: 12 of 40 questions judged fully (seed 0)``."""
-        if recorded is None:
-            return "sample: none yet"
+        if recorded is None:  # refused (the status line says why)
+            return "sample: none"
         done, seed = sum(self.sample_full.values()), recorded.sample.seed
         return f"sample: {done} of {len(self.sample_full)} questions judged fully (seed {seed})"
 

@@ -322,3 +322,22 @@ async def test_the_app_shows_the_judges_and_filters_judge_disagree(judged, tmp_p
         await pilot.press("slash", *" slice:lookup", "enter")
         await pilot.pause()
         assert screen.visible_ids == ["m03", "m04"]
+
+
+def test_the_similarity_judge_end_to_end(mini, capsys, cli_cache_env):
+    """ragtui judge --judge sim=similarity writes real verdicts; ragtui agreement compares them with
+    the rule and marks the judge: it shares the embedding model with vector and hybrid."""
+    args = mini_args(mini)
+    (mini / "golden" / "labels.jsonl").write_text("")
+    assert main(["judge", "--judge", "sim=similarity", *args]) == 0
+    capsys.readouterr()
+    assert main(["agreement", *args]) == 0
+    out = capsys.readouterr().out
+    assert "sim shares all-MiniLM-L6-v2 with vector, hybrid: it favours them" in out
+    assert "sim against the evidence rule:" in out
+    assert main(["agreement", *args, "--json"]) == 0
+    sim = json.loads(capsys.readouterr().out)["judges"]["sim"]
+    assert sim["shares_model_with"] == ["vector", "hybrid"] and sim["stale"] == 0
+    assert sim["rule"]["pairs"] == sim["verdicts"] > 0
+    confusion = sim["rule"]["confusion"]
+    assert sum(n for row in confusion.values() for n in row.values()) == sim["verdicts"]

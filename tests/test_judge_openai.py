@@ -387,3 +387,14 @@ def test_ctrl_c_stops_a_request_in_flight(srv: JudgeServer) -> None:
     with pytest.raises(KeyboardInterrupt):
         judge.grade([pair("<m>")])
     assert time.monotonic() - started < 2
+
+
+def test_openai_key_goes_to_openai_only(srv: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    make(srv).grade([pair("[grade=1]")])
+    assert "Authorization" not in srv.requests[0].headers
+    spec = JudgeSpec("llm", "openai", "gpt-4o-mini", {"url": "https://api.openai.com/v1"})
+    assert openai_judge(spec, S).api_key_env == "OPENAI_API_KEY"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(JudgeError, match="OPENAI_API_KEY"):
+        openai_judge(spec, S)

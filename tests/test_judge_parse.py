@@ -441,3 +441,10 @@ def test_unreadable_prompt_files(tmp_path) -> None:
     big.write_text("{question}{passage}{scale}" + "x" * MAX_PROMPT_BYTES)
     with pytest.raises(InputError, match="over 64 KB"):
         load_prompt(big)
+
+
+def test_docs_print_the_default_prompt_in_full() -> None:
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
+    assert f"```text\n{DEFAULT_PROMPT}```" in page

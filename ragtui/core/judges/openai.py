@@ -8,7 +8,8 @@ grade scale), ``temperature`` 0 and ``max_tokens``; the answer is read by
 path is taken as the API's base and gets ``/chat/completions``; a query string is kept).
 
 The API key is read once from the environment variable ``api_key_env`` names (never from the
-project file) and sent only as ``Authorization: Bearer …``; it is never printed, a redirect to
+project file; ``OPENAI_API_KEY`` for https://api.openai.com when it names none, and no key for any
+other URL then) and sent only as ``Authorization: Bearer …``; it is never printed, a redirect to
 another host, port or scheme drops it (``ragtui.core.retrieval.http``), and any message that would
 quote it (a server echoing it back) shows ``***`` instead. Each try has its own deadline
 (``timeout``, bounding connecting, sending and every read); no connection, HTTP 408, 429 and 5xx
@@ -58,6 +59,7 @@ from ragtui.core.text import MASK, mask_url, visible_line
 __all__ = [
     "DEFAULTS",
     "MAX_RETRY_AFTER",
+    "OPENAI_KEY_ENV",
     "OPTION_KEYS",
     "OpenAIJudge",
     "chat_url",
@@ -68,6 +70,9 @@ __all__ = [
 #: ``prompt`` are optional).
 DEFAULTS: dict[str, Any] = {"timeout": 60.0, "concurrency": 4, "retries": 3, "max_tokens": 1024}
 OPTION_KEYS = frozenset({"url", "api_key_env", "prompt", *DEFAULTS})
+#: The variable the key is read from for https://api.openai.com when ``api_key_env`` is not given
+#: (as OpenAI's own clients do); to any other URL no key is sent unless ``api_key_env`` names one.
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
 #: The longest ``Retry-After`` waited for, in seconds.
 MAX_RETRY_AFTER = 60.0
 #: The longest back-off between two tries, in seconds.
@@ -447,6 +452,15 @@ class OpenAIJudge:
         return Verdict(verdict.grade, reason, tokens=tokens)
 
 
+def _is_openai(url: str) -> bool:
+    """Whether a URL is OpenAI's own API (https://api.openai.com)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    return parts.scheme.lower() == "https" and (parts.hostname or "") == "api.openai.com"
+
+
 def _number(spec: JudgeSpec, key: str, low: float, high: float, whole: bool) -> float | int | None:
     value = spec.options.get(key)
     if value is None:
@@ -467,8 +481,9 @@ def openai_judge(spec: JudgeSpec, scale: GradeScale) -> OpenAIJudge:
     """The judge an ``openai`` spec describes (``spec.target`` is the model; options: ``url``,
     ``api_key_env``, ``prompt`` (a path), ``timeout``, ``concurrency``, ``retries``, ``max_tokens``).
 
-    A bad option or prompt file is an ``InputError`` (one line naming it); an ``api_key_env`` that
-    is not set is a ``JudgeError``.
+    Without ``api_key_env``, the key of https://api.openai.com is read from ``OPENAI_API_KEY`` and
+    no key is sent anywhere else. A bad option or prompt file is an ``InputError`` (one line naming
+    it); a key variable that is not set is a ``JudgeError``.
     """
     where = f"{spec.source}: judge {spec.name}"
     unknown = sorted(set(spec.options) - OPTION_KEYS)
@@ -494,6 +509,8 @@ def openai_judge(spec: JudgeSpec, scale: GradeScale) -> OpenAIJudge:
             "variable and name it with api_key_env",
         )
     api_key_env = spec.options.get("api_key_env")
+    if api_key_env is None and _is_openai(url):
+        api_key_env = OPENAI_KEY_ENV
     if api_key_env is not None and (
         not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env)
     ):

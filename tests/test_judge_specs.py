@@ -371,3 +371,14 @@ def test_serve_passes_judges_on_as_the_flags_were_given():
         "llm=openai:m@http://h:1/v1",
     ]
     assert os.path.basename(argv[0]).startswith("python")
+
+
+def test_a_commands_own_judge_option_wins_over_the_shared_one():
+    """``agreement --judge NAME`` (one judge's tables) beside the shared ``--judge NAME=SPEC``:
+    before, the parser could not be built at all (argparse's conflicting option string)."""
+    from ragtui.cli.main import build_parser
+
+    agreement = build_parser().parse_args(["agreement", "--judge", "llm"])
+    assert agreement.agreement_judge == "llm" and not hasattr(agreement, "judges")
+    judge = build_parser().parse_args(["judge", "--judge", "sim=similarity"])
+    assert [str(s) for s in judge.judges] == ["sim=similarity"]

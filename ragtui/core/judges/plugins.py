@@ -79,7 +79,7 @@ class _Timeout(Exception):
 def _within(call: Callable[[], T], seconds: float, what: str) -> T:
     """``call()`` in a daemon thread, waited for at most ``seconds``; anything it raises (any
     BaseException) becomes a JudgeError ``what`` + the exception on one line, a call past the
-    deadline a ``_Timeout``. A Ctrl-C while waiting stops ragtui as usual (only the main thread gets
+    deadline a ``_Timeout`` (saying so, for the caller to name the call). A Ctrl-C while waiting stops ragtui as usual (only the main thread gets
     it; the plugin's thread is left behind)."""
     done = threading.Event()
     box: dict[str, Any] = {}
@@ -94,7 +94,7 @@ def _within(call: Callable[[], T], seconds: float, what: str) -> T:
 
     threading.Thread(target=run, name="ragtui-judge-plugin", daemon=True).start()
     if not done.wait(seconds):
-        raise _Timeout(f"{what}did not return within {seconds:g} s (its thread is left running)")
+        raise _Timeout(f"did not return within {seconds:g} s (its thread is left running)")
     if "error" in box:
         error = box["error"]
         if type(error) is JudgeError:  # ragtui's own, its message made already
@@ -252,8 +252,11 @@ class PluginJudge:
 
             try:
                 self._loaded = _within(build, self.timeout, f"{self.spec.target}: ")
-            except (JudgeError, _Timeout) as exc:
+            except JudgeError as exc:
                 self._failure = one_line(f"{judge_where(self.spec)}: {exc}")
+                raise JudgeError(self._failure) from None
+            except _Timeout as exc:
+                self._failure = one_line(f"{judge_where(self.spec)}: {self.spec.target}: {exc}")
                 raise JudgeError(self._failure) from None
             return self._loaded
 

@@ -44,7 +44,9 @@ class OverlapJudge:
 
     def prepare(self, scale, graded):
         self.prepared = (scale, len(graded))
-        return f"word overlap on {len(scale)} grades, {len(graded)} graded pairs seen{self.scale_note}"
+        return (
+            f"word overlap on {len(scale)} grades, {len(graded)} graded pairs seen{self.scale_note}"
+        )
 
     def grade(self, pairs):
         out = []
@@ -115,18 +117,29 @@ class _Misbehaving:
         if how == "more":
             return [(1, "one")] * (len(pairs) + 1)
         if how == "endless":
+
             def forever():
                 while True:
                     yield (1, "again")
+
             return forever()
         if how == "mixed":
             # Per pair: off the scale, a bool, a float, a bad tuple, no grade with a reason, fine.
-            items = [(7, "seven"), (True, "yes"), (2.0, "two"), (1, 2, 3), (None, "refused to judge"), (2, "fine")]
+            items = [
+                (7, "seven"),
+                (True, "yes"),
+                (2.0, "two"),
+                (1, 2, 3),
+                (None, "refused to judge"),
+                (2, "fine"),
+            ]
             return [items[i % len(items)] for i in range(len(pairs))]
         if how == "hostile-text":
+
             class Evil(str):
                 def __str__(self):
                     raise RuntimeError("str() of the reason")
+
             return [(1, Evil("evil")) for _ in pairs]
         raise AssertionError(how)
 

@@ -398,3 +398,16 @@ def test_openai_key_goes_to_openai_only(srv: JudgeServer, monkeypatch: pytest.Mo
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(JudgeError, match="OPENAI_API_KEY"):
         openai_judge(spec, S)
+
+
+def test_hostile_bodies_are_failures(srv: JudgeServer) -> None:
+    # Before: a nested answer raised RecursionError out of grade() (the run stopped); a 60 MB body
+    # was read whole, once per request in flight.
+    srv.script("<deep>", Reply("[" * 100_000))
+    srv.script("<big>", Reply(raw=b'{"choices": "' + b"a" * (5 * 1024 * 1024) + b'"}'))
+    srv.script("<esc>", Reply("\x1b]52;c;aGVsbG8=\x07 \x1b[2J no grade here"))
+    deep, big, esc = make(srv).grade([pair("<deep>"), pair("<big>"), pair("<esc>")])
+    assert deep.failure.startswith("unreadable answer: no grade in '[[[")
+    assert big.failure == "bad response: over 4 MB"
+    assert esc.failure.startswith("unreadable answer") and "\x1b" not in esc.failure
+    assert "\\x1b]52" in esc.failure

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
+from ragtui.core.judges.base import Verdict
 from ragtui.core.judges.parse import parse_grade
 from ragtui.core.judges.prompt import (
     DEFAULT_PROMPT,
@@ -448,3 +450,34 @@ def test_docs_print_the_default_prompt_in_full() -> None:
 
     page = (ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
     assert f"```text\n{DEFAULT_PROMPT}```" in page
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "[" * 100_000,
+        '{"a":' * 20_000,
+        "```json\n" + "[" * 100_000 + "\n```",
+        "Sure: " + '{"grade": ' * 5_000,
+        "{" * 100_000,
+        '{"' * 50_000,
+        "Grade: 1 or " * 10_000,
+        json.dumps(json.loads("[" * 900 + "]" * 900)),
+    ],
+)
+def test_hostile_answers_are_failures_quickly(answer: str) -> None:
+    # Before: nested JSON raised RecursionError out of the parser (a judge's grade() raised, which
+    # stops ragtui judge's whole run); 100,000 braces took 3 s and one long line 6 s.
+    started = time.perf_counter()
+    verdict = parse_grade(answer, S)
+    assert time.perf_counter() - started < 1.0
+    assert verdict.grade in (None, 1)
+
+
+def test_deeply_nested_json_grade() -> None:
+    nested: dict[str, object] = {"grade": 2}
+    for _ in range(500):
+        nested = {"x": nested}
+    # Past three levels the JSON is not searched; its text still says "grade": 2.
+    assert parse_grade(json.dumps(nested), S) == Verdict(2)
+    assert parse_grade(json.dumps({"a": {"b": {"grade": 2}}}), S).grade == 2

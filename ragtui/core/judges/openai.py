@@ -53,11 +53,12 @@ from ragtui.core.judges.prompt import (
     load_prompt,
     scale_text,
 )
-from ragtui.core.retrieval.http import MAX_RESPONSE_BYTES, Deadline, deadline_opener, endpoint
+from ragtui.core.retrieval.http import Deadline, deadline_opener, endpoint
 from ragtui.core.text import MASK, mask_url, visible_line
 
 __all__ = [
     "DEFAULTS",
+    "MAX_RESPONSE_BYTES",
     "MAX_RETRY_AFTER",
     "OPENAI_KEY_ENV",
     "OPTION_KEYS",
@@ -73,6 +74,9 @@ OPTION_KEYS = frozenset({"url", "api_key_env", "prompt", *DEFAULTS})
 #: The variable the key is read from for https://api.openai.com when ``api_key_env`` is not given
 #: (as OpenAI's own clients do); to any other URL no key is sent unless ``api_key_env`` names one.
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
+#: The largest response read, in bytes: a chat completion is a few KB; a bigger body is refused
+#: rather than held in memory (once per request in flight).
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 #: The longest ``Retry-After`` waited for, in seconds.
 MAX_RETRY_AFTER = 60.0
 #: The longest back-off between two tries, in seconds.

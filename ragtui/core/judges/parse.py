@@ -23,7 +23,6 @@ or ``score`` / ``relevance``), JSON in a fenced code block, or reasoning first a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from dataclasses import dataclass
@@ -140,6 +139,12 @@ _LIST_ITEM = re.compile(r"^(?:(?i:step)\s+)?\d+[.):]\s+")
 _MARKDOWN = re.compile(r"^[\s#>*\-]+", re.M)
 _EMPHASIS = re.compile(r"\*\*|__|`")
 
+#: How far around a stated grade its line is read.
+_LINE_WINDOW = 300
+#: The most ``{`` at which a JSON object inside prose is tried (a brace a try, each may read far).
+_JSON_TRIES = 64
+#: How deep in nested objects a grade and a reason are looked for.
+_JSON_DEPTH = 3
 _JSON_GRADE_KEYS = (
     "final_grade",
     "final_score",
@@ -222,10 +227,13 @@ def _grade_of(
 
 
 def _line_of(text: str, start: int, end: int) -> tuple[str, str]:
-    """The text before and after a span on its line."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    return text[line_start:start], text[end : len(text) if line_end < 0 else line_end]
+    """The text before and after a span on its line (at most ``_LINE_WINDOW`` characters each way:
+    a statement is read with its neighbourhood, and an answer of one long line stays linear)."""
+    low = max(0, start - _LINE_WINDOW)
+    high = min(len(text), end + _LINE_WINDOW)
+    line_start = text.rfind("\n", low, start) + 1 or low
+    line_end = text.find("\n", end, high)
+    return text[line_start:start], text[end : high if line_end < 0 else line_end]
 
 
 def _own_line(text: str, start: int, end: int, scale: GradeScale) -> bool:
@@ -314,6 +322,8 @@ def clean_reason(text: str) -> str:
     flat = "".join(ch for ch in flat if not has_control(ch))
     if not re.search(r"[^\W\d_]{2}", flat):  # no word in it: ``M = 2, T = 1`` says nothing
         return ""
+    if flat[:2] in ('{"', "{'", "[{", "[["):  # JSON the parser could not read is not a sentence
+        return ""
     return flat if len(flat) <= MAX_REASON else flat[: MAX_REASON - 1] + "…"
 
 
@@ -336,23 +346,23 @@ def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
 
     stripped = text.strip()
     if stripped[:1] in "{[":
-        try:
-            add(0, len(text), json.loads(stripped))
+        whole = _loads(stripped)
+        if whole is not None:
+            add(0, len(text), whole)
             return out
-        except ValueError:
-            pass
     for fence in _FENCE.finditer(text):
         body = fence.group(1).strip()
         if body[:1] in "{[":
-            with contextlib.suppress(ValueError):
-                add(fence.start(), fence.end(), json.loads(body))
+            add(fence.start(), fence.end(), _loads(body))
     if out:
         return out
     position = text.find("{")
-    while position >= 0:
+    tries = 0
+    while position >= 0 and tries < _JSON_TRIES:
+        tries += 1
         try:
             value, end = decoder.raw_decode(text, position)
-        except ValueError:
+        except (ValueError, RecursionError):
             position = text.find("{", position + 1)
             continue
         add(position, end, value)
@@ -360,7 +370,17 @@ def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
     return out
 
 
-def _json_grade(obj: dict[str, Any], scale: GradeScale) -> tuple[int | None, str] | None:
+def _loads(text: str) -> Any:
+    """The JSON value of ``text``, or None when it is not JSON (or nested past what Python can read)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _json_grade(
+    obj: dict[str, Any], scale: GradeScale, depth: int = 0
+) -> tuple[int | None, str] | None:
     """The grade a JSON object gives (or what is wrong with it); None when it names no grade."""
     lowered = {str(k).lower(): v for k, v in obj.items()}
     for key in _JSON_GRADE_KEYS:
@@ -380,22 +400,24 @@ def _json_grade(obj: dict[str, Any], scale: GradeScale) -> tuple[int | None, str
                 return _value(number, scale)
             return None, f"{UNREADABLE}: the JSON's {key} is {_glimpse(value, 30)!r}"
         return None, f"{UNREADABLE}: the JSON's {key} is not a number"
-    for value in obj.values():
-        if isinstance(value, dict):
-            inner = _json_grade(value, scale)
-            if inner is not None:
-                return inner
+    if depth < _JSON_DEPTH:
+        for value in obj.values():
+            if isinstance(value, dict):
+                inner = _json_grade(value, scale, depth + 1)
+                if inner is not None:
+                    return inner
     return None
 
 
-def _json_reason(obj: dict[str, Any]) -> str:
+def _json_reason(obj: dict[str, Any], depth: int = 0) -> str:
     lowered = {str(k).lower(): v for k, v in obj.items()}
     for key in _JSON_REASON_KEYS:
         if isinstance(lowered.get(key), str) and lowered[key].strip():
             return str(lowered[key])
-    for value in obj.values():
-        if isinstance(value, dict) and (inner := _json_reason(value)):
-            return inner
+    if depth < _JSON_DEPTH:
+        for value in obj.values():
+            if isinstance(value, dict) and (inner := _json_reason(value, depth + 1)):
+                return inner
     return ""
 
 

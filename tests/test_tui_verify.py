@@ -324,6 +324,19 @@ async def test_a_malformed_sample_json_is_named_and_left_alone(tui_settings: Set
     assert path.read_text() == '{"seed": "zero", "questions": []}'
 
 
+def test_a_recorded_sample_is_reused_when_the_questions_changed(tmp_path: Path) -> None:
+    """A sample drawn from other questions is kept (never redrawn behind the people's back) and
+    the line says the estimate cannot use it and how to draw again."""
+    first = recorded_or_drawn(tmp_path, [f"q{i}" for i in range(50)], 40, 3)
+    assert first.drawn and first.current and first.sample.seed == 3
+    assert first.sample.questions == draw_sample([f"q{i}" for i in range(50)], 40, 3).questions
+    again = recorded_or_drawn(tmp_path, [f"q{i}" for i in range(51)], 40, 9)
+    assert not again.drawn and not again.current and again.sample == first.sample
+    assert "the estimate cannot use it (remove sample.json to draw a new one)" in again.describe()
+    with pytest.raises(ValueError):
+        recorded_or_drawn(tmp_path / "empty", [])
+
+
 def test_the_sample_of_the_bundled_set_goes_to_the_users_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

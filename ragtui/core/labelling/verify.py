@@ -151,7 +151,12 @@ class RecordedSample:
             else f"the recorded sample, {len(sample.questions)} questions (seed {sample.seed}), "
             f"from {self.path}"
         )
-        note = "" if self.current else "; the questions changed since it was drawn"
+        note = (
+            ""
+            if self.current
+            else "; the questions changed since it was drawn, so the estimate cannot use it "
+            f"(remove {SAMPLE_FILE} to draw a new one)"
+        )
         return f"sample for the estimate: {what}{note}"
 
 

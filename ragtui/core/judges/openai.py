@@ -229,7 +229,7 @@ class OpenAIJudge:
         self.max_tokens = int(max_tokens)
         #: Seconds of the first back-off (doubled each try, with jitter); a test may shorten it.
         self.backoff = 0.5
-        self._key = self._read_key(api_key_env)
+        self._key = self._read_key(name, api_key_env)
         self._closed = threading.Event()
         self.scale: GradeScale = ()
         self.settings_key = ""
@@ -239,22 +239,20 @@ class OpenAIJudge:
         return f"OpenAIJudge({self.name!r}, model={self.model!r}, url={self.where!r})"
 
     @staticmethod
-    def _read_key(variable: str | None) -> str:
+    def _read_key(name: str, variable: str | None) -> str:
+        """The key in ``variable`` (stripped), "" without one; JudgeError naming the variable (never
+        its value) when it is not set, empty or holds a control character."""
         if not variable:
             return ""
+        where = f"judge {visible_line(name)}: the environment variable {variable} (api_key_env)"
         value = os.environ.get(variable)
         if value is None:
-            raise JudgeError(
-                f"the environment variable {variable} (api_key_env) is not set: "
-                f"export {variable}=… before running ragtui judge"
-            )
+            raise JudgeError(f"{where} is not set: export {variable}=… before ragtui judge")
         value = value.strip()
         if not value:
-            raise JudgeError(f"the environment variable {variable} (api_key_env) is empty")
+            raise JudgeError(f"{where} is empty")
         if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-            raise JudgeError(
-                f"the environment variable {variable} (api_key_env) holds a control character"
-            )
+            raise JudgeError(f"{where} holds a control character")
         return value
 
     def _use_scale(self, scale: GradeScale) -> None:

@@ -8,7 +8,15 @@ with a plugin judge of this module and with the OpenAI-compatible test server (t
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,18 +24,18 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ragtui.core.analysis.judge_run import (
-    JOURNAL_BATCH,
-    JudgeAsk,
-    VerdictCache,
-    failure_kind,
-    judge_pool,
-)
+from ragtui.cli import main
+from ragtui.core.analysis.judge_cache import VerdictCache
+from ragtui.core.analysis.judge_run import JOURNAL_BATCH, JudgeAsk, failure_kind, judge_pool
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
-from ragtui.core.judges.base import JudgeError, JudgePair, Verdict
+from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
+from ragtui.core.judges.openai import openai_judge
+from ragtui.core.judges.prompt import default_prompt
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.workspace import Workspace
-from tests.conftest import settings_of
+from tests.conftest import ROOT, mini_args, settings_of
+from tests.judge_server import Reply, serve_judge
+from tests.test_docs import assert_documented, documented, key_paths
 
 # ---- judges of the test --------------------------------------------------------------------------
 
@@ -347,3 +355,387 @@ def test_a_judge_that_raises_stops_the_run_with_one_line(settings, error):
     run = judge_pool(ws, [ScriptedJudge(answer=raises)], JudgeAsk(depth=3))
     assert run.stopped == f"t: {type(error).__name__}: {error}"
     assert verdict_lines(ws.labels.path) == [] and not run.interrupted
+
+
+# ---- the command, against the OpenAI-compatible test server --------------------------------------
+
+KEY_ENV = "RAGTUI_TEST_JUDGE_KEY"
+KEY = "sk-test-" + "S3CRETk3y" * 4
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve_judge() as running:
+        yield running
+
+
+def grade_of(text: str) -> int:
+    """What the server grades a request's text: a function of the whole prompt (question and chunk)."""
+    return int(hashlib.sha1(text.encode()).hexdigest(), 16) % 3
+
+
+@pytest.fixture
+def chat(server):
+    """The server, cleared, grading every prompt by ``grade_of``."""
+    server.clear()
+    server.grader = grade_of
+    return server
+
+
+def _project(folder: Path, url: str, *extra: str) -> Path:
+    """A project file defining the judge ``llm`` on the test server."""
+    path = folder / "ragtui.toml"
+    lines = [
+        "[judges.llm]",
+        f'url = "{url}"',
+        'model = "judge-model"',
+        f'api_key_env = "{KEY_ENV}"',
+        "retries = 0",
+        "timeout = 20",
+        *extra,
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class Texts:
+    """The small corpus's pairs as the judge sees them: prompt text <-> (question, chunk)."""
+
+    def __init__(self, mini: Path, url: str) -> None:
+        ws = Workspace.load(settings_of(mini, retrievers=("bm25",)))
+        self.ws = ws
+        self.judge = openai_judge(
+            JudgeSpec("llm", "openai", "judge-model", {"url": url}), DEFAULT_GRADE_SCALE
+        )
+
+    def pair(self, qid: str, cid: str) -> JudgePair:
+        chunk = self.ws.chunk_by_id[cid]
+        return JudgePair(qid, self.ws.question_by_id[qid].text, cid, chunk.text, chunk.sha1)
+
+    def prompt(self, qid: str, cid: str) -> str:
+        return self.judge.messages(self.pair(qid, cid))[-1]["content"]
+
+    def key(self, text: str) -> tuple[str, str]:
+        """The (question, chunk) a request's prompt asked about."""
+        found = [
+            (q.id, c.id)
+            for q in self.ws.questions
+            for c in self.ws.chunks
+            if self.prompt(q.id, c.id) == text
+        ]
+        assert len(found) == 1, text[:200]
+        return found[0]
+
+
+def _judge_argv(mini: Path, project: Path, *extra: str) -> list[str]:
+    return [
+        "judge",
+        "--project",
+        str(project),
+        *mini_args(mini, "--retrievers", "bm25", "--depth", "3"),
+        *extra,
+    ]
+
+
+@pytest.fixture
+def cli_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.delenv("RAGTUI_PROGRESS_SECONDS", raising=False)
+    return tmp_path / "cache"
+
+
+def _json_run(argv: list[str], capsys) -> dict:
+    code = main([*argv, "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads(captured.out)
+
+
+def test_the_command_writes_the_servers_grades_as_model_verdicts(
+    mini, chat, cli_env, capsys, tmp_path
+):
+    project = _project(tmp_path, chat.url)
+    code = main(_judge_argv(mini, project, "--judge", "llm"))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    texts = Texts(mini, chat.url)
+    lines = verdict_lines(mini / "golden" / "labels.jsonl", "llm")
+    assert lines and len(lines) == len(chat.requests)
+    assert len({(o["question"], o["chunk"]) for o in lines}) == len(lines)
+    for obj in lines:
+        grade = grade_of(texts.prompt(obj["question"], obj["chunk"]))
+        assert obj["grade"] == grade
+        assert obj["model"] == "judge-model"
+        assert obj["prompt_sha1"] == default_prompt().sha1
+        assert obj["reason"] == f"The passage was graded {grade}."
+    # The summary on stdout, the progress (not a terminal: lines) on stderr.
+    out = captured.out.splitlines()
+    assert out[0] == f"pool: 7 questions, {len(lines)} pairs (the top 3 of bm25)"
+    assert out[1] == f"judge llm (model judge-model, prompt {default_prompt().sha1[:12]})"
+    assert out[2] == f"  pairs    {len(lines)} to grade"
+    assert out[3] == f"  graded   {len(lines)} (0 from the cache, {len(lines)} by the judge)"
+    assert out[4] == "  failed   0"
+    assert re.fullmatch(
+        rf"  speed    {len(lines)} pairs and {30 * len(lines):,} tokens in [\d.]+ s: "
+        r"[\d.]+ pairs/s, [\d,]+ tokens/s",
+        out[5],
+    )
+    assert (
+        out[6] == f"verdicts: {mini / 'golden' / 'labels.jsonl'} ({len(lines)} lines as model:llm)"
+    )
+    err = captured.err.splitlines()
+    assert f"ragtui: judging {len(lines)} pairs..." in err
+    assert re.fullmatch(
+        rf"ragtui: judging: {len(lines)} of {len(lines)} pairs in [\d.]+ s "
+        r"\([\d.]+ pairs/s, [\d,]+ tokens/s\)",
+        err[-1],
+    )
+    # Run again: nothing is asked, nothing written.
+    chat.clear()
+    summary = _json_run(_judge_argv(mini, project), capsys)["judges"]["llm"]
+    assert summary["pairs"] == 0 and summary["skipped"]["judged"] == len(lines)
+    assert chat.requests == []
+
+
+def test_failures_are_counted_and_asked_again_on_the_next_run_only(
+    mini, chat, cli_env, capsys, tmp_path
+):
+    project = _project(tmp_path, chat.url, "concurrency = 3")
+    texts = Texts(mini, chat.url)
+    # Two chunks' pairs fail: one with an answer that holds no grade, one with HTTP 500.
+    unreadable = texts.ws.chunk_by_id["ferry.md#0"].text[-40:]
+    broken = texts.ws.chunk_by_id["library.md#0"].text[-40:]
+    chat.script(unreadable, Reply("I would rather not say."))
+    chat.script(broken, Reply("overloaded", status=500))
+    first = _json_run(_judge_argv(mini, project), capsys)
+    summary = first["judges"]["llm"]
+    failed = {
+        texts.key(r.body["messages"][-1]["content"])
+        for r in chat.requests
+        if (
+            unreadable in r.body["messages"][-1]["content"]
+            or broken in r.body["messages"][-1]["content"]
+        )
+    }
+    assert failed and summary["failed"] == len(failed)
+    assert summary["graded"] == summary["pairs"] - len(failed)
+    assert set(summary["failures"]) == {"unreadable answer", "server error"}
+    assert sum(summary["failures"].values()) == len(failed)
+    written = {
+        (o["question"], o["chunk"]) for o in verdict_lines(mini / "golden" / "labels.jsonl", "llm")
+    }
+    assert written.isdisjoint(failed)
+    # Every key printed is in docs/json.md, and every key there is printed.
+    doc = documented("ragtui judge --json")
+    assert_documented(set(key_paths(first)), doc, "ragtui judge --json")
+    # The next run asks the failed pairs again, and only they.
+    chat.clear()
+    chat.grader = grade_of
+    second = _json_run(_judge_argv(mini, project), capsys)["judges"]["llm"]
+    asked = [texts.key(r.body["messages"][-1]["content"]) for r in chat.requests]
+    assert sorted(asked) == sorted(failed)
+    assert second["graded"] == len(failed) and second["failed"] == 0
+    lines = verdict_lines(mini / "golden" / "labels.jsonl", "llm")
+    assert len(lines) == len({(o["question"], o["chunk"]) for o in lines}) == first["pool"]["pairs"]
+
+
+def test_the_key_never_appears_in_any_output_or_file(mini, chat, cli_env, capsys, tmp_path):
+    project = _project(tmp_path, chat.url)
+    texts = Texts(mini, chat.url)
+    echo = texts.ws.chunk_by_id["ferry.md#0"].text[-40:]
+    error = texts.ws.chunk_by_id["library.md#0"].text[-40:]
+    garbled = texts.ws.chunk_by_id["market.txt#0"].text[-40:]
+    chat.script(echo, Reply("Reason: my key is {authorization}\nGrade: 1"))
+    chat.script(error, Reply("bad request from {authorization}", status=400))
+    chat.script(garbled, Reply("{authorization}"))
+    code = main(_judge_argv(mini, project))
+    first = capsys.readouterr()
+    assert code == 0, first.err
+    code = main(_judge_argv(mini, project, "--json", "--again"))
+    second = capsys.readouterr()
+    assert code == 0, second.err
+    assert all(r.headers.get("Authorization") == f"Bearer {KEY}" for r in chat.requests)
+    failed = first.out.splitlines()[4]
+    assert "request failed" in failed and "unreadable answer" in failed, first.out
+    reasons = {o["reason"] for o in verdict_lines(mini / "golden" / "labels.jsonl", "llm")}
+    assert any("my key is" in r for r in reasons)  # the echo came back, masked
+    files = [mini / "golden" / "labels.jsonl", *sorted((cli_env / "judges").glob("*"))]
+    assert len(files) >= 2
+    for text in (first.out, first.err, second.out, second.err, *(f.read_text() for f in files)):
+        assert KEY not in text and KEY[8:] not in text
+
+
+def test_sample_with_a_seed_is_reproducible(mini, chat, cli_env, capsys, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(mini / "corpus", other / "corpus")
+    shutil.copytree(mini / "golden", other / "golden")
+    project = _project(tmp_path, chat.url)
+
+    def judged(folder: Path, seed: str) -> set[str]:
+        run = _json_run(_judge_argv(folder, project, "--sample", "3", "--seed", seed), capsys)
+        assert run["pool"]["questions"] == 3
+        return {o["question"] for o in verdict_lines(folder / "golden" / "labels.jsonl", "llm")}
+
+    first = judged(mini, "4")
+    assert len(first) == 3
+    assert judged(other, "4") == first
+    (other / "golden" / "labels.jsonl").write_text("")
+    assert judged(other, "5") != first
+
+
+def test_unjudged_leaves_the_peoples_pairs_to_them(mini, chat, cli_env, capsys, tmp_path):
+    project = _project(tmp_path, chat.url)
+    texts = Texts(mini, chat.url)
+    ws = Workspace.open(settings_of(mini, retrievers=("bm25",), annotator="ana"))
+    people = [
+        ("m01", p.chunk_id)
+        for p in judge_pool(ws, [], JudgeAsk(depth=3, questions=("m01",))).pool.pairs
+    ]
+    for qid, cid in people:
+        ws.set_grade(qid, cid, 2)
+    summary = _json_run(_judge_argv(mini, project, "--unjudged"), capsys)["judges"]["llm"]
+    asked = {texts.key(r.body["messages"][-1]["content"]) for r in chat.requests}
+    assert asked and asked.isdisjoint(people)
+    assert summary["skipped"]["person"] == len(people)
+
+
+def test_bad_input_exits_2_with_one_line(mini, chat, cli_env, capsys, tmp_path):
+    project = _project(tmp_path, chat.url)
+    cases = [
+        (["--seed", "3"], "ragtui: error: --seed: it seeds --sample; give --sample N too"),
+        (["--questions", "m01,zz"], "ragtui: error: --questions: no question 'zz'"),
+        (["--judge", "nope"], "ragtui: error: --judge nope: "),
+    ]
+    for extra, line in cases:
+        assert main(_judge_argv(mini, project, *extra)) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith(line), err
+    assert main(["judge", "--no-project", *mini_args(mini, "--retrievers", "bm25")]) == 2
+    assert "ragtui judge needs a judge" in capsys.readouterr().err
+    assert chat.requests == []
+
+
+def test_a_refused_key_stops_the_run_with_one_line_and_exit_2(
+    mini, chat, cli_env, capsys, tmp_path
+):
+    project = _project(tmp_path, chat.url)
+    chat.grader = lambda text: Reply("invalid api key", status=401)
+    code = main(_judge_argv(mini, project))
+    captured = capsys.readouterr()
+    assert code == 2
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith("ragtui: error: llm: ") and "HTTP 401" in last
+    assert last.endswith("(the verdicts that came are written)")
+    assert "graded   0" in captured.out
+    assert verdict_lines(mini / "golden" / "labels.jsonl", "llm") == []
+
+
+def test_the_bundled_golden_set_is_never_written(chat, cli_env, capsys, tmp_path, user_data_home):
+    project = _project(tmp_path, chat.url)
+    bundled = ROOT / "golden"
+    before = {p: p.read_bytes() for p in sorted(bundled.rglob("*")) if p.is_file()}
+    argv = ["judge", "--project", str(project), "--retrievers", "bm25", "--depth", "2"]
+    run = _json_run([*argv, "--questions", "q01,q02"], capsys)
+    after = {p: p.read_bytes() for p in sorted(bundled.rglob("*")) if p.is_file()}
+    assert after == before
+    journal = Path(run["journal"])
+    assert journal.is_relative_to(user_data_home) and journal.name == "labels.jsonl"
+    lines = verdict_lines(journal, "llm")
+    assert {o["question"] for o in lines} == {"q01", "q02"}
+    assert run["judges"]["llm"]["graded"] == run["pool"]["pairs"] > 0
+
+
+# ---- kill-safety: SIGKILL and Ctrl-C mid-run ------------------------------------------------------
+
+
+def _cached(cache: Path) -> list[tuple[str, str]]:
+    """The (question hash, chunk hash) keys of every whole line of the verdict cache."""
+    out = []
+    for path in sorted((cache / "judges").glob("*.jsonl")):
+        for raw in path.read_bytes().split(b"\n"):
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            out.append((obj["q"], obj["c"]))
+    return out
+
+
+def _start_slow_run(mini: Path, project: Path, chat, cache: Path, tmp_path: Path):
+    """``ragtui judge`` in a process of its own, the server slow; returns once 4 verdicts are cached."""
+    chat.delay = 0.15
+    env = {**os.environ, "RAGTUI_CACHE_DIR": str(cache), KEY_ENV: KEY}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ragtui", *_judge_argv(mini, project, "--depth", "5")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 120
+    while len(_cached(cache)) < 4:
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    return child
+
+
+def _rerun(mini: Path, project: Path, chat, texts: Texts, capsys) -> tuple[dict, list[JudgePair]]:
+    chat.clear()
+    chat.grader = grade_of
+    run = _json_run(_judge_argv(mini, project, "--depth", "5"), capsys)
+    asked = [texts.pair(*texts.key(r.body["messages"][-1]["content"])) for r in chat.requests]
+    return run, asked
+
+
+def _one_right_line_per_pair(mini: Path, texts: Texts, pairs: int) -> list[dict]:
+    lines = verdict_lines(mini / "golden" / "labels.jsonl", "llm")
+    assert len(lines) == len({(o["question"], o["chunk"]) for o in lines}) == pairs
+    for obj in lines:
+        assert obj["grade"] == grade_of(texts.prompt(obj["question"], obj["chunk"]))
+    return lines
+
+
+def test_a_run_killed_mid_way_then_run_again_counts_nothing_twice(
+    mini, chat, cli_env, capsys, tmp_path
+):
+    project = _project(tmp_path, chat.url, "concurrency = 2")
+    texts = Texts(mini, chat.url)
+    child = _start_slow_run(mini, project, chat, cli_env, tmp_path)
+    child.kill()
+    child.communicate()
+    assert child.returncode == -signal.SIGKILL
+    cached = set(_cached(cli_env))
+    journal = {
+        VerdictCache.key(texts.pair(o["question"], o["chunk"]))
+        for o in verdict_lines(mini / "golden" / "labels.jsonl", "llm")
+    }
+    assert journal <= cached  # the cache is written first
+    run, asked = _rerun(mini, project, chat, texts, capsys)
+    summary = run["judges"]["llm"]
+    # No request for a pair the killed run had an answer for; those come from the cache.
+    assert not {VerdictCache.key(p) for p in asked} & cached
+    assert summary["from_cache"] == len(cached - journal)
+    assert summary["skipped"]["judged"] == len(journal)
+    _one_right_line_per_pair(mini, texts, run["pool"]["pairs"])
+
+
+def test_ctrl_c_stops_writes_what_came_and_exits_130(mini, chat, cli_env, capsys, tmp_path):
+    project = _project(tmp_path, chat.url, "concurrency = 2")
+    texts = Texts(mini, chat.url)
+    child = _start_slow_run(mini, project, chat, cli_env, tmp_path)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert err.decode().splitlines()[-1] == (
+        "ragtui: interrupted (the verdicts that came are written)"
+    )
+    assert "judge llm (model judge-model" in out.decode()
+    cached = set(_cached(cli_env))
+    lines = verdict_lines(mini / "golden" / "labels.jsonl", "llm")
+    assert {VerdictCache.key(texts.pair(o["question"], o["chunk"])) for o in lines} == cached
+    run, asked = _rerun(mini, project, chat, texts, capsys)
+    assert not {VerdictCache.key(p) for p in asked} & cached
+    assert run["judges"]["llm"]["from_cache"] == 0
+    _one_right_line_per_pair(mini, texts, run["pool"]["pairs"])

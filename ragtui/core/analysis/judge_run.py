@@ -23,8 +23,6 @@ its one line.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import queue
 import threading
 import time
@@ -34,12 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ragtui.core.analysis.judge_cache import VerdictCache
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
-from ragtui.core.data.paths import cache_dir
 from ragtui.core.errors import InputError
-from ragtui.core.files import fsync_folder, locked, write_all
 from ragtui.core.judges.base import Judge, JudgeError, JudgePair, Verdict
 from ragtui.core.labelling.judging import pool_question
 from ragtui.core.labelling.labels import MAX_REASON, Label, PairLabels, judge_annotator, now_iso
@@ -54,7 +49,6 @@ __all__ = [
     "JudgePool",
     "JudgeRun",
     "JudgeSummary",
-    "VerdictCache",
     "failure_kind",
     "judge_pool",
     "people_graded",
@@ -65,8 +59,6 @@ __all__ = [
 #: Verdicts are written to the journal every this many, or every ``JOURNAL_SECONDS``, whichever first.
 JOURNAL_BATCH = 20
 JOURNAL_SECONDS = 1.0
-#: Bump when what the verdict cache holds changes meaning: older files are then not read.
-CACHE_VERSION = 1
 
 #: ``progress(done, total, tokens)``: pairs done (graded, from the cache or failed) of all judges, tokens used.
 JudgeProgress = Callable[[int, int, int], None]
@@ -309,93 +301,6 @@ def failure_kind(failure: str) -> str:
     return (kind or "failure")[:80]
 
 
-# ---- the verdict cache -----------------------------------------------------------------------
-
-
-def _text_sha1(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class VerdictCache:
-    """A judge's grades on disk, one append-only file per (judge settings, prompt):
-    ``<cache>/judges/<hash>.jsonl``, a line ``{"q": sha1 of the question text, "c": sha1 of the chunk
-    text, "grade": g, "reason": "..."}`` per verdict; the last line of a pair wins.
-
-    Appends are one write under the file's lock, fsynced; a torn last line (a killed writer) is
-    cut before the next append, and a line that does not read is ignored (that pair is asked again).
-    Only grades are kept: a failure is never cached.
-    """
-
-    def __init__(
-        self, settings_key: str, prompt_sha1: str, scale: GradeScale, root: Path | None = None
-    ) -> None:
-        name = hashlib.sha256(orjson.dumps([CACHE_VERSION, settings_key, prompt_sha1])).hexdigest()[
-            :32
-        ]
-        self.path = (root or cache_dir()) / "judges" / f"{name}.jsonl"
-        self._grades = {g for g, _ in scale}
-        self._held: dict[tuple[str, str], tuple[int, str]] = {}
-        self._read()
-
-    @staticmethod
-    def key(pair: JudgePair) -> tuple[str, str]:
-        """The pair's key: the hashes of its question text and its chunk text."""
-        return (_text_sha1(pair.question), pair.chunk_sha1)
-
-    def __len__(self) -> int:
-        return len(self._held)
-
-    def _read(self) -> None:
-        try:
-            data = self.path.read_bytes()
-        except OSError:
-            return  # no cache yet (or none readable): every pair is asked
-        for raw in data.split(b"\n"):
-            try:
-                obj = orjson.loads(raw)
-                q, c, grade, reason = obj["q"], obj["c"], obj["grade"], obj["reason"]
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                continue
-            if (
-                isinstance(q, str)
-                and isinstance(c, str)
-                and isinstance(reason, str)
-                and type(grade) is int
-                and grade in self._grades
-            ):
-                self._held[(q, c)] = (grade, reason)
-
-    def get(self, pair: JudgePair) -> tuple[int, str] | None:
-        """The cached (grade, reason) of a pair, or None."""
-        return self._held.get(self.key(pair))
-
-    def put(self, graded: Sequence[tuple[JudgePair, Verdict]]) -> None:
-        """Append grades (verdicts without a grade are left out), fsynced before this returns."""
-        rows = [(self.key(p), v) for p, v in graded if v.grade is not None]
-        if not rows:
-            return
-        data = b"".join(
-            orjson.dumps({"q": q, "c": c, "grade": v.grade, "reason": v.reason[:MAX_REASON]})
-            + b"\n"
-            for (q, c), v in rows
-        )
-        created = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with locked(self.path) as fd:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                whole = os.pread(fd, size, 0)
-                os.ftruncate(fd, whole.rfind(b"\n") + 1)  # a killed writer's torn line
-            os.lseek(fd, 0, os.SEEK_END)
-            write_all(fd, data)
-            os.fsync(fd)
-        if created:
-            fsync_folder(self.path.parent)
-        for (q, c), v in rows:
-            assert v.grade is not None
-            self._held[(q, c)] = (v.grade, v.reason)
-
-
 # ---- grading -----------------------------------------------------------------------------------
 
 
@@ -451,7 +356,9 @@ class _Workers:
                 except JudgeError as exc:
                     self.results.put(str(exc) or type(exc).__name__)
                     break
-                except BaseException as exc:  # a plugin's bug, SystemExit too: one line, the run stops
+                except (
+                    BaseException
+                ) as exc:  # a plugin's bug, SystemExit too: one line, the run stops
                     self.results.put(f"{type(exc).__name__}: {exc}")
                     break
                 if len(verdicts) != len(batch):
@@ -598,7 +505,8 @@ def judge_pool(
 ) -> JudgeRun:
     """Grade the chosen pairs with each judge in turn (see the module's notes); returns what each did.
 
-    ``notify`` is told each judge's note (what ``prepare`` did) and any warning, one line each.
+    ``notify`` is told, one line each, where the bundled golden set was copied to, each judge's note
+    (what ``prepare`` did) and any warning.
     Stops after a judge that was interrupted (Ctrl-C) or stopped by a ``JudgeError``; what came
     before is in the journal either way.
     """
@@ -609,6 +517,9 @@ def judge_pool(
     total = sum(len(plan.todo) for plan in plans)
     if total:
         ws.writable_golden()  # the bundled golden set is never written: its user copy is
+        for notice in ws.notices:  # said now, before the judges' notes and the progress
+            say(notice)
+        ws.notices.clear()
         reason = ws.labels.read_only_reason
         if reason is not None:
             raise InputError(None, f"{reason}; nothing was graded")
@@ -616,8 +527,7 @@ def judge_pool(
     graded = people_graded(ws) if total else []
     done = tokens = 0
     report = progress or (lambda _done, _total, _tokens: None)
-    if total:
-        report(0, total, 0)
+    started = False
 
     def step(pairs: int, used: int) -> None:
         nonlocal done, tokens
@@ -646,6 +556,9 @@ def judge_pool(
             break
         if summary.note:
             say(f"{judge.name}: {summary.note}")
+        if not started:  # the clock starts once the first judge is ready
+            started = True
+            report(0, total, 0)
         _Grading(ws, judge, scale, summary, step, say).run(plan.todo, ask.again)
         if summary.interrupted or summary.stopped:
             break

@@ -181,8 +181,10 @@ def test_dashes_and_underscores_are_the_same_in_a_judge_key():
         (
             'url = "http://h/v1"\nmodel = "m"\napi_key = "sk-SECRET-123"\n',
             6,
-            "[judges.llm] api_key: a key is never read from the project file: put it in an "
-            'environment variable and name the variable with api_key_env = "VARIABLE"',
+            (
+                "[judges.llm] api_key: a key is never read from the project file: put it in an "
+                'environment variable and name the variable with api_key_env = "VARIABLE"'
+            ),
         ),
         ('url = "http://h/v1"\n', 3, "[judges.llm] an openai judge needs model"),
         ('url = "ftp://h"\nmodel = "m"\n', 4, "[judges.llm] url: must start with http://"),
@@ -382,3 +384,23 @@ def test_a_commands_own_judge_option_wins_over_the_shared_one():
     assert agreement.agreement_judge == "llm" and not hasattr(agreement, "judges")
     judge = build_parser().parse_args(["judge", "--judge", "sim=similarity"])
     assert [str(s) for s in judge.judges] == ["sim=similarity"]
+
+
+def test_a_name_alone_in_the_files_judges_list_is_one_line(tmp_path, capsys, monkeypatch):
+    """``judges = ["llm"]`` at the top level (no [judges.llm] can be beside it): before, a
+    traceback (the name was taken for a judge); now one line naming the file, line and key."""
+    _write(tmp_path, 'k = 3\njudges = ["sim=similarity", "llm"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["config"]) == 2
+    assert capsys.readouterr().err == (
+        "ragtui: error: ragtui.toml:2: judges: 'llm' names no judge here: give NAME=SPEC, "
+        "or a [judges.llm] table\n"
+    )
+    # A judge of the file's list is named as a table's is.
+    _write(tmp_path, 'k = 3\njudges = ["sim=similarity"]\n')
+    assert main(["config", "--judge", "sim"]) == 0
+    assert "sim=similarity" in capsys.readouterr().out
+    assert main(["config", "--judge", "llm"]) == 2
+    assert (
+        "--judge llm: ragtui.toml has no [judges.llm] (its judges: sim)" in capsys.readouterr().err
+    )

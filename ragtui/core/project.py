@@ -29,6 +29,7 @@ from typing import Any
 from ragtui.core.data.grades import parse_grade_scale
 from ragtui.core.errors import InputError
 from ragtui.core.files import read_regular
+from ragtui.core.judges.base import JudgeSpec
 from ragtui.core.judges.spec import JudgeSectionError, parse_judges_table, resolve_judges
 from ragtui.core.options import OPTIONS, Option, OptionError, settings_from_values
 from ragtui.core.settings import Settings
@@ -397,6 +398,15 @@ def load_project(path: str | Path) -> Project:
             value = _parse_option(option, raw)
         except OptionError as exc:
             raise InputError(path, f"{prefix}{key}: {exc}", line) from None
+        if option.name == "judges":
+            named = [v for v in value if not isinstance(v, JudgeSpec)]
+            if named:
+                raise InputError(
+                    path,
+                    f"{prefix}{key}: {named[0]!r} names no judge here: give NAME=SPEC, or a "
+                    f"[{prefix}{key}.{named[0]}] table",
+                    line,
+                )
         project.values[option.name] = _anchor(value, folder)
         project.sources[option.name] = f"{path}:{prefix}{key}"
     return project
@@ -433,7 +443,8 @@ def effective_settings(flags: Mapping[str, Any], project: Project | None) -> Eff
         sources[name] = f"flag {option.flag}" if option is not None else "flag"
     if "judges" in values:
         # ``--judge NAME`` names a [judges.NAME] of the file (a flag's judges replace the file's).
-        defined = project.values.get("judges", ()) if project is not None else ()
+        file_judges = project.values.get("judges", ()) if project is not None else ()
+        defined = [spec for spec in file_judges if isinstance(spec, JudgeSpec)]
         values["judges"] = resolve_judges(
             values["judges"], defined, str(project.path) if project is not None else None
         )

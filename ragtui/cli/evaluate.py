@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragtui.cli.estimate import add_estimate, estimate_reports
 from ragtui.cli.output import err, open_workspace, out, print_json, print_notices, print_report
 from ragtui.core.analysis.attribution import (
     HybridExplanation,
@@ -42,6 +43,7 @@ from ragtui.core.analysis.runs import (
     write_run,
 )
 from ragtui.core.analysis.slices import slice_reports
+from ragtui.core.analysis.why import WhyIndex
 from ragtui.core.errors import InputError
 from ragtui.core.metrics.measures import (
     Measure,
@@ -70,6 +72,8 @@ class EvalOptions:
     runs_dir: Path | None = None
     explain: str | None = None
     seed: int = 0
+    #: ``--judge NAME``: whose verdicts ``--estimate`` reads (None: every judge's latest).
+    estimate_judge: str | None = None
 
 
 def parse_options_measures(options: EvalOptions) -> list[Measure] | None:
@@ -127,6 +131,7 @@ def add_json_extras(ws: Workspace, report: dict[str, Any], options: EvalOptions)
             pool_ceilings(ws),
             explain_rerank(ws, options.explain),
         )
+    add_estimate(ws, report, options.estimate_judge)
 
 
 def text_extras(ws: Workspace, options: EvalOptions) -> list[Report]:
@@ -146,6 +151,7 @@ def text_extras(ws: Workspace, options: EvalOptions) -> list[Report]:
         reranked = explain_rerank(ws, options.explain)
         if reranked is not None:
             reports.append(rerank_explanation_report(reranked))
+    reports += estimate_reports(ws, options.estimate_judge)
     return reports
 
 
@@ -155,10 +161,11 @@ def refuse_taken_save(settings: Settings, options: EvalOptions) -> None:
         refuse_taken(save_folder(settings, options.runs_dir), [options.save], options.replace)
 
 
-def save_if_asked(ws: Workspace, options: EvalOptions) -> None:
-    """``--save NAME``: write the saved run and say where on stderr (and where the run it replaced is kept)."""
+def save_if_asked(ws: Workspace, options: EvalOptions, why: WhyIndex | None = None) -> None:
+    """``--save NAME``: write the saved run and say where on stderr (and where the run it replaced
+    is kept); ``why``: the causes, when the output needs them too (computed once)."""
     if options.save:
-        written = write_run(ws, options.save, options.runs_dir, replace=options.replace)
+        written = write_run(ws, options.save, options.runs_dir, replace=options.replace, why=why)
         print_notices(ws)
         kept = f"; the run it replaced is kept as {written.backup}" if written.backup else ""
         err(f"ragtui: saved run {options.save!r} to {written.path}{kept}")
@@ -270,9 +277,12 @@ def run_eval(
     refuse_taken_save(settings, options)
     ws = open_workspace(settings)
     gate = check_thresholds(ws, fail_under)
-    save_if_asked(ws, options)
+    # The causes of every miss: in --json's output and in a saved run; computed once for both, and
+    # not at all for the table alone.
+    why = WhyIndex(ws) if as_json and options.save else None
+    save_if_asked(ws, options, why)
     if as_json:
-        body = eval_report(ws)
+        body = eval_report(ws, why)
         add_json_extras(ws, body, options)
         if fail_under:
             body["fail_under"] = [r.as_dict() for r in gate]

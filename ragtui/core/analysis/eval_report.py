@@ -11,13 +11,13 @@ from ragtui.core.labelling.judging import judged_summaries
 from ragtui.core.workspace import Workspace
 
 
-def eval_report(ws: Workspace) -> dict[str, Any]:
-    """The JSON object of ``ragtui eval --json``."""
+def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
+    """The JSON object of ``ragtui eval --json`` (``why``: the causes, when already computed)."""
     ev = ws.evaluation
     assert ev is not None
     retrievers: dict[str, Any] = {}
     judged = judged_summaries(ws)
-    why = WhyIndex(ws)
+    why = why if why is not None else WhyIndex(ws)
     for name in ws.retrievers:
         summary = ev.summary(name)
         per_question = {}

@@ -10,7 +10,6 @@ reported, computed again and rewritten, never used.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,13 +29,12 @@ def chunking_key(
     documents: Sequence[Document], counter: TokenCounter, size: int, overlap: int
 ) -> str:
     """What decides the chunks: every document's path, title and text, the settings and the tokenizer."""
-    tokenizer = hashlib.sha256(counter.json.encode("utf-8")).hexdigest()
     return digest(
         "chunks",
         CHUNK_CACHE_VERSION,
         size,
         overlap,
-        tokenizer,
+        counter.fingerprint,
         [[d.path, d.title, d.text] for d in documents],
     )
 

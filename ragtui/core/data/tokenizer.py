@@ -8,7 +8,7 @@ import json
 import os
 from bisect import bisect_left
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,11 @@ class TokenCounter:
             raise InputError(tokenizer_file, f"broken tokenizer: {exc}") from None
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """The SHA-256 of the tokenizer's JSON: what the caches of its counts and spans are keyed by."""
+        return hashlib.sha256(self.json.encode("utf-8")).hexdigest()
 
     def count(self, text: str) -> int:
         """The number of tokens in ``text``."""

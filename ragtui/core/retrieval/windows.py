@@ -12,7 +12,7 @@ text: the embedding cache is keyed by the text's content.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,26 +105,33 @@ class ChunkWindows:
         return sum(1 for s in self.spans if len(s) > 1)
 
 
+def needs_tokens(chunk: Chunk, plan: WindowPlan) -> bool:
+    """Whether cutting the chunk's windows needs its tokens: not when its stored count fits with
+    room to spare (its text re-tokenized may differ by a word piece at either end; BEIR documents
+    and whole files, never counted, say -1)."""
+    return not 0 <= chunk.token_count <= plan.length - _MARGIN
+
+
 def chunk_windows(
-    chunks: Sequence[Chunk], counter: TokenCounter, plan: WindowPlan | None
+    chunks: Sequence[Chunk],
+    counter: TokenCounter,
+    plan: WindowPlan | None,
+    known: Mapping[int, list[tuple[int, int]]] | None = None,
 ) -> ChunkWindows:
-    """The windows of every chunk under ``plan`` (one window, the chunk itself, for each when None)."""
+    """The windows of every chunk under ``plan`` (one window, the chunk itself, for each when None);
+    ``known``: the spans of some chunks by their position, already cut (the window cache's), so
+    only the others are tokenized."""
     spans: list[list[tuple[int, int]]] = []
     texts: list[str] = []
     first_rows = np.zeros(len(chunks), dtype=np.int64)
     for i, chunk in enumerate(chunks):
         first_rows[i] = len(texts)
-        if plan is None:
+        if plan is None or not needs_tokens(chunk, plan):
             own = [(0, len(chunk.text))]
+        elif known is not None and i in known:
+            own = known[i]
         else:
-            # Cheap first: a chunk whose stored count fits with room to spare needs no offsets (its
-            # text re-tokenized may differ by a word piece at either end; BEIR documents say -1).
-            fits = 0 <= chunk.token_count <= plan.length - _MARGIN
-            own = (
-                [(0, len(chunk.text))]
-                if fits
-                else token_windows(chunk.text, counter, plan.length, plan.stride)
-            )
+            own = token_windows(chunk.text, counter, plan.length, plan.stride)
         spans.append(own)
         texts.extend(chunk.text[a:b] for a, b in own)
     return ChunkWindows(plan, spans, texts, first_rows)

@@ -32,7 +32,8 @@ from ragtui.core.retrieval.live import examples
 from ragtui.core.retrieval.rerank import Reranker, RerankProgress, RerankResult
 from ragtui.core.retrieval.results_cache import RankingCache, TextKeys
 from ragtui.core.retrieval.vector import VectorRetriever
-from ragtui.core.retrieval.windows import ChunkWindows, WindowPlan, chunk_windows
+from ragtui.core.retrieval.window_cache import cached_chunk_windows
+from ragtui.core.retrieval.windows import ChunkWindows, WindowPlan
 from ragtui.core.settings import Settings
 from ragtui.core.workspace.loading import Shared
 
@@ -288,11 +289,13 @@ def compute_vectors(
     found = None if known_vector else vector_cache.lookup(texts)
     missing = found.missing if found is not None else []
     cache = embedding_cache(ws.settings, model)
-    windows = chunk_windows(ws.chunks, token_counter(ws.settings.model), ws.window_plan)
+    windows, window_warnings = cached_chunk_windows(
+        ws.chunks, token_counter(ws.settings.model), ws.window_plan, ws.settings.cache_dir
+    )
     todo = [texts.texts[i] for i in missing]
     matrix = cache.embed(windows.texts + todo, model, progress)
     # Read after embedding: a cache it could not write says so then.
-    warnings = list(cache.warnings)
+    warnings = [*window_warnings, *cache.warnings]
     n = len(windows.texts)
     window_matrix, question_matrix = matrix[:n], matrix[n:]
     by_text: dict[str, np.ndarray] = {t: question_matrix[i] for i, t in enumerate(todo)}

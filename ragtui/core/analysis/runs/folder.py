@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 
 from ragtui.core.analysis.runs.saved import SavedRun, load_run, saved_run_from_workspace
+from ragtui.core.analysis.why import WhyIndex
 from ragtui.core.data.paths import is_bundled, safe_filename, user_golden
 from ragtui.core.errors import InputError
 from ragtui.core.files import check_writable, read_regular, write_atomic, write_new
@@ -130,9 +131,15 @@ def _write_backup(path: Path, data: bytes) -> Path:
 
 
 def write_run(
-    ws: Workspace, name: str, runs_dir: Path | str | None = None, *, replace: bool = False
+    ws: Workspace,
+    name: str,
+    runs_dir: Path | str | None = None,
+    *,
+    replace: bool = False,
+    why: WhyIndex | None = None,
 ) -> WrittenRun:
-    """Write the workspace's numbers as saved run ``name``.
+    """Write the workspace's numbers as saved run ``name`` (``why``: the causes already computed
+    for this workspace, e.g. by ``eval --json``, so they are not computed twice).
 
     A run of that name is never replaced silently: without ``replace`` it is a ``RunExistsError``
     (nothing written); with ``replace`` the old file is first copied to a new, timestamped
@@ -145,7 +152,9 @@ def write_run(
         raise InputError(folder, "the bundled golden set is never written; give another --runs-dir")
     check_writable(folder, "saved runs' folder")
     refuse_taken(folder, [name], replace)
-    data = orjson.dumps(saved_run_from_workspace(ws, name).to_json(), option=orjson.OPT_INDENT_2)
+    data = orjson.dumps(
+        saved_run_from_workspace(ws, name, why).to_json(), option=orjson.OPT_INDENT_2
+    )
     backup = None
     try:
         folder.mkdir(parents=True, exist_ok=True)

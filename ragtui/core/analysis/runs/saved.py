@@ -178,8 +178,9 @@ class SavedRun:
         }
 
 
-def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
-    """The workspace's current numbers as a saved run (not yet written)."""
+def saved_run_from_workspace(ws: Workspace, name: str, why: WhyIndex | None = None) -> SavedRun:
+    """The workspace's current numbers as a saved run (not yet written); ``why``: its causes,
+    when already computed."""
     ev = ws.evaluation
     assert ev is not None
     questions = {
@@ -190,7 +191,7 @@ def saved_run_from_workspace(ws: Workspace, name: str) -> SavedRun:
     rankings: dict[str, dict[str, list[str]]] = {}
     summaries: dict[str, dict[str, float]] = {}
     values: dict[str, dict[str, dict[str, Any]]] = {}
-    why = WhyIndex(ws)
+    why = why if why is not None else WhyIndex(ws)
     for r in ws.retrievers:
         summary = ev.summary(r)
         summaries[r] = {**summary.as_dict(), "questions": summary.questions}

@@ -291,11 +291,22 @@ async def test_the_sample_order_records_sample_json_and_is_reproducible(
         await pilot.press("escape")
         await pilot.pause()
         screen = await open_judging(pilot)
-        await pilot.press("o", "o")
-        await pilot.pause()
-        assert "the recorded sample, 7 questions (seed 0)" in app.status.text
+        # In one burst: o o reads the sample before the digit, which grades the sample's first
+        # unjudged pair (the second question's first).
+        second = next(q for q in recorded.questions[1:] if JudgingQueue(ws).pools[q])
+        await type_ahead(pilot, ["o", "o", "2"])
+        line = labels(settings)[-1]
+        assert (line["question"], line["chunk"], line["grade"]) == (
+            second,
+            JudgingQueue(ws).pools[second][0].chunk,
+            2,
+        )
+        assert "the recorded sample, 7 questions (seed 0)" in "\n".join(
+            s.text for s in app.status_log
+        )
         assert (golden / "sample.json").read_bytes() == before
-        assert screen.progress.startswith("sample: 1 of 7 questions judged fully")
+        full = 1 + (len(JudgingQueue(ws).pools[second]) == 1)
+        assert screen.progress.startswith(f"sample: {full} of 7 questions judged fully")
     # The same seed draws the same sample from the same questions: recorded_or_drawn reuses it.
     again = recorded_or_drawn(golden, ids)
     assert not again.drawn and again.current and again.sample.questions == recorded.questions
@@ -459,3 +470,24 @@ async def test_verify_from_the_palette_and_with_no_judge(tui_settings: Settings)
         await pilot.pause()
         assert app.screen is screen
         assert [e.key for e in screen.session.pairs] == [("m01", pool[0]), ("m01", pool[1])]
+
+
+@run_async
+async def test_verify_over_questions_the_judge_did_not_grade(tui_settings: Settings) -> None:
+    """The filter shows only questions the judge did not grade: v walks nothing and says so."""
+    settings = dataclasses.replace(tui_settings, retrievers=("bm25",))
+    write_verdicts(settings, [("m02", pool_of(settings, "m02")[0], 1, "d")])
+    app = make_app(settings)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        app.main_screen.set_filter("slice:number")
+        await pilot.pause()
+        screen = await open_judging(pilot)
+        await pilot.press("v")
+        await pilot.pause()
+        assert screen.session.queue.verify and screen.session.pairs == []
+        assert "No pair of the questions shown has the judges' grade" in app.status.text
+        assert screen.progress.startswith("verify · pair 0 of 0")
+        await pilot.press("enter", "1")
+        await pilot.pause()
+        assert not (Path(settings.golden) / "labels.jsonl").read_text().count('"tester"')

@@ -503,13 +503,16 @@ class JudgingScreen(Screen[None]):
 
     def _set_queue(self, queue: Queue) -> None:
         """Walk another queue (verify or not, another order), staying on the pair on screen when
-        the new walk holds it, else on its question's first unjudged pair."""
+        the new walk holds it, else on its question's first unjudged pair; a new order that is
+        not the shown one starts at its first unjudged pair (the largest disagreement, the
+        sample's first question)."""
         before = self.session
         entry = before.current
         recorded = self.controller.estimate_sample
+        fresh = queue.order != before.queue.order and queue.order != "shown"
         self.session = JudgingSession(
             before.walk,
-            (entry.question, entry.chunk) if entry is not None else None,
+            (entry.question, entry.chunk) if entry is not None and not fresh else None,
             queue=queue,
             sample=recorded.sample if recorded is not None else None,
         )
@@ -530,8 +533,10 @@ class JudgingScreen(Screen[None]):
     def _say_queue(self) -> None:
         """What the view walks now, in the status line."""
         queue = self.session.queue
-        if queue.verify:
-            who = f"{visible_line(queue.judge)}'s" if queue.judge else "the judges'"
+        who = f"{visible_line(queue.judge)}'s" if queue.judge else "the judges'"
+        if queue.verify and not self.session.pairs:
+            text = f"No pair of the questions shown has {who} grade (v: back)."
+        elif queue.verify:
             text = f"Verifying {who} grades: ⏎ accepts, 0-9 overrides (v: back)."
         else:
             text = "The people's queue: every pooled pair (v: verify a judge's grades)."

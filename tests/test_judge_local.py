@@ -35,6 +35,7 @@ from ragtui.core.judges.thresholds import (
 )
 from ragtui.core.retrieval.embeddings import EmbeddingCache
 from ragtui.core.retrieval.rerank import CrossEncoderModel
+from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import mini_args
 
@@ -234,8 +235,6 @@ def _long_corpus(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_long_chunk_is_scored_by_its_windows_as_the_vector_retriever_does(
     tmp_path, cache_dir, windows
 ):
-    from ragtui.core.settings import Settings
-
     corpus, golden = _long_corpus(tmp_path)
     settings = Settings(
         corpus=corpus,
@@ -297,3 +296,39 @@ def test_a_cross_encoder_grades_by_its_own_scores(workspace, tiny_cross_encoder)
     judge.close()
     # Closed, it loads the model again when asked.
     assert judge.scores(pairs[:1]) == pytest.approx(scores[:1], abs=1e-6)
+
+
+def test_a_cross_encoder_with_two_outputs_is_refused_in_one_line(tmp_path, tiny_cross_encoder):
+    """A classifier with two labels gives two scores a pair: before, 'cannot reshape array of
+    size 4 into shape (2,)'; now one line saying what the judge needs."""
+    import shutil
+
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    folder = tmp_path / "two-labels"
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_labels=2,
+    )
+    BertForSequenceClassification(config).save_pretrained(folder)
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(tiny_cross_encoder / name, folder / name)
+    judge = build_judge(JudgeSpec("ce", "cross-encoder", str(folder)), Settings())
+    pair = JudgePair("q", "How much is a ticket?", "c", "A ticket costs 5 EUR.", "x")
+    expected = "--judge ce: two-labels gives 2 scores for a pair (num_labels); a cross-encoder judge needs one, the pair's relevance"
+    with pytest.raises(JudgeError) as info:
+        judge.prepare(SCALE, [])
+    assert str(info.value) == expected
+    given = build_judge(
+        JudgeSpec("ce", "cross-encoder", str(folder), {"thresholds": (0.5, 0.9)}), Settings()
+    )
+    given.prepare(SCALE, [])
+    with pytest.raises(JudgeError) as info:
+        given.grade([pair])
+    assert str(info.value) == expected

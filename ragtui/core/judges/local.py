@@ -258,10 +258,20 @@ class CrossEncoderJudge(_ScoringJudge):
         return type(activation).__name__ == "Sigmoid"
 
     def _loaded(self) -> Any:
+        """The model, loaded; JudgeError when it cannot be, or gives a pair more than one score."""
         try:
-            return self.model._load()
+            loaded = self.model._load()
         except InputError as exc:
             raise JudgeError(exc.message) from None
+        labels = getattr(loaded, "num_labels", None)
+        if labels is None:
+            labels = getattr(getattr(loaded, "config", None), "num_labels", None)
+        if labels is not None and labels != 1:
+            raise JudgeError(
+                f"{judge_where(self.spec)}: {self.model_id} gives {labels} scores for a pair "
+                "(num_labels); a cross-encoder judge needs one, the pair's relevance"
+            )
+        return loaded
 
     def _defaults(self, grades: int) -> tuple[Thresholds, str]:
         low, high = CROSS_ENCODER_DEFAULTS
@@ -273,6 +283,7 @@ class CrossEncoderJudge(_ScoringJudge):
 
     def scores(self, pairs: Sequence[JudgePair]) -> list[float]:
         """The model's score of each pair (pairs of one question scored together)."""
+        self._loaded()
         by_question: dict[str, list[int]] = {}
         for i, pair in enumerate(pairs):
             by_question.setdefault(pair.question, []).append(i)

@@ -332,3 +332,11 @@ def test_a_cross_encoder_with_two_outputs_is_refused_in_one_line(tmp_path, tiny_
     with pytest.raises(JudgeError) as info:
         given.grade([pair])
     assert str(info.value) == expected
+
+
+def test_a_similarity_judge_without_its_model_stops_in_prepare(tmp_path):
+    """Before, prepare said 'too few people's grades' and the missing model surfaced later, as an
+    InputError from reading the settings key; now prepare stops the judge with the reason."""
+    judge = build_judge(JudgeSpec("sim", "similarity"), Settings(model=str(tmp_path / "none")))
+    with pytest.raises(JudgeError, match="model not found"):
+        judge.prepare(SCALE, [])

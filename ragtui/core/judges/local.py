@@ -124,6 +124,10 @@ class _ScoringJudge:
 
     def prepare(self, scale: GradeScale, graded: Sequence[tuple[JudgePair, int]]) -> str:
         """Choose the thresholds: the spec's, else fitted to ``graded``, else the defaults."""
+        try:
+            self._identity()  # the model's files and tokenizer are there (nothing is loaded yet)
+        except InputError as exc:
+            raise JudgeError(exc.message) from None
         grades = len(scale)
         on_scale = [(pair, g) for pair, g in graded if 0 <= g < grades]
         enough = self._given is None and len(on_scale) >= 30 and len({g for _, g in on_scale}) > 1

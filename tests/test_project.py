@@ -63,6 +63,7 @@ bm25-backend = "bm25s"
 annotator = "ana"
 counted-grades = "human+model"
 judges = ["sim=similarity"]
+estimate = true
 blind = true
 max-file-mb = 2.5
 runs = ["mine=runs/mine.trec"]
@@ -95,6 +96,7 @@ rerank-over = "bm25"
         "annotator": "ana",
         "counted_grades": "human+model",
         "judges": project.values["judges"],
+        "estimate": True,
         "blind": True,
         "max_file_mb": 2.5,
         "runs": (("mine", folder / "runs" / "mine.trec"),),

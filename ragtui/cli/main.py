@@ -180,6 +180,7 @@ def _eval_options(args: argparse.Namespace) -> EvalOptions:
         runs_dir=args.runs_dir,
         explain=args.explain,
         seed=args.seed,
+        estimate_judge=args.estimate_judge,
     )
 
 
@@ -208,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add a judged@k column (share of the top k with a hand grade or evidence match)",
     )
+    from ragtui.cli.estimate import add_judge_option
+
+    add_judge_option(p_eval)
     _analysis_options(p_eval)
     _gate_option(p_eval)
     _shared_options(p_eval)
@@ -473,6 +477,9 @@ def _project_commands(sub: Any) -> None:
         metavar="N",
         help="seed of the significance tests (default 0)",
     )
+    from ragtui.cli.estimate import add_judge_option
+
+    add_judge_option(p_report)
     _gate_option(p_report)
     _shared_options(p_report)
     p_serve = sub.add_parser(
@@ -688,6 +695,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             runs_dir=args.runs_dir,
             fail_under=args.fail_under,
             seed=args.seed,
+            estimate_judge=args.estimate_judge,
         )
     from ragtui.cli import golden
 

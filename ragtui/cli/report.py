@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragtui.cli.estimate import estimates_for
 from ragtui.cli.evaluate import report_gate
 from ragtui.cli.output import err, open_workspace
 from ragtui.cli.report_formats import render
@@ -40,6 +41,7 @@ def run_report(
     runs_dir: Path | None = None,
     fail_under: Sequence[Threshold] = (),
     seed: int = 0,
+    estimate_judge: str | None = None,
 ) -> int:
     """Build the report, write it (stdout or ``output``), then apply ``--fail-under``; exit 1 on a shortfall."""
     run = None
@@ -50,7 +52,8 @@ def run_report(
             raise InputError(None, f"--baseline: give a saved run, not {baseline!r}")
     ws = open_workspace(settings)
     gate = check_thresholds(ws, fail_under)
-    text = render(full_report(ws, run, gate, seed), fmt)
+    estimate = estimates_for(ws, estimate_judge)
+    text = render(full_report(ws, run, gate, seed, estimate), fmt)
     if output is None:
         sys.stdout.write(text)
     else:

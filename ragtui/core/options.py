@@ -349,6 +349,16 @@ OPTIONS: tuple[Option, ...] = (
         unparse=judge_text,
     ),
     Option(
+        "estimate",
+        switch,
+        "eval, report and the app also show how sure each mean is: the range its unjudged pairs "
+        "allow, the model-filled value and the prediction-powered estimate with its 95 % interval "
+        "(docs/judges.md)",
+        None,
+        group="model judges",
+        example=True,
+    ),
+    Option(
         "blind",
         switch,
         "judge blind: the judging view hides which retrievers ranked a chunk, the evidence rule's "

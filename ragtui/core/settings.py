@@ -76,6 +76,10 @@ class Settings:
     #: Model judges (``--judge NAME=SPEC``, the project file's ``[judges.NAME]``): the ones
     #: ``ragtui judge`` grades with (``ragtui.core.judges``; docs/judges.md).
     judges: tuple[JudgeSpec, ...] = ()
+    #: Show how sure the numbers are (``--estimate``): eval, report and the app's metric panel add
+    #: the range the unjudged pairs allow, the model-filled value and the prediction-powered
+    #: estimate with its 95 % interval (``ragtui.core.analysis.estimates``; docs/judges.md).
+    estimate: bool = False
     #: Ask live retrievers again instead of using their cached answers (``--refresh``).
     refresh: bool = False
     #: Milvus: a Milvus Lite file or ``http(s)://host:19530`` (``--milvus``), and the collection.

@@ -7,12 +7,13 @@ Markdown or as one self-contained HTML page (``ragtui.cli.report_formats``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ragtui import __version__
 from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.estimates import Estimates, estimates_report
 from ragtui.core.analysis.eval_report import passage_notes
 from ragtui.core.analysis.gate import GateResult, gate_section
 from ragtui.core.analysis.runs import SavedRun, manifest, settings_changes
@@ -251,8 +252,10 @@ def full_report(
     baseline: SavedRun | None = None,
     gate: Sequence[GateResult] = (),
     seed: int = 0,
+    estimate: Estimates | None = None,
 ) -> FullReport:
-    """The report of ``ragtui report``: overview, metrics, slices, baseline comparison, curve, gate."""
+    """The report of ``ragtui report``: overview, metrics, how sure they are (``estimate``), slices,
+    baseline comparison, curve, gate."""
     curves = recall_curves(ws)
     baseline_curves: dict[str, list[float]] = {}
     if baseline is not None:
@@ -263,6 +266,9 @@ def full_report(
             if name in baseline.rankings
         }
     sections = [_overview(ws), _metrics(ws)]
+    if estimate is not None:
+        found = estimates_report(estimate)
+        sections += [replace(s, heading=found.title) for s in found.sections]
     per_slice = _slices(ws)
     if per_slice is not None:
         sections.append(per_slice)

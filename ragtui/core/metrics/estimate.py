@@ -60,7 +60,7 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -289,7 +289,7 @@ def _unique(ranked: Iterable[Hashable]) -> list[Hashable]:
 def _binary_value(
     measure: RangeMeasure,
     ranked: Sequence[Hashable],
-    gains: Mapping[Hashable, int],
+    gains: Mapping[Any, int],
     k: int,
     threshold: int,
 ) -> float:
@@ -379,7 +379,7 @@ def _best_multiset(
 
 def _ndcg_extreme(
     ranked: Sequence[Hashable],
-    gains: Mapping[Hashable, int],
+    gains: Mapping[Any, int],
     top_unjudged: list[Hashable],
     others: list[Hashable],
     k: int,
@@ -423,7 +423,7 @@ def _ndcg_extreme(
 def unjudged_range(
     measure: RangeMeasure,
     ranked: Sequence[Hashable],
-    gains: Mapping[Hashable, int],
+    gains: Mapping[Any, int],
     pool: Iterable[Hashable],
     k: int,
     threshold: int = 1,

@@ -1,0 +1,567 @@
+"""How sure the numbers are (``--estimate``): per retriever and metric, the value the grades in force
+give, the range its unjudged pairs allow, the people's value, the model-filled value and the
+prediction-powered estimate with its 95 % interval (``ragtui.core.metrics.estimate`` has the math).
+
+Three sets of grades are read from the journal, each at the evaluation's level (chunks, or documents
+at their best chunk's grade) and over the evidence rule or the qrels, as ``evaluation_grades`` does:
+
+- the people's: adjudicated, else a person's grade (the numbers ``--grades human`` shows);
+- model-filled: the people's where a person graded, else the judge's verdict;
+- the judge's: the judge's verdict wherever it gave one, people aside. The estimate corrects these
+  with the people's on the sample, so they must not already hold the people's grades there.
+
+The judge is one (``judge``) or, by default, every judge: the latest verdict of any of them.
+
+The sample is the recorded random sample (``labelling.sample``, ``sample.json`` beside the label
+journal), drawn from the questions as they are now (not retired, in golden-set order). A sampled
+question counts when it is *judged fully*: a person's grade (or an adjudicated one) applies to every
+pair of its pool at depth k, the union of the retrievers' top k, as the judging view's sample order
+counts it (the evidence rule and the qrels are there to be confirmed). The target is the mean over
+every question of the value people would give after grading every pool; for MRR, which reads the
+whole run, a pair beyond the pool keeps the evidence rule's or the qrels' grade, as it does today.
+The estimate is withheld, with the reason, when there is no recorded sample, when it was drawn from
+other questions, when fewer than ``MIN_SAMPLE`` of its questions are judged fully, when there is no
+verdict of the judge, or when the judge graded the sampled questions' pools much more or less fully
+than the others' (``ragtui judge --unjudged`` after people graded the sample: its errors there would
+never be seen).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragtui.core.data.tokenizer import resolve_model
+from ragtui.core.judges.base import shares_model_with
+from ragtui.core.judges.spec import judge_shares
+from ragtui.core.labelling.judging import pool_question
+from ragtui.core.labelling.labels import Label, PairLabels
+from ragtui.core.labelling.sample import SAMPLE_FILE, HumanSample, load_sample
+from ragtui.core.labelling.verify import person_graded, sample_population
+from ragtui.core.metrics.estimate import (
+    CONFIDENCE,
+    MIN_SAMPLE,
+    Interval,
+    RangeMeasure,
+    mean_interval,
+    ppi_mean,
+    unjudged_range,
+)
+from ragtui.core.metrics.evaluation import Evaluation
+from ragtui.core.report_model import Note, Report, fmt, table
+from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.grading import LEVEL_DOCUMENT
+
+__all__ = [
+    "COVERAGE_GAP",
+    "METRICS",
+    "Estimates",
+    "MetricEstimate",
+    "RetrieverEstimate",
+    "SampleUse",
+    "estimates",
+    "estimates_json",
+    "estimates_report",
+    "retriever_json",
+]
+
+#: The metrics estimated: (eval --json name, per-question field, unjudged-range measure).
+METRICS: tuple[tuple[str, str, RangeMeasure], ...] = (
+    ("recall", "recall", "recall"),
+    ("precision", "precision", "precision"),
+    ("mrr", "rr", "rr"),
+    ("ndcg", "ndcg", "ndcg"),
+)
+
+#: The judge must have graded about as much of the sampled questions' pools as of the others'
+#: (shares within this many points), or its errors on one side are never measured.
+COVERAGE_GAP = 0.05
+
+Pick = Callable[[PairLabels], Label | None]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricEstimate:
+    """One retriever's figures for one metric (``None``: not computed; ``reason`` says why)."""
+
+    value: float
+    """The mean ``eval`` shows (the grades in force)."""
+    unjudged: tuple[float, float] | None
+    """The lowest and highest mean the unjudged pool pairs allow (None: recall from evidence)."""
+    human: float
+    """The mean with the people's grades only (``--grades human``)."""
+    model_filled: float | None
+    ppi: Interval | None
+    human_only: Interval | None
+    differing: int
+    """Sampled questions whose value differs between the judge's grades and the people's."""
+    reason: str
+    """Why there is no prediction-powered estimate ("" when there is one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverEstimate:
+    """A retriever's estimates, by metric (``METRICS`` order), and whether the judge shares its model."""
+
+    retriever: str
+    metrics: dict[str, MetricEstimate]
+    shares_model: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SampleUse:
+    """The sample the estimate uses: where it was read, how it was drawn, which questions count."""
+
+    path: str
+    sample: HumanSample | None
+    population: int
+    used: tuple[str, ...]
+    """The sample's questions judged fully, in sample order."""
+    coverage: tuple[float, float] | None
+    """The share of pool pairs the judge graded: on ``used`` questions, and on the others."""
+    reason: str
+    """Why the sample gives no interval ("" when it does; a judge's coverage aside)."""
+
+    def describe(self) -> str:
+        """``sample.json: 40 drawn (seed 0) of 225 questions, 38 judged fully``."""
+        if self.sample is None:
+            return f"no recorded random sample ({self.path})"
+        s = self.sample
+        return (
+            f"{self.path}: {len(s.questions)} drawn (seed {s.seed}) of {s.population} questions, "
+            f"{len(self.used)} judged fully"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Estimates:
+    """Every retriever's estimates, the judges read and the sample used."""
+
+    judge: str | None
+    judges: tuple[str, ...]
+    """The judges whose verdicts were read (every judge's latest when ``judge`` is None)."""
+    models: tuple[str, ...]
+    shares: tuple[str, ...]
+    sample: SampleUse
+    k: int
+    retrievers: dict[str, RetrieverEstimate]
+
+
+def _picker(judge: str | None, applies: Callable[[Label], bool]) -> Pick:
+    """The verdict that counts for a pair: the judge's, or the latest of every judge's."""
+
+    def pick(pair: PairLabels) -> Label | None:
+        verdicts = pair.verdicts(applies)
+        if judge is not None:
+            return verdicts.get(judge)
+        return max(verdicts.values(), key=lambda label: label.line, default=None)
+
+    return pick
+
+
+class _Grades:
+    """The three sets of grades of a question, at the evaluation's level (see the module docstring)."""
+
+    def __init__(self, ws: Workspace, judge: str | None) -> None:
+        self.ws = ws
+        self.applies: Callable[[Label], bool] = lambda label: ws.label_status(label) is None
+        self.verdict = _picker(judge, self.applies)
+
+    def _hand(self, qid: str, people: bool, model: bool) -> dict[str, int]:
+        """The chosen labels' grades of ragtui's chunks: people's first, then the judge's."""
+        out: dict[str, int] = {}
+        foreign = self.ws.foreign
+        for cid, pair in self.ws.labels.pairs.get(qid, {}).items():
+            if cid in foreign:
+                continue
+            label = pair.human(self.applies) if people else None
+            if label is None and model:
+                label = self.verdict(pair)
+            if label is not None and label.grade is not None:
+                out[cid] = label.grade
+        return out
+
+    def _lifted(self, qid: str, hand: dict[str, int]) -> dict[str, int]:
+        """Over the evidence rule or the qrels, as ``grading.evaluation_grades`` lays them."""
+        ws = self.ws
+        if ws.level != LEVEL_DOCUMENT:
+            grades = dict(ws.base_grades.get(qid, {}))
+            grades.update(hand)
+            for doc, grade in ws.qrels.get(qid, {}).items():
+                if doc not in ws.corpus_docs:
+                    grades.setdefault(doc, grade)
+            return grades
+        grades = dict(ws.qrels.get(qid, {}))
+        lifted: dict[str, int] = {}
+        for cid, grade in hand.items():
+            doc = ws.doc_of(cid)
+            lifted[doc] = max(lifted.get(doc, grade), grade)
+        grades.update(lifted)
+        return grades
+
+    def human(self, qid: str) -> dict[str, int]:
+        return self._lifted(qid, self._hand(qid, people=True, model=False))
+
+    def filled(self, qid: str) -> dict[str, int]:
+        return self._lifted(qid, self._hand(qid, people=True, model=True))
+
+    def model(self, qid: str) -> dict[str, int]:
+        return self._lifted(qid, self._hand(qid, people=False, model=True))
+
+
+def _evaluation(ws: Workspace, grades: Callable[[str], dict[str, int]]) -> Evaluation:
+    """The shown retrievers evaluated with other grades (same questions, rankings, k)."""
+    ev = ws.evaluation
+    assert ev is not None
+    return Evaluation(
+        ev.question_ids,
+        grades,
+        ev.rankings,
+        ev.k,
+        ev.threshold,
+        own=dict(ev.own),
+    )
+
+
+def _max_grade(ws: Workspace) -> int:
+    """The highest grade an unjudged pair could get: the scale's top, or the data's if higher."""
+    scale = ws.settings.grade_scale
+    top = max((g for g, _ in scale), default=2) if scale else 2
+    for grades in ws.qrels.values():
+        top = max(top, max(grades.values(), default=top))
+    return top
+
+
+def _ranges(ws: Workspace, name: str) -> dict[str, tuple[float, float] | None]:
+    """The mean of each question's unjudged range, over the questions today's means are over."""
+    ev = ws.evaluation
+    assert ev is not None
+    k, threshold, top = ev.k, ev.threshold, _max_grade(ws)
+    own = ev.own.get(name)
+    lows: dict[str, list[float]] = {m: [] for m, _, _ in METRICS}
+    highs: dict[str, list[float]] = {m: [] for m, _, _ in METRICS}
+    foreign = ws.foreign
+    for qid in ev.evaluated:
+        ranked = [cid for cid, _ in ev.rankings[name].get(qid, ())]
+        gains = ev.gains_for(name, qid)
+        mine = set(ranked)
+        pool: dict[str, None] = {}
+        for other in ev.rankings:
+            for cid, _ in ev.rankings[other].get(qid, ())[:k]:
+                if cid not in foreign or cid in mine:
+                    pool.setdefault(cid)
+        for metric, _, measure in METRICS:
+            low, high = unjudged_range(
+                measure, ranked, gains, ranked if measure == "rr" else pool, k, threshold, top
+            )
+            lows[metric].append(low)
+            highs[metric].append(high)
+    out: dict[str, tuple[float, float] | None] = {}
+    for metric, _, _ in METRICS:
+        if metric == "recall" and own is not None and own.recall is not None:
+            out[metric] = None  # evidence recall: not a function of the grades
+        elif lows[metric]:
+            out[metric] = (float(np.mean(lows[metric])), float(np.mean(highs[metric])))
+        else:
+            out[metric] = (0.0, 0.0)
+    return out
+
+
+def _pools(ws: Workspace, qids: Sequence[str]) -> dict[str, list[str]]:
+    """Each question's pool at depth k: the chunks of every shown retriever's top k."""
+    return {
+        qid: [
+            e.chunk
+            for e in pool_question(qid, ws.rankings, ws.retrievers, ws.settings.k, ws.chunk_order)
+        ]
+        for qid in qids
+    }
+
+
+def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> SampleUse:
+    """The recorded sample and which of its questions are judged fully."""
+    folder = ws.labels.path.parent
+    path = str(folder / SAMPLE_FILE)
+    sample = load_sample(folder)
+    if sample is None:
+        return SampleUse(
+            path,
+            None,
+            len(population),
+            (),
+            None,
+            "no recorded random sample of questions: questions people chose are no random "
+            "sample (the judging view's o draws one: the sample order)",
+        )
+    if not sample.drawn_from(population):
+        return SampleUse(
+            path,
+            sample,
+            len(population),
+            (),
+            None,
+            f"the sample was drawn from {sample.population} questions, not from the "
+            f"{len(population)} there are now: it is no random sample of them",
+        )
+    known = set(population)
+    drawn = [q for q in sample.questions if q in known]
+    pools = _pools(ws, drawn)
+    labels = ws.labels
+    used = tuple(
+        q for q in drawn if all(person_graded(labels.pair(q, c), grades.applies) for c in pools[q])
+    )
+    reason = ""
+    if len(used) < MIN_SAMPLE:
+        reason = (
+            f"{len(used)} of the sample's {len(sample.questions)} questions judged fully "
+            f"(a person's grade on every pair of the pool at depth {ws.settings.k}); "
+            f"the interval needs {MIN_SAMPLE}"
+        )
+    return SampleUse(path, sample, len(population), used, None, reason)
+
+
+def _coverage(
+    ws: Workspace, grades: _Grades, population: list[str], used: Sequence[str]
+) -> tuple[float, float]:
+    """The share of pool pairs (depth k) with the judge's verdict: on ``used``, on the others."""
+    chosen = set(used)
+    pools = _pools(ws, population)
+    graded, pooled = [0, 0], [0, 0]  # the sample's questions, then the others
+    labels = ws.labels
+    for qid, pool in pools.items():
+        side = 0 if qid in chosen else 1
+        for cid in pool:
+            pair = labels.pair(qid, cid)
+            graded[side] += pair is not None and grades.verdict(pair) is not None
+            pooled[side] += 1
+    sample, others = (g / p if p else 1.0 for g, p in zip(graded, pooled, strict=True))
+    return sample, others
+
+
+def _judges_read(ws: Workspace, grades: _Grades) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The judges and the models whose verdicts count (each in journal order)."""
+    names: dict[str, None] = {}
+    models: dict[str, None] = {}
+    for _, _, pair in ws.labels.iter_pairs():
+        label = grades.verdict(pair)
+        if label is not None:
+            names.setdefault(label.judge)
+            if label.model:
+                models.setdefault(label.model)
+    return tuple(names), tuple(models)
+
+
+def _shares(ws: Workspace, models: Sequence[str]) -> tuple[str, ...]:
+    """The retrievers that use one of the judges' models (a judge favours them)."""
+    settings = ws.settings
+    found: set[str] = set()
+    resolved = resolve_model(settings.model)
+    for model in models:
+        found.update(judge_shares(model, settings))
+        if model.rstrip("/") == resolved.rstrip("/"):
+            found.update(shares_model_with(resolved, resolved, None, ws.retrievers))
+    return tuple(r for r in ws.retrievers if r in found)
+
+
+def estimates(ws: Workspace, judge: str | None = None) -> Estimates:
+    """Every shown retriever's estimates (see the module docstring); ``judge`` None: every judge's
+    latest verdict."""
+    ev = ws.evaluation
+    assert ev is not None
+    grades = _Grades(ws, judge)
+    judges, models = _judges_read(ws, grades)
+    population = sample_population(ws.questions)
+    use = _sample_use(ws, grades, population)
+    reason = use.reason
+    coverage = None
+    if not judges:
+        reason = (
+            f"no verdict of the judge {judge!r}" if judge else "no model judge's verdicts"
+        ) + " in the journal (ragtui judge grades the pool)"
+    elif not reason:
+        coverage = _coverage(ws, grades, population, use.used)
+        if abs(coverage[0] - coverage[1]) > COVERAGE_GAP:
+            reason = (
+                f"the judge graded {coverage[0]:.0%} of the pool pairs of the sampled questions "
+                f"and {coverage[1]:.0%} of the others': it must grade both alike (ragtui judge "
+                "without --unjudged or --questions)"
+            )
+    use = SampleUse(use.path, use.sample, use.population, use.used, coverage, use.reason)
+    human_ev = _evaluation(ws, grades.human)
+    filled_ev = _evaluation(ws, grades.filled) if judges else None
+    model_ev = _evaluation(ws, grades.model) if judges else None
+    rows = human_ev.rows_of(use.used)
+    in_sample = np.zeros(len(ev.question_ids), dtype=bool)
+    in_sample[rows[rows >= 0]] = True
+    sample_ok = not use.reason
+    shares = _shares(ws, models)
+    out: dict[str, RetrieverEstimate] = {}
+    for name in ws.retrievers:
+        ranges = _ranges(ws, name)
+        summary = ev.summary(name).as_dict()
+        human_summary = human_ev.summary(name).as_dict()
+        metrics: dict[str, MetricEstimate] = {}
+        for metric, field, _ in METRICS:
+            y = human_ev.column(name, field)
+            human_only = mean_interval(y[in_sample], len(population)) if sample_ok else None
+            filled = ppi = None
+            differing = 0
+            if filled_ev is not None and model_ev is not None:
+                filled = filled_ev.summary(name).as_dict()[metric]
+                f = model_ev.column(name, field)
+                differing = int(np.count_nonzero(f[in_sample] != y[in_sample]))
+                if not reason:
+                    ppi = ppi_mean(y[in_sample], f[in_sample], f[~in_sample])
+            metrics[metric] = MetricEstimate(
+                value=summary[metric],
+                unjudged=ranges[metric],
+                human=human_summary[metric],
+                model_filled=filled,
+                ppi=ppi,
+                human_only=human_only,
+                differing=differing,
+                reason=reason,
+            )
+        out[name] = RetrieverEstimate(name, metrics, name in shares)
+    return Estimates(judge, judges, models, shares, use, ev.k, out)
+
+
+# ---- what eval --json prints, and the table eval and report print ---------------------------------
+
+
+def _interval_json(
+    interval: Interval | None, differing: int | None = None
+) -> dict[str, Any] | None:
+    if interval is None:
+        return None
+    out: dict[str, Any] = {
+        "estimate": interval.estimate,
+        "low": interval.low,
+        "high": interval.high,
+        "half_width": interval.half_width,
+        "n": interval.n,
+        "population": interval.population,
+        "df": interval.df,
+    }
+    if differing is not None:
+        out["differing"] = differing
+    return out
+
+
+def retriever_json(est: RetrieverEstimate) -> dict[str, Any]:
+    """The ``estimate`` object of one retriever in ``eval --json`` (docs/json.md)."""
+    out: dict[str, Any] = {"shares_model": est.shares_model}
+    for metric, m in est.metrics.items():
+        out[metric] = {
+            "value": m.value,
+            "unjudged_low": m.unjudged[0] if m.unjudged is not None else None,
+            "unjudged_high": m.unjudged[1] if m.unjudged is not None else None,
+            "human": m.human,
+            "model_filled": m.model_filled,
+            "ppi": _interval_json(m.ppi, m.differing),
+            "human_only": _interval_json(m.human_only),
+            "reason": m.reason or None,
+        }
+    return out
+
+
+def estimates_json(est: Estimates) -> dict[str, Any]:
+    """The top-level ``estimate`` object of ``eval --json``: the judges, the sample (docs/json.md)."""
+    use = est.sample
+    sample = use.sample
+    return {
+        "judge": est.judge,
+        "judges": list(est.judges),
+        "models": list(est.models),
+        "shares_model_with": list(est.shares),
+        "confidence": CONFIDENCE,
+        "min_sample": MIN_SAMPLE,
+        "sample": {
+            "file": use.path,
+            "recorded": sample is not None,
+            "seed": sample.seed if sample is not None else None,
+            "drawn": len(sample.questions) if sample is not None else 0,
+            "population": use.population,
+            "judged_fully": list(use.used),
+            "reason": use.reason or None,
+        },
+        "coverage": (
+            {"sample": use.coverage[0], "others": use.coverage[1]}
+            if use.coverage is not None
+            else None
+        ),
+    }
+
+
+_LABELS = {"recall": "recall@{k}", "precision": "precision@{k}", "mrr": "MRR", "ndcg": "nDCG@{k}"}
+
+
+def _plus_minus(interval: Interval) -> str:
+    return f"{fmt(interval.estimate)} ± {fmt(interval.half_width)}"
+
+
+def estimates_report(est: Estimates) -> Report:
+    """``eval --estimate``'s table: a row per retriever and metric (docs/judges.md)."""
+    rows = []
+    reasons: dict[str, None] = {}
+    for name, r in est.retrievers.items():
+        for i, (metric, m) in enumerate(r.metrics.items()):
+            shown = (name + (" ‡" if r.shares_model else "")) if i == 0 else ""
+            value = fmt(m.value)
+            if m.unjudged is not None:
+                value += f" ({fmt(m.unjudged[0])}–{fmt(m.unjudged[1])} over unjudged)"
+            ppi = "—"
+            if m.ppi is not None:
+                ppi = f"{_plus_minus(m.ppi)} (n={m.ppi.n} of {m.ppi.population})"
+            elif m.reason:
+                reasons.setdefault(m.reason)
+            rows.append(
+                (
+                    shown,
+                    _LABELS[metric].format(k=est.k),
+                    value,
+                    fmt(m.human),
+                    fmt(m.model_filled) if m.model_filled is not None else "—",
+                    ppi,
+                    _plus_minus(m.human_only) if m.human_only is not None else "—",
+                )
+            )
+    judge = est.judge or "every judge's latest verdict"
+    if est.judges:
+        judge += f" ({', '.join(est.judges)})" if est.judge is None else ""
+    else:
+        judge += " (none in the journal)"
+    notes = [
+        (
+            "value: the mean eval shows; over unjudged: the lowest and highest mean the unjudged "
+            f"pairs of the pool (the retrievers' top {est.k}; for MRR the run) allow"
+        ),
+        (
+            "people: their grades only; model-filled: people's where they graded, else the "
+            "judge's; PPI: the prediction-powered estimate, 95 % interval; people only: the "
+            "sample alone"
+        ),
+        f"judge: {judge}; sample: {est.sample.describe()}",
+    ]
+    if est.sample.coverage is not None:
+        sample, others = est.sample.coverage
+        notes.append(
+            f"the judge graded {sample:.0%} of the sampled questions' pool pairs, {others:.0%} "
+            "of the others'"
+        )
+    notes += [f"no prediction-powered estimate: {reason}" for reason in reasons]
+    if est.shares:
+        notes.append(
+            f"‡ the judge shares its model ({', '.join(est.models)}) with this retriever: "
+            "it favours it"
+        )
+    section = table(
+        ("retriever", "metric", "value", "people", "model-filled", "PPI", "people only"),
+        rows,
+        notes=[Note(n, "dim") for n in notes],
+        right=range(2, 7),
+    )
+    return Report("How sure the numbers are", (section,))

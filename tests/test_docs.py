@@ -406,6 +406,13 @@ NOT_RUN = {
     ("docs/retrievers.md", "ragtui eval --retriever extra=extra_plugin:make"): (
         "needs the page's plugin on the path; tests/test_own_passages.py runs it and checks the lines"
     ),
+    (
+        "docs/judges.md",
+        "ragtui judge --judge sim=similarity --retrievers bm25 --depth 3 --questions q01,q02,q03",
+    ): (
+        "writes the user's copy of the bundled golden set; tests/test_judge_run.py runs it in a "
+        "fresh data folder and compares stderr and stdout, timings aside"
+    ),
 }
 
 

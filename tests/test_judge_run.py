@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -35,7 +36,7 @@ from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.workspace import Workspace
 from tests.conftest import ROOT, mini_args, settings_of
 from tests.judge_server import Reply, serve_judge
-from tests.test_docs import assert_documented, documented, key_paths
+from tests.test_docs import assert_documented, documented, examples, key_paths, matches
 
 # ---- judges of the test --------------------------------------------------------------------------
 
@@ -684,7 +685,13 @@ def _start_slow_run(mini: Path, project: Path, chat, cache: Path, tmp_path: Path
 def _rerun(mini: Path, project: Path, chat, texts: Texts, capsys) -> tuple[dict, list[JudgePair]]:
     chat.clear()
     chat.grader = grade_of
-    run = _json_run(_judge_argv(mini, project, "--depth", "5"), capsys)
+    code = main([*_judge_argv(mini, project, "--depth", "5"), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    run = json.loads(captured.out)
+    cached = run["judges"]["llm"]["from_cache"]
+    end = captured.err.splitlines()[-1]
+    assert (f"pairs ({cached} from the cache) in " in end) == (cached > 0), end
     asked = [texts.pair(*texts.key(r.body["messages"][-1]["content"])) for r in chat.requests]
     return run, asked
 
@@ -739,3 +746,33 @@ def test_ctrl_c_stops_writes_what_came_and_exits_130(mini, chat, cli_env, capsys
     assert not {VerdictCache.key(p) for p in asked} & cached
     assert run["judges"]["llm"]["from_cache"] == 0
     _one_right_line_per_pair(mini, texts, run["pool"]["pairs"])
+
+
+# ---- the page's example --------------------------------------------------------------------------
+
+#: The session docs/judges.md shows (stderr then stdout, as a log shows them).
+SESSION = (
+    "docs/judges.md",
+    "ragtui judge --judge sim=similarity --retrievers bm25 --depth 3 --questions q01,q02,q03",
+)
+
+
+def test_the_session_in_judges_md_prints_what_the_page_shows(monkeypatch, tmp_path, capsys):
+    """Run in a fresh data folder and cache; timings (numbers with a decimal point) may differ."""
+    example = next(e for e in examples() if e.key == SESSION)
+    share = tmp_path / "share"
+    monkeypatch.setenv("XDG_DATA_HOME", str(share))
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("RAGTUI_PROGRESS_SECONDS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    timing = re.compile(r"\d+\.\d+")
+    for step in example.steps:
+        argv = shlex.split(step.command)
+        assert argv[0] == "ragtui"
+        code = main([*argv[1:], "--no-project"])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        printed = (captured.err + captured.out).replace(str(share), "/home/ana/.local/share")
+        expected = [timing.sub("N", line) for line in step.expected]
+        shown = [timing.sub("N", line) for line in printed.splitlines()]
+        assert matches(expected, shown), "\n".join(printed.splitlines())

@@ -111,18 +111,21 @@ class _Progress:
         self.last = 0.0
         self.total = 0
         self.done = 0
+        self.cached = 0
         self.tokens = 0
         self.period = _period()
 
     def _rates(self) -> tuple[float, float, float]:
+        """Seconds since judging started, and the judges' pairs and tokens per second (the
+        cache's pairs, which cost no request, are not counted in the rate)."""
         elapsed = max(time.monotonic() - self.started, 1e-6)
-        return elapsed, self.done / elapsed, self.tokens / elapsed
+        return elapsed, (self.done - self.cached) / elapsed, self.tokens / elapsed
 
-    def __call__(self, done: int, total: int, tokens: int) -> None:
+    def __call__(self, done: int, total: int, cached: int, tokens: int) -> None:
         from ragtui.cli.output import err
 
         now = time.monotonic()
-        self.done, self.total, self.tokens = done, total, tokens
+        self.done, self.total, self.cached, self.tokens = done, total, cached, tokens
         if not self.started:
             self.started = self.last = now
             if self.console.is_terminal:
@@ -135,7 +138,7 @@ class _Progress:
             self.bar.update(self.task, completed=done, rate=rate)
         elif done < total and now - self.last >= self.period and done:
             self.last = now
-            left = (total - done) / pairs_s if pairs_s > 0 else 0.0
+            left = (total - done) / pairs_s if pairs_s > 0 else 0.0  # the cache's are done first
             err(
                 f"ragtui: judging: {done} of {total} pairs, {pairs_s:.1f} pairs/s, "
                 f"{tokens_s:,.0f} tokens/s, about {left:.0f} s left"
@@ -166,8 +169,9 @@ class _Progress:
             self.bar = None
         elif self.started:
             elapsed, pairs_s, tokens_s = self._rates()
+            cached = f" ({self.cached} from the cache)" if self.cached else ""
             err(
-                f"ragtui: judging: {self.done} of {self.total} pairs in {elapsed:.1f} s "
+                f"ragtui: judging: {self.done} of {self.total} pairs{cached} in {elapsed:.1f} s "
                 f"({pairs_s:.1f} pairs/s, {tokens_s:,.0f} tokens/s)"
             )
 

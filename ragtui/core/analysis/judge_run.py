@@ -60,8 +60,9 @@ __all__ = [
 JOURNAL_BATCH = 20
 JOURNAL_SECONDS = 1.0
 
-#: ``progress(done, total, tokens)``: pairs done (graded, from the cache or failed) of all judges, tokens used.
-JudgeProgress = Callable[[int, int, int], None]
+#: ``progress(done, total, cached, tokens)``: pairs done (graded, from the cache or failed) of all
+#: judges, how many of them came from the cache (no request: not counted in a rate), tokens used.
+JudgeProgress = Callable[[int, int, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -393,7 +394,7 @@ class _Grading:
         judge: Judge,
         scale: GradeScale,
         summary: JudgeSummary,
-        progress: Callable[[int, int], None],
+        progress: Callable[[int, int, bool], None],
         warn: Callable[[str], None],
     ) -> None:
         self.ws, self.judge, self.summary = ws, judge, summary
@@ -455,7 +456,7 @@ class _Grading:
                 self.journal.add(self._label(pair, *hit))
                 summary.graded += 1
                 summary.from_cache += 1
-                self.progress(1, 0)
+                self.progress(1, 0, True)
             summary.asked = len(asked)
             size = max(1, int(judge.batch_size))
             batches = [tuple(asked[i : i + size]) for i in range(0, len(asked), size)]
@@ -492,7 +493,7 @@ class _Grading:
                 summary.graded += 1
                 self.journal.add(self._label(pair, verdict.grade, verdict.reason))
         summary.tokens += tokens
-        self.progress(len(batch), tokens)
+        self.progress(len(batch), tokens, False)
 
 
 def judge_pool(
@@ -525,15 +526,16 @@ def judge_pool(
             raise InputError(None, f"{reason}; nothing was graded")
     scale = ws.settings.grade_scale or DEFAULT_GRADE_SCALE
     graded = people_graded(ws) if total else []
-    done = tokens = 0
-    report = progress or (lambda _done, _total, _tokens: None)
+    done = cached = tokens = 0
+    report = progress or (lambda _done, _total, _cached, _tokens: None)
     started = False
 
-    def step(pairs: int, used: int) -> None:
-        nonlocal done, tokens
+    def step(pairs: int, used: int, from_cache: bool) -> None:
+        nonlocal done, cached, tokens
         done += pairs
+        cached += pairs if from_cache else 0
         tokens += used
-        report(done, total, tokens)
+        report(done, total, cached, tokens)
 
     summaries: list[JudgeSummary] = []
     for judge, plan in zip(judges, plans, strict=True):
@@ -558,7 +560,7 @@ def judge_pool(
             say(f"{judge.name}: {summary.note}")
         if not started:  # the clock starts once the first judge is ready
             started = True
-            report(0, total, 0)
+            report(0, total, 0, 0)
         _Grading(ws, judge, scale, summary, step, say).run(plan.todo, ask.again)
         if summary.interrupted or summary.stopped:
             break

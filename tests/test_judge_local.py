@@ -340,3 +340,41 @@ def test_a_similarity_judge_without_its_model_stops_in_prepare(tmp_path):
     judge = build_judge(JudgeSpec("sim", "similarity"), Settings(model=str(tmp_path / "none")))
     with pytest.raises(JudgeError, match="model not found"):
         judge.prepare(SCALE, [])
+
+
+def test_similarity_encodes_each_new_text_once_and_caches_it_in_one_write(tmp_path):
+    from ragtui.core.retrieval.embeddings import Embedder
+
+    encoded: list[str] = []
+
+    class Counting(Embedder):
+        """The real model, counting the texts it is asked to encode."""
+
+        def encode(self, texts, progress=None):
+            encoded.extend(texts)
+            return super().encode(texts, progress)
+
+    settings = Settings(cache_dir=tmp_path / "cache")
+    pairs = [
+        JudgePair(
+            "q1", "How much is a return ticket?", "a", "A return ticket costs 5.80 EUR.", "1"
+        ),
+        JudgePair("q1", "How much is a return ticket?", "b", "The library opens at nine.", "2"),
+        JudgePair("q2", "When does the library open?", "b", "The library opens at nine.", "2"),
+    ]
+    judge = build_judge(JudgeSpec("sim", "similarity"), settings)
+    assert isinstance(judge, SimilarityJudge)
+    judge._embedder = Counting(settings.model)
+    first = judge.scores(pairs)
+    again = judge.scores(pairs[::-1])
+    assert again == first[::-1]
+    texts = [p.question for p in pairs] + [p.chunk for p in pairs]
+    assert sorted(encoded) == sorted(set(texts))  # each distinct text once
+    disk = EmbeddingCache(settings.model, settings.cache_dir)
+    assert disk.missing(texts) == list(dict.fromkeys(texts))  # not written batch by batch
+    judge.close()
+    assert EmbeddingCache(settings.model, settings.cache_dir).missing(texts) == []
+    other = build_judge(JudgeSpec("sim", "similarity"), settings)
+    assert isinstance(other, SimilarityJudge)
+    assert other.scores(pairs) == pytest.approx(first, abs=1e-6)
+    assert not other._embedder.loaded

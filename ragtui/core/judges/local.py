@@ -63,6 +63,9 @@ CROSS_ENCODER_DEFAULTS = (0.5, 0.9)
 
 #: Pairs per ``grade`` call.
 BATCH_SIZE = 64
+#: Texts the similarity judge encodes before it writes them into the embedding cache (else at
+#: ``close``): one write of the cache, not one a batch.
+FLUSH_TEXTS = 4096
 
 
 def model_name(model: str) -> str:
@@ -185,6 +188,7 @@ class SimilarityJudge(_ScoringJudge):
         self.model = settings.model
         self._embedder = Embedder(settings.model)
         self._cache: EmbeddingCache | None = None
+        self._pending: dict[str, np.ndarray] = {}
         self._counter: TokenCounter | None = None
         self._plan: WindowPlan | None = None
         self._planned = False
@@ -212,31 +216,53 @@ class SimilarityJudge(_ScoringJudge):
             return [text]
         return [text[a:b] for a, b in token_windows(text, self._counter, plan.length, plan.stride)]
 
+    def _vectors(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Each text's embedding: from the workspace's embedding cache, else encoded once and kept
+        until ``close`` (or :data:`FLUSH_TEXTS` of them) adds them to the cache in one write."""
+        if self._cache is None:
+            self._cache = EmbeddingCache(self.model, self._settings.cache_dir)
+        cache = self._cache
+        todo = [t for t in cache.missing(texts) if t not in self._pending]
+        if todo:
+            for text, row in zip(todo, self._embedder.encode(todo), strict=True):
+                self._pending[text] = row
+        found = {t: self._pending[t] for t in texts if t in self._pending}
+        cached = [t for t in dict.fromkeys(texts) if t not in found]
+        if cached:
+            found.update(zip(cached, cache.get(cached), strict=True))
+        if len(self._pending) >= FLUSH_TEXTS:
+            self._flush()
+        return found
+
+    def _flush(self) -> None:
+        """Add the texts encoded since the last write to the embedding cache (one write)."""
+        if self._pending and self._cache is not None:
+            texts = list(self._pending)
+            self._cache.add(texts, np.vstack([self._pending[t] for t in texts]))
+        self._pending = {}
+
     def scores(self, pairs: Sequence[JudgePair]) -> list[float]:
         """Each pair's cosine: with the chunk's best window (``--windows max``), their mean, or the
         chunk as the model reads it (``--windows off``)."""
         if not pairs:
             return []
-        if self._cache is None:
-            self._cache = EmbeddingCache(self.model, self._settings.cache_dir)
         windows = {pair.chunk: self._windows(pair.chunk) for pair in pairs}
-        texts = list(
-            dict.fromkeys([p.question for p in pairs] + [w for ws in windows.values() for w in ws])
-        )
-        matrix = self._cache.embed(texts, self._embedder)
-        row = {text: i for i, text in enumerate(texts)}
+        texts = [p.question for p in pairs] + [w for ws in windows.values() for w in ws]
+        vectors = self._vectors(texts)
         mean = self._plan is not None and self._plan.mode == "mean"
         out = []
         for pair in pairs:
-            q = matrix[row[pair.question]]
-            cosines = np.asarray([float(q @ matrix[row[w]]) for w in windows[pair.chunk]])
+            q = vectors[pair.question]
+            cosines = np.asarray([float(q @ vectors[w]) for w in windows[pair.chunk]])
             value = float(cosines.mean() if mean else cosines.max())
             out.append(min(1.0, max(-1.0, value)) if math.isfinite(value) else value)
         return out
 
     def close(self) -> None:
-        """Let go of the cache's rows (the model stays with the embedder until it is dropped)."""
-        self._cache = None
+        """Write what was encoded into the embedding cache, and let go of the cache's rows."""
+        with self._lock:
+            self._flush()
+            self._cache = None
 
 
 class CrossEncoderJudge(_ScoringJudge):

@@ -10,6 +10,7 @@ The coverage of the interval is ``tests/test_estimate_simulation.py``'s.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -45,9 +46,11 @@ from ragtui.core.metrics.formulas import (
 )
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
+from ragtui.tui.widgets.metrics_panel import estimate_line
 from ragtui.tui.widgets.report_view import report_plain
 from tests.conftest import CRANFIELD
 from tests.test_docs import assert_documented, documented, key_paths, matches
+from tests.test_tui import WIDE, make_app, run_async, wait_ready
 
 # ---- the estimate, by hand -------------------------------------------------------------------
 
@@ -484,3 +487,38 @@ def test_the_example_in_judges_md_is_what_eval_prints(cran, capsys):
     section = text.split("## How sure the numbers are", 1)[1]
     block = section.split("```\n", 2)[1].splitlines()
     assert matches(block, printed), "\n".join(printed)
+
+
+# ---- the app's metric panel -------------------------------------------------------------------
+
+
+@run_async
+async def test_the_apps_panel_shows_the_range_and_the_estimate(mini_settings, tmp_path):
+    """Started with --estimate, the whole-set rows get a line: nDCG@3's range over unjudged pairs and
+    the estimate (none here: the small corpus has 7 questions, the note says why); a grade moves it."""
+    settings = dataclasses.replace(
+        mini_settings, estimate=True, retrievers=("bm25",), cache_dir=tmp_path / "cache"
+    )
+    app = make_app(settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        ws = app.controller.workspace
+        before = estimate_line(estimates(ws), "bm25")
+        assert "bm25   all" in screen.metrics.plain
+        assert f"       est    {before}" in screen.metrics.plain
+        assert "est: nDCG@3 over unjudged pairs · prediction-powered estimate, 95 %; none: " in (
+            screen.metrics.plain.replace("\n", " ")
+        )
+        await pilot.press("tab", "down")  # bm25's second chunk of m01: unjudged
+        await pilot.pause()
+        assert screen.result_list("bm25").highlighted_chunk == "ferry.md#0"
+        await pilot.press("2")
+        await pilot.pause()
+        after = estimate_line(estimates(ws), "bm25")
+        assert after != before and f"       est    {after}" in screen.metrics.plain
+    # Without --estimate the panel is as it was.
+    app = make_app(dataclasses.replace(settings, estimate=False))
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        assert " est " not in app.main_screen.metrics.plain

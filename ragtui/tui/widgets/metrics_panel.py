@@ -4,10 +4,13 @@ the filtered questions and the current question."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from rich.text import Text
 from textual.widgets import Static
 
+from ragtui.core.analysis.estimates import Estimates, estimates
+from ragtui.core.labelling.sample import SAMPLE_FILE
 from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.workspace import Workspace
@@ -37,8 +40,11 @@ def metrics_text(
     retrievers: Sequence[str],
     notes: Sequence[str] = (),
     legend: bool = False,
+    estimate: Estimates | None = None,
 ) -> Text:
-    """The panel's lines: a header, then per retriever the whole set, the filter (if any) and the question."""
+    """The panel's lines: a header, then per retriever the whole set, the filter (if any) and the
+    question; with ``estimate`` (``--estimate``) a line under the whole set: nDCG@k's range over
+    unjudged pairs and its prediction-powered estimate."""
     evaluation = ws.evaluation
     assert evaluation is not None
     k = evaluation.k
@@ -59,6 +65,8 @@ def metrics_text(
             out.append("\n" + name.ljust(NAME_WIDTH) + sep + note, "dim")
             continue
         rows: list[tuple[str, list[str] | str]] = [("all", _values(evaluation.summary(name)))]
+        if estimate is not None and name in estimate.retrievers:
+            rows.append(("est", " " + estimate_line(estimate, name)))
         if filtered is not None:
             part = evaluation.summary(name, filtered)
             rows.append(("filter", _values(part) if part.questions else " no evaluated question"))
@@ -78,6 +86,8 @@ def metrics_text(
             else:
                 out.append("".join(v.rjust(w) for v, w in zip(values, widths, strict=True)))
     out.append_text(judged_text(ws, retrievers))
+    if estimate is not None:
+        out.append("\n" + estimate_note(estimate), "dim")
     for note in notes:
         out.append("\n" + note, "italic")
     if legend:
@@ -88,6 +98,30 @@ def metrics_text(
             "dim",
         )
     return out
+
+
+def estimate_line(estimate: Estimates, name: str) -> str:
+    """``0.290–0.702 · PPI 0.306±0.036``: nDCG@k's range over unjudged pairs and its estimate."""
+    m = estimate.retrievers[name].metrics["ndcg"]
+    low, high = m.unjudged if m.unjudged is not None else (m.value, m.value)
+    ppi = f"PPI {fmt(m.ppi.estimate)}±{fmt(m.ppi.half_width)}" if m.ppi is not None else "PPI —"
+    return f"{fmt(low)}–{fmt(high)} · {ppi}" + (
+        " ‡" if estimate.retrievers[name].shares_model else ""
+    )
+
+
+def estimate_note(estimate: Estimates) -> str:
+    """What the ``est`` lines say, and why there is no estimate when there is none."""
+    k = estimate.k
+    line = f"est: nDCG@{k} over unjudged pairs · prediction-powered estimate, 95 %"
+    m = next((r.metrics["ndcg"] for r in estimate.retrievers.values()), None)
+    if m is not None and m.ppi is not None:
+        line += f" (n={m.ppi.n} of {m.ppi.population})"
+    elif m is not None and m.reason:
+        line += f"; none: {m.reason}"
+    if estimate.shares:
+        line += "; ‡ shares the judge's model"
+    return line
 
 
 def judged_text(ws: Workspace, retrievers: Sequence[str]) -> Text:
@@ -122,6 +156,31 @@ def metrics_title(ws: Workspace) -> str:
 class MetricsPanel(Static):
     """The metric table of every retriever; its text is the source of truth tests read."""
 
+    #: ``--estimate``'s figures and what they were computed from (they are computed again only
+    #: when a grade, the rankings or the recorded sample changed).
+    _estimate: tuple[tuple[object, ...], Estimates] | None = None
+
+    def _estimates(self, ws: Workspace) -> Estimates | None:
+        """The estimates when the app was started with ``--estimate`` (else None)."""
+        ev = ws.evaluation
+        if not ws.settings.estimate or ev is None:
+            return None
+        try:
+            sample = (Path(ws.labels.path).parent / SAMPLE_FILE).stat().st_mtime_ns
+        except OSError:
+            sample = None
+        key = (
+            id(ev),
+            ev.k,
+            len(ev.question_ids),
+            len(ws.labels.history),
+            tuple((name, id(ranked)) for name, ranked in ev.rankings.items()),
+            sample,
+        )
+        if self._estimate is None or self._estimate[0] != key:
+            self._estimate = (key, estimates(ws))
+        return self._estimate[1]
+
     def show(
         self,
         ws: Workspace,
@@ -138,7 +197,8 @@ class MetricsPanel(Static):
             evaluated = sum(1 for q in filtered if q in ws.evaluation.evaluated)
             title += f" · filter {evaluated}"
         set_frame_text(self, title)
-        text = metrics_text(ws, qid, filtered, status, retrievers, notes, legend)
+        estimate = self._estimates(ws)
+        text = metrics_text(ws, qid, filtered, status, retrievers, notes, legend, estimate)
         # A new layout costs about 40 ms on a full screen: only when the panel's height changes.
         self.update(text, layout=self.plain.count("\n") != text.plain.count("\n"))
 

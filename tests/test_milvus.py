@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from ragtui.cli import main
+from ragtui.core.data.tokenizer import token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.hybrid import rrf_fuse
 from ragtui.core.retrieval.milvus import (
@@ -32,6 +33,7 @@ from ragtui.core.retrieval.milvus import (
     connect,
     index_collection,
 )
+from ragtui.core.retrieval.windows import chunk_windows
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import CRANFIELD, MINI, MINI_CHUNK_SIZE, ROOT
@@ -58,13 +60,16 @@ def lite(tmp_path_factory: pytest.TempPathFactory, base_settings: Settings) -> s
     """A Milvus Lite file holding the small corpus, indexed once for the session."""
     uri = str(tmp_path_factory.mktemp("milvus") / "ragtui.db")
     ws = Workspace.load(replace(base_settings, retrievers=("vector",)))
+    # Windows on (the default), as ragtui index cuts them: these short chunks are one window each.
+    windows = chunk_windows(ws.chunks, token_counter(base_settings.model), ws.window_plan)
     result = index_collection(
         MilvusTarget(uri, COLLECTION),
         ws.chunks,
         base_settings.model,
+        windows=windows,
         cache_root=base_settings.cache_dir,
     )
-    assert result.created and result.written == len(ws.chunks) == 9
+    assert result.created and result.written == len(ws.chunks) == 9 == result.windows
     return uri
 
 
@@ -111,17 +116,17 @@ def test_milvus_flat_search_is_the_exact_vector_search(milvus_ws):
         assert np.allclose([s for _, s in theirs], [s for _, s in ours], atol=1e-5)
 
 
-def test_milvus_rrf_fuses_its_two_lists_as_ragtuis_hybrid(milvus_ws):
+def test_milvus_hybrid_fuses_its_two_lists_as_ragtuis_hybrid(milvus_ws):
+    """RRF (k = 60) of the two Milvus lists, computed as ``hybrid`` computes it: equal fused
+    scores (common in RRF) in chunk order, so the lists are the very same."""
     for q in milvus_ws.questions:
         expected = rrf_fuse(
             [milvus_ws.ranking("milvus-bm25", q.id), milvus_ws.ranking("milvus-vector", q.id)],
             milvus_ws.chunk_order,
             milvus_ws.settings.depth,
         )
-        found = milvus_ws.ranking("milvus-hybrid", q.id)
-        assert np.allclose([s for _, s in found], [s for _, s in expected], atol=1e-6)
-        # Equal fused scores may come in another order (Milvus does not break ties by chunk order).
-        assert {c for c, _ in found} == {c for c, _ in expected}
+        assert milvus_ws.ranking("milvus-hybrid", q.id) == expected
+        assert milvus_ws.ranking("milvus-hybrid", q.id) == milvus_ws.ranking("hybrid", q.id)
 
 
 def test_the_metrics_agree(milvus_ws):
@@ -131,10 +136,16 @@ def test_the_metrics_agree(milvus_ws):
     assert ev.summary("milvus-vector") == ev.summary("vector")
 
 
+def _windows(ws: Workspace):
+    return chunk_windows(ws.chunks, token_counter(ws.settings.model), ws.window_plan)
+
+
 def test_indexing_again_writes_nothing(lite, base_settings):
     ws = Workspace.load(replace(base_settings, retrievers=("vector",)))
-    result = index_collection(MilvusTarget(lite, COLLECTION), ws.chunks, base_settings.model)
-    assert (result.written, result.already, result.created) == (0, 9, False)
+    result = index_collection(
+        MilvusTarget(lite, COLLECTION), ws.chunks, base_settings.model, windows=_windows(ws)
+    )
+    assert (result.written, result.already, result.created, result.encoded) == (0, 9, False, 0)
 
 
 def test_an_interrupted_index_resumes_where_it_stopped(tmp_path, base_settings):
@@ -175,7 +186,9 @@ def test_a_collection_from_other_chunks_or_another_model_is_refused(lite, base_s
     assert "choose another --collection, or --replace" in caught.value.message
     same = Workspace.load(replace(base_settings, retrievers=("vector",)))
     with pytest.raises(InputError) as caught:
-        index_collection(MilvusTarget(lite, COLLECTION), same.chunks, "some-other-model")
+        index_collection(
+            MilvusTarget(lite, COLLECTION), same.chunks, "some-other-model", windows=_windows(same)
+        )
     assert "(model: all-MiniLM-L6-v2, not some-other-model)" in caught.value.message
     client = connect(lite)
     props = client.describe_collection(COLLECTION)["properties"]
@@ -268,9 +281,9 @@ def test_index_and_eval_from_the_command_line(tmp_path, capsys, cache_dir, monke
         "cli",
     ]
     assert main(["index", *args]) == 0
-    assert (
-        "cli: wrote 9 of 9 chunks (384-dim all-MiniLM-L6-v2 embeddings" in capsys.readouterr().out
-    )
+    printed = capsys.readouterr().out
+    assert "cli: wrote 9 of 9 chunks and 9 of 9 windows into cli_windows (384-dim" in printed
+    assert "cli: encoded 0 of 9 windows; 9 from the embedding cache" in printed
     assert main(["index", *args]) == 0
     assert capsys.readouterr().out.startswith("cli: already holds these 9 chunks")
     assert (
@@ -291,7 +304,7 @@ def test_index_and_eval_from_the_command_line(tmp_path, capsys, cache_dir, monke
         "not chunk size 32, overlap 0)" in capsys.readouterr().err
     )
     assert main(["index", *args, "--replace"]) == 0
-    assert capsys.readouterr().out.startswith("cli: wrote 9 of 9 chunks")
+    assert "\ncli: wrote 9 of 9 chunks and 9 of 9 windows" in capsys.readouterr().out
     assert (
         main(["index", *args[:-4], "--milvus", str(tmp_path / "x.lite"), "--collection", "c"]) == 2
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ragtui.cli.output import load_workspace, out, rich_progress
+from ragtui.cli.output import load_workspace, out, rich_progress, warn_all
+from ragtui.core.data.tokenizer import token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.milvus import (
     CollectionRecord,
@@ -10,6 +11,8 @@ from ragtui.core.retrieval.milvus import (
     index_collection,
     require_milvus,
 )
+from ragtui.core.retrieval.milvus.record import windows_label
+from ragtui.core.retrieval.windows import chunk_windows
 from ragtui.core.settings import Settings
 from ragtui.core.text import mask_url
 
@@ -26,6 +29,9 @@ def run_index(
     ws = load_workspace(_chunks_only(settings))
     target = MilvusTarget(settings.milvus, settings.collection, settings.milvus_fields)
     bm25_k1, bm25_b = 1.5, 0.75
+    # The vectors as the vector retriever embeds them: one per window (windows on), else per chunk.
+    plan = ws.window_plan
+    windows = chunk_windows(ws.chunks, token_counter(settings.model), plan)
     # What the chunks were made from, kept in the collection: a search from other data is refused.
     record = CollectionRecord.of(
         ws.chunks,
@@ -34,14 +40,16 @@ def run_index(
         chunk_size=settings.chunk_size,
         overlap=settings.overlap,
         chunks_file=settings.chunks,
+        windows=windows_label(plan),
     )
     result = index_collection(
         target,
         ws.chunks,
         settings.model,
+        windows=windows,
         cache_root=settings.cache_dir,
         embed_progress=rich_progress("embedding"),
-        write_progress=rich_progress("writing", "chunks"),
+        write_progress=rich_progress("writing", "rows"),
         batch=batch,
         replace=replace,
         index_type=vector_index,
@@ -49,15 +57,29 @@ def run_index(
         b=bm25_b,
         record=record,
     )
+    warn_all(result.warnings)
+    unit = "windows" if plan is not None else "chunks"
+    cut = plan.describe() if plan is not None else "one vector per chunk (--windows off)"
     if result.written == 0 and not result.created:
         out(
-            f"{result.collection}: already holds these {result.chunks} chunks ({settings.model}); nothing written"
+            f"{result.collection}: already holds these {result.chunks} chunks ({settings.model}, "
+            f"{cut}); nothing encoded or written"
         )
     else:
-        resumed = f", {result.already} were already there" if result.already else ""
         out(
-            f"{result.collection}: wrote {result.written} of {result.chunks} chunks{resumed} "
-            f"({result.dim}-dim {settings.model} embeddings, BM25 k1={bm25_k1} b={bm25_b}) "
+            f"{result.collection}: encoded {result.encoded} of {result.vectors} {unit}; "
+            f"{result.vectors - result.encoded} from the embedding cache"
+        )
+        resumed = f", {result.already} were already there" if result.already else ""
+        rows = (
+            f" and {result.windows_written} of {result.windows} windows into "
+            f"{result.windows_collection}"
+            if plan is not None
+            else ""
+        )
+        out(
+            f"{result.collection}: wrote {result.written} of {result.chunks} chunks{resumed}{rows} "
+            f"({result.dim}-dim {settings.model} embeddings, {cut}; BM25 k1={bm25_k1} b={bm25_b}) "
             f"in {result.seconds:.1f} s to {mask_url(result.uri)}"
         )
     return 0

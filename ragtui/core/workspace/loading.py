@@ -356,6 +356,8 @@ def add_live_retrievers(ws: Loading) -> None:
             chunk_size=s.chunk_size,
             overlap=s.overlap,
             chunks_file=s.chunks,
+            windows=s.windows,
+            window_stride=s.window_stride,
         )
     )
 

@@ -1,7 +1,11 @@
 """What a collection ``ragtui index`` built holds: its record in the collection's properties (the
 chunking, the corpus's content digest, the model and its files' fingerprint, the chunks'
-fingerprint), and why a collection cannot be searched for a workspace: other chunks, another
-model, or an index stopped before it finished.
+fingerprint, the windows its vectors were cut into), and why a collection cannot be searched for a
+workspace: other chunks, another model, other windows, or an index stopped before it finished.
+
+With windows on, the vectors are one row per window in a second collection (``NAME_windows``: the
+chunk id and the window's number are fields), named in the chunks collection's properties; the
+chunks collection keeps one row per chunk (its text and Milvus's BM25 of it).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document
 from ragtui.core.data.tokenizer import model_fingerprint
+from ragtui.core.retrieval.windows import WindowPlan
 
 __all__ = [
     "LAYOUT_VERSION",
@@ -26,15 +31,24 @@ __all__ = [
     "PROP_LAYOUT",
     "PROP_MODEL",
     "PROP_MODEL_FILES",
+    "PROP_POOLING",
+    "PROP_ROLE",
+    "PROP_WINDOWS",
+    "PROP_WINDOWS_COLLECTION",
+    "PROP_WINDOW_MAX",
+    "PROP_WINDOW_ROWS",
+    "WINDOWS_OFF",
     "CollectionRecord",
     "chunking_label",
     "chunks_fingerprint",
     "corpus_digest",
     "mismatch",
+    "windows_collection_name",
+    "windows_label",
 ]
 
-#: The version of the collection layout ``ragtui index`` writes.
-LAYOUT_VERSION = "2"
+#: The version of the collection layout ``ragtui index`` writes (3: windows as rows).
+LAYOUT_VERSION = "3"
 
 #: The collection property keys ``ragtui index`` writes.
 PROP_LAYOUT = "ragtui.layout"
@@ -47,6 +61,33 @@ PROP_COMPLETE = "ragtui.complete"
 PROP_CHUNKING = "ragtui.chunking"
 PROP_CORPUS = "ragtui.corpus_sha256"
 PROP_MODEL_FILES = "ragtui.model_fingerprint"
+# Since layout 3: how the vectors were cut (``windows_label``), and with windows on where they are.
+PROP_WINDOWS = "ragtui.windows"
+PROP_POOLING = "ragtui.pooling"
+PROP_WINDOWS_COLLECTION = "ragtui.windows_collection"
+PROP_WINDOW_ROWS = "ragtui.window_rows"
+PROP_WINDOW_MAX = "ragtui.windows_per_chunk_max"
+#: ``chunks`` (one row per chunk) or ``windows`` (one row per window, the chunk id a field).
+PROP_ROLE = "ragtui.rows"
+
+#: The windows label of one vector per chunk (``--windows off``; every collection before layout 3).
+WINDOWS_OFF = "off (one vector per chunk)"
+#: The suffix of the collection that holds the window rows.
+WINDOWS_SUFFIX = "_windows"
+
+
+def windows_label(plan: WindowPlan | None) -> str:
+    """How a chunk's vectors are cut, in words: ``windows of 254 tokens, stride 127`` or
+    ``off (one vector per chunk)``. Pooling (best window or mean) is not part of it: both read the
+    same window rows."""
+    if plan is None:
+        return WINDOWS_OFF
+    return f"windows of {plan.length} tokens, stride {plan.stride}"
+
+
+def windows_collection_name(name: str) -> str:
+    """The collection of ``name``'s window rows."""
+    return name + WINDOWS_SUFFIX
 
 
 def chunks_fingerprint(chunks: Sequence[Chunk]) -> str:
@@ -91,6 +132,8 @@ class CollectionRecord:
     chunking: str = ""
     corpus: str = ""
     model_files: str = ""
+    windows: str = ""
+    """``windows_label`` of how the vectors were cut (empty: unknown, not compared)."""
 
     @classmethod
     def of(
@@ -102,9 +145,10 @@ class CollectionRecord:
         chunk_size: int | None = None,
         overlap: int = 0,
         chunks_file: str | Path | None = None,
+        windows: str = "",
     ) -> CollectionRecord:
         """The record of ``chunks`` made from ``documents`` with these settings (the chunking and the
-        corpus are unknown without ``documents``)."""
+        corpus are unknown without ``documents``); ``windows``: ``windows_label`` of the vectors."""
         known = documents is not None
         return cls(
             chunks=chunks_fingerprint(chunks),
@@ -113,17 +157,21 @@ class CollectionRecord:
             chunking=chunking_label(chunk_size, overlap, chunks_file) if known else "",
             corpus=corpus_digest(documents) if documents is not None else "",
             model_files=model_fingerprint(model),
+            windows=windows,
         )
 
     @classmethod
     def read(cls, props: Mapping[str, str]) -> CollectionRecord | None:
         """The record in a collection's properties; None for a collection ``ragtui index`` did not build."""
-        if props.get(PROP_LAYOUT) is None:
+        layout = props.get(PROP_LAYOUT)
+        if layout is None:
             return None
         try:
             count = int(props.get(PROP_COUNT, "0"))
         except ValueError:
             count = 0
+        # Before layout 3 ragtui index stored one vector per chunk: windows off.
+        windows = props.get(PROP_WINDOWS, "") if layout not in ("1", "2") else WINDOWS_OFF
         return cls(
             chunks=props.get(PROP_CHUNKS, ""),
             count=count,
@@ -131,6 +179,7 @@ class CollectionRecord:
             chunking=props.get(PROP_CHUNKING, ""),
             corpus=props.get(PROP_CORPUS, ""),
             model_files=props.get(PROP_MODEL_FILES, ""),
+            windows=windows,
         )
 
     def properties(self, dim: int) -> dict[str, str]:
@@ -147,10 +196,17 @@ class CollectionRecord:
             (PROP_CHUNKING, self.chunking),
             (PROP_CORPUS, self.corpus),
             (PROP_MODEL_FILES, self.model_files),
+            (PROP_WINDOWS, self.windows),
         ):
             if value:
                 props[key] = value
         return props
+
+    def window_differences(self, wanted: CollectionRecord) -> list[str]:
+        """How the vectors were cut, when it differs from ``wanted``'s (both known)."""
+        if self.windows and wanted.windows and self.windows != wanted.windows:
+            return [f"windows: {self.windows}, not {wanted.windows}"]
+        return []
 
     def chunk_differences(self, wanted: CollectionRecord) -> list[str]:
         """What differs between the chunks this record holds and ``wanted``'s: the chunking, the
@@ -195,14 +251,20 @@ def mismatch(
     if stored is None:
         return None
     differences = stored.chunk_differences(wanted) if wanted is not None else []
+    vectors: list[str] = []
     if model is not None:
-        differences += stored.model_differences(model, model_fingerprint(model))
-    if differences:
+        vectors += stored.model_differences(model, model_fingerprint(model))
+        if wanted is not None:
+            vectors += stored.window_differences(wanted)
+    if differences or vectors:
         harm = []
-        if not differences[-1].startswith("model:") or len(differences) > 1:
+        if differences:
             harm.append("its ids would name other texts")
-        if differences[-1].startswith("model:"):
+        if any(d.startswith("model:") for d in vectors):
             harm.append("its vectors are another model's")
+        if any(d.startswith("windows:") for d in vectors):
+            harm.append("its vectors are cut into other windows (--windows, --window-stride)")
+        differences += vectors
         return (
             f"collection {name!r} was indexed from other data than this workspace's "
             f"({'; '.join(differences)}): {' and '.join(harm)}; use the settings it was indexed "

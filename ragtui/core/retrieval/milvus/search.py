@@ -1,5 +1,19 @@
-"""Searching a Milvus collection as ``milvus-bm25``, ``milvus-vector`` and ``milvus-hybrid`` (Milvus's
-RRF ranker over both), and the check that it holds the workspace's chunks before it is searched.
+"""Searching a Milvus collection as ``milvus-bm25``, ``milvus-vector`` and ``milvus-hybrid``, and the
+check that it holds the workspace's chunks (and vectors cut as its windows) before it is searched.
+
+Each search ranks as its built-in counterpart does:
+
+- ``milvus-vector`` on a collection indexed with windows searches the window rows with Milvus's
+  grouping search (``group_by_field`` on the chunk id), so a chunk scores its best window, as
+  ``vector`` does with ``--windows max``; with ``--windows mean`` a chunk scores the mean of all
+  its windows' cosines (every window of the candidate chunks is fetched, and candidates are taken
+  by their best window until no chunk left out could score higher). Milvus Lite groups by
+  over-fetching a fixed number of windows and can return fewer chunks than asked; ragtui then
+  fetches enough windows itself (chunks x the most windows a chunk has) and groups them.
+- Equal scores are ordered by chunk order, as ragtui's retrievers order them, and a tie across the
+  cut at ``depth`` is resolved by asking for more results until the tie ends.
+- ``milvus-hybrid`` is Reciprocal Rank Fusion (k = 60) of the top ``depth`` of the two searches
+  above, computed by ragtui as ``hybrid`` computes it (ties by chunk order).
 
 A team's own collection works too: the fields are found from the schema (the primary key, the one
 float-vector field, the BM25 function's output and input) and any can be named explicitly with
@@ -9,7 +23,8 @@ float-vector field, the BM25 function's output and input) and any can be named e
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +33,7 @@ from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Hit
-from ragtui.core.retrieval.hybrid import RRF_K
+from ragtui.core.retrieval.hybrid import RRF_K, rrf_fuse
 from ragtui.core.retrieval.live_base import LiveError
 from ragtui.core.retrieval.milvus.connection import (
     MilvusTarget,
@@ -29,10 +44,25 @@ from ragtui.core.retrieval.milvus.connection import (
     reason,
     require_milvus,
 )
-from ragtui.core.retrieval.milvus.record import PROP_CHUNKS, CollectionRecord, mismatch
+from ragtui.core.retrieval.milvus.indexing import _quoted
+from ragtui.core.retrieval.milvus.record import (
+    PROP_CHUNKS,
+    PROP_POOLING,
+    PROP_ROLE,
+    PROP_WINDOW_MAX,
+    PROP_WINDOW_ROWS,
+    PROP_WINDOWS_COLLECTION,
+    CollectionRecord,
+    mismatch,
+    windows_label,
+)
+from ragtui.core.retrieval.windows import DEFAULT_WINDOWS, window_plan
 from ragtui.core.text import mask_url
 
-__all__ = ["MilvusRetriever", "check_collection", "resolve_fields"]
+__all__ = ["MAX_LIMIT", "MilvusRetriever", "check_collection", "resolve_fields"]
+
+#: The most results one Milvus search may ask for (a server's ``topk`` limit).
+MAX_LIMIT = 16384
 
 
 @dataclass(frozen=True)
@@ -91,8 +121,37 @@ def resolve_fields(client: Any, collection: str, overrides: Mapping[str, str]) -
     return _Fields(id_field, text, doc, vector, sparse, metric, dim)
 
 
+@dataclass(frozen=True)
+class _Windows:
+    """Where a collection's window rows are (``ragtui index`` with windows on)."""
+
+    collection: str
+    rows: int
+    most: int
+    """The most windows one chunk has."""
+    chunks: int
+    label: str
+    pooling: str
+
+
+class _Order(dict[str, int]):
+    """Chunk order for breaking ties; an id the workspace lacks comes after, in the order first seen."""
+
+    def __missing__(self, key: str) -> int:
+        value = self[key] = 1 << 40 | len(self)
+        return value
+
+
+@dataclass
+class _Group:
+    """One chunk found by a grouped search: its best window as a hit, and its window count."""
+
+    hit: Hit
+    windows: int
+
+
 class MilvusRetriever:
-    """``milvus-bm25``, ``milvus-vector`` or ``milvus-hybrid`` (Milvus's RRF ranker over both) on one collection."""
+    """``milvus-bm25``, ``milvus-vector`` or ``milvus-hybrid`` (RRF of both, as ``hybrid``) on one collection."""
 
     concurrency = 1
     batch_size = 32
@@ -117,8 +176,14 @@ class MilvusRetriever:
         self.rrf_k = rrf_k
         #: What the collection must hold (the workspace's chunks), set by ``check_collection``.
         self.expected: CollectionRecord | None = None
+        #: The workspace's chunk order (equal scores are ordered by it), set by ``check_collection``.
+        self.chunk_order: Mapping[str, int] | None = None
+        #: How a chunk's windows make its score (``max`` or ``mean``; None: as the collection was
+        #: indexed), set by ``check_collection`` from ``--windows``.
+        self.pooling: str | None = None
         self._client: Any = None
         self._fields: _Fields | None = None
+        self._windows: _Windows | None = None
         self._embedder: Any = None
         self._cache: Any = None
         # A missing milvus extra, a bad collection name or Lite path is one line now (nothing is
@@ -146,8 +211,13 @@ class MilvusRetriever:
                     raise LiveError(f"{self.target.uri}: {problem}")
                 client.load_collection(name)
                 fields = resolve_fields(client, name, self.target.overrides)
+                windows = None
+                if self.kind != "bm25":
+                    windows = self._windows_of(client, name, props)
                 need = {"bm25": ("sparse",), "vector": ("vector",), "hybrid": ("sparse", "vector")}
                 for role in need[self.kind]:
+                    if role == "vector" and windows is not None:
+                        continue
                     if getattr(fields, role) is None:
                         raise LiveError(
                             f"collection {name!r}: no {role} field found for {self.name}; name it with --milvus-field {role}=FIELD"
@@ -163,8 +233,35 @@ class MilvusRetriever:
             except Exception as exc:
                 close_client(client)
                 raise LiveError(f"{self.target.uri}: {reason(exc)}") from None
-            self._client, self._fields = client, fields
+            self._client, self._fields, self._windows = client, fields, windows
         return self._client, self._fields
+
+    def _windows_of(self, client: Any, name: str, props: Mapping[str, str]) -> _Windows | None:
+        """The window rows of a collection ``ragtui index`` built with windows on (None: one
+        vector per chunk), checked to be this collection's and loaded."""
+        wname = props.get(PROP_WINDOWS_COLLECTION)
+        stored = CollectionRecord.read(props)
+        if not wname or stored is None:
+            return None
+        again = f"run ragtui index --milvus {self.target.uri} --collection {name} --replace"
+        if not client.has_collection(wname):
+            raise LiveError(
+                f"{self.target.uri}: collection {name!r} keeps its window vectors in {wname!r}, "
+                f"which is not there; {again}"
+            )
+        wprops = properties(client, wname)
+        if wprops.get(PROP_ROLE) != "windows" or wprops.get(PROP_CHUNKS) != stored.chunks:
+            raise LiveError(
+                f"{self.target.uri}: collection {wname!r} does not hold the windows of {name!r}; {again}"
+            )
+        client.load_collection(wname)
+        try:
+            rows = int(props.get(PROP_WINDOW_ROWS, "0"))
+            most = int(props.get(PROP_WINDOW_MAX, "1"))
+        except ValueError:
+            rows, most = 0, 1
+        pooling = self.pooling or props.get(PROP_POOLING) or DEFAULT_WINDOWS
+        return _Windows(wname, rows, max(1, most), stored.count, stored.windows, pooling)
 
     def _check_dim(self, collection: str, dim: int | None) -> None:
         """The vector field's dimension against the model's, before a question is sent (Milvus
@@ -184,7 +281,8 @@ class MilvusRetriever:
             )
 
     def identity(self) -> dict[str, Any]:
-        """The collection, its fingerprint (or row count for one ragtui did not build), the fields, the model and the search."""
+        """The collection, its fingerprint (or row count for one ragtui did not build), the fields,
+        the model, the windows and pooling, and the search (with its tie rule and fusion)."""
         client, fields = self._ready()
         name = self.target.collection
         props = properties(client, name)
@@ -192,6 +290,7 @@ class MilvusRetriever:
         if content is None:
             stats = client.get_collection_stats(name)
             content = f"rows={stats.get('row_count')}"
+        windows = self._windows
         return {
             "kind": "milvus",
             "search": self.kind,
@@ -203,6 +302,12 @@ class MilvusRetriever:
             "fields": [fields.id, fields.text, fields.doc, fields.vector, fields.sparse],
             "model": self.model if self.kind != "bm25" else None,
             "rrf_k": self.rrf_k if self.kind == "hybrid" else None,
+            # Since issue 26: ties by chunk order, RRF computed by ragtui, windows as rows.
+            "ranking": "ties by chunk order; hybrid fused by ragtui",
+            "windows": None
+            if self.kind == "bm25"
+            else (windows.label if windows else windows_label(None)),
+            "pooling": windows.pooling if windows is not None and self.kind != "bm25" else None,
         }
 
     def describe(self) -> dict[str, Any]:
@@ -229,20 +334,19 @@ class MilvusRetriever:
         vectors = self._embedding_cache().embed(list(questions), self._embedder)
         return [list(map(float, v)) for v in vectors]
 
+    def _score(self, distance: float, kind: str, fields: _Fields) -> float:
+        if kind == "bm25":
+            return abs(distance)  # BM25 is never negative; Lite reports it negated
+        if kind == "vector" and fields.vector_metric == "L2":
+            return -distance  # smaller is nearer: negated so that higher is better, as elsewhere
+        return distance
+
     def _hits(self, rows: Sequence[Any], fields: _Fields, kind: str) -> list[Hit]:
         hits = []
         for row in rows:
             entity = row.get("entity", {}) or {}
             hit_id = entity.get(fields.id, row.get("id"))
-            distance = float(row.get("distance", 0.0))
-            if kind == "bm25":
-                score = abs(distance)  # BM25 is never negative; Lite reports it negated
-            elif kind == "vector" and fields.vector_metric == "L2":
-                score = (
-                    -distance
-                )  # smaller is nearer: negated so that higher is better, as elsewhere
-            else:
-                score = distance
+            score = self._score(float(row.get("distance", 0.0)), kind, fields)
             text = entity.get(fields.text) if fields.text else None
             doc = entity.get(fields.doc) if fields.doc else None
             hits.append(
@@ -255,47 +359,220 @@ class MilvusRetriever:
             )
         return hits
 
-    def search_batch(self, questions: Sequence[str], depth: int) -> list[list[Hit]]:
-        """One Milvus request for several questions (its ``nq``)."""
-        client, fields = self._ready()
+    def _order(self) -> _Order:
+        return _Order(self.chunk_order or {})
+
+    def _top(
+        self,
+        count: int,
+        depth: int,
+        fetch: Callable[[list[int], int], list[list[Hit]]],
+    ) -> list[list[Hit]]:
+        """Each question's top ``depth``, equal scores in chunk order. ``fetch(questions, limit)``
+        gives each question's best ``limit`` (Milvus's order); one more than ``depth`` is asked
+        for, and more again while the last result ties the ``depth``-th (a tie across the cut)."""
+        out: list[list[Hit]] = [[] for _ in range(count)]
+        if depth <= 0:
+            return out
+        order = self._order()
+        todo = list(range(count))
+        limit = min(depth + 1, MAX_LIMIT)
+        while todo:
+            found = fetch(todo, limit)
+            again = []
+            for i, hits in zip(todo, found, strict=True):
+                crosses = len(hits) >= limit > depth and hits[depth - 1].score == hits[-1].score
+                if crosses and limit < MAX_LIMIT:
+                    again.append(i)
+                    continue
+                out[i] = sorted(hits, key=lambda h: (-h.score, order[h.id]))[:depth]
+            todo, limit = again, min(limit * 4, MAX_LIMIT)
+        return out
+
+    def _plain(
+        self, client: Any, fields: _Fields, kind: str, data: Sequence[Any], depth: int
+    ) -> list[list[Hit]]:
+        """BM25 (``data``: the questions) or one vector per chunk (``data``: their embeddings)."""
         name = self.target.collection
         output = [f for f in (fields.id, fields.text, fields.doc) if f]
-        try:
-            if self.kind == "bm25":
-                found = client.search(
-                    name,
-                    data=list(questions),
-                    anns_field=fields.sparse,
-                    limit=depth,
-                    output_fields=output,
-                )
-            elif self.kind == "vector":
-                found = client.search(
-                    name,
-                    data=self._embed(questions),
-                    anns_field=fields.vector,
-                    limit=depth,
-                    output_fields=output,
-                )
-            else:
-                from pymilvus import AnnSearchRequest, RRFRanker
+        anns = fields.sparse if kind == "bm25" else fields.vector
 
-                requests = [
-                    AnnSearchRequest(
-                        data=list(questions), anns_field=fields.sparse, param={}, limit=depth
-                    ),
-                    AnnSearchRequest(
-                        data=self._embed(questions), anns_field=fields.vector, param={}, limit=depth
-                    ),
-                ]
-                found = client.hybrid_search(
-                    name, requests, RRFRanker(self.rrf_k), limit=depth, output_fields=output
+        def fetch(todo: list[int], limit: int) -> list[list[Hit]]:
+            found = client.search(
+                name,
+                data=[data[i] for i in todo],
+                anns_field=anns,
+                limit=limit,
+                output_fields=output,
+            )
+            return [self._hits(list(rows), fields, kind) for rows in found]
+
+        return self._top(len(data), depth, fetch)
+
+    def _groups(
+        self, client: Any, windows: _Windows, vectors: Sequence[list[float]], limit: int
+    ) -> list[list[_Group]]:
+        """The best ``limit`` chunks of each question by their best window: Milvus's grouping
+        search on the chunk id; where it returns fewer chunks than it could (Milvus Lite's
+        grouping over-fetches a fixed number of windows), the windows are fetched and grouped here."""
+        found = client.search(
+            windows.collection,
+            data=list(vectors),
+            anns_field="vector",
+            limit=limit,
+            group_by_field="chunk",
+            output_fields=["chunk", "doc", "windows"],
+        )
+        out = []
+        for vector, rows in zip(vectors, found, strict=True):
+            groups = self._grouped(rows, limit)
+            if len(groups) < min(limit, windows.chunks):
+                groups = self._group_here(client, windows, vector, limit)
+            out.append(groups)
+        return out
+
+    @staticmethod
+    def _grouped(rows: Sequence[Any], limit: int) -> list[_Group]:
+        """Window rows (best first) as chunks: each chunk's first (best) window, ``limit`` chunks."""
+        seen: dict[str, _Group] = {}
+        for row in rows:
+            entity = row.get("entity", {}) or {}
+            chunk = str(entity.get("chunk"))
+            if chunk in seen:
+                continue
+            doc = entity.get("doc")
+            hit = Hit(
+                chunk, float(row.get("distance", 0.0)), None, None if doc is None else str(doc)
+            )
+            seen[chunk] = _Group(hit, int(entity.get("windows") or 1))
+            if len(seen) == limit:
+                break
+        return list(seen.values())
+
+    def _group_here(
+        self, client: Any, windows: _Windows, vector: list[float], limit: int
+    ) -> list[_Group]:
+        """Grouping done by ragtui: the best ``limit x most`` windows hold at least ``limit``
+        chunks (no chunk has more than ``most`` windows), so their best windows are the top ``limit``."""
+        want = min(max(windows.rows, 1), limit * windows.most)
+        found = client.search(
+            windows.collection,
+            data=[vector],
+            anns_field="vector",
+            limit=want,
+            output_fields=["chunk", "doc", "windows"],
+        )
+        return self._grouped(list(found[0]), limit)
+
+    def _window_scores(
+        self, client: Any, windows: _Windows, vector: list[float], groups: Sequence[_Group]
+    ) -> dict[str, list[float]]:
+        """Every window's score of each chunk in ``groups`` (a filtered search on their ids)."""
+        scores: dict[str, list[float]] = {g.hit.id: [] for g in groups}
+        part: list[_Group] = []
+        parts: list[list[_Group]] = []
+        for g in groups:
+            if part and sum(p.windows for p in part) + g.windows > MAX_LIMIT:
+                parts.append(part)
+                part = []
+            part.append(g)
+        if part:
+            parts.append(part)
+        for part in parts:
+            ids = ", ".join(_quoted(g.hit.id) for g in part)
+            found = client.search(
+                windows.collection,
+                data=[vector],
+                anns_field="vector",
+                limit=sum(g.windows for g in part),
+                filter=f"chunk in [{ids}]",
+                output_fields=["chunk"],
+            )
+            for row in found[0]:
+                chunk = str((row.get("entity", {}) or {}).get("chunk"))
+                if chunk in scores:
+                    scores[chunk].append(float(row.get("distance", 0.0)))
+        return scores
+
+    def _windowed(
+        self, client: Any, windows: _Windows, vectors: Sequence[list[float]], depth: int
+    ) -> list[list[Hit]]:
+        """Chunks scored by their windows: the best window (``max``) or the mean of all (``mean``)."""
+        if windows.pooling != "mean":
+
+            def fetch(todo: list[int], limit: int) -> list[list[Hit]]:
+                found = self._groups(client, windows, [vectors[i] for i in todo], limit)
+                return [[g.hit for g in groups] for groups in found]
+
+            return self._top(len(vectors), depth, fetch)
+        return [self._mean_top(client, windows, vector, depth) for vector in vectors]
+
+    def _mean_top(
+        self, client: Any, windows: _Windows, vector: list[float], depth: int
+    ) -> list[Hit]:
+        """The top ``depth`` chunks by the mean of their windows' cosines. Candidates come by their
+        best window: a chunk never reached scores a mean at most its best window, at most the last
+        candidate's; more are taken until the ``depth``-th mean is above that."""
+        if depth <= 0:
+            return []
+        order = self._order()
+        limit = depth + 1
+        while True:
+            groups = self._groups(client, windows, [vector], limit)[0]
+            every = len(groups) < limit or limit >= MAX_LIMIT
+            bound = -math.inf if every else groups[-1].hit.score
+            scores = self._window_scores(client, windows, vector, groups)
+            means = [
+                Hit(
+                    g.hit.id,
+                    math.fsum(scores[g.hit.id]) / max(1, len(scores[g.hit.id])),
+                    None,
+                    g.hit.doc,
                 )
+                for g in groups
+            ]
+            means.sort(key=lambda h: (-h.score, order[h.id]))
+            if every or (len(means) >= depth and means[depth - 1].score > bound):
+                return means[:depth]
+            limit = min(limit * 4, MAX_LIMIT)
+
+    def search_batch(self, questions: Sequence[str], depth: int) -> list[list[Hit]]:
+        """One Milvus request for several questions (its ``nq``) per search (more only to settle
+        a tie across the cut, or, with ``--windows mean``, to read the candidates' windows)."""
+        client, fields = self._ready()
+        name = self.target.collection
+        try:
+            bm25: list[list[Hit]] = []
+            dense: list[list[Hit]] = []
+            if self.kind in ("bm25", "hybrid"):
+                bm25 = self._plain(client, fields, "bm25", list(questions), depth)
+            if self.kind in ("vector", "hybrid"):
+                vectors = self._embed(questions)
+                if self._windows is not None:
+                    dense = self._windowed(client, self._windows, vectors, depth)
+                else:
+                    dense = self._plain(client, fields, "vector", vectors, depth)
         except InputError as exc:
             raise LiveError(exc.problem) from None
         except Exception as exc:
             raise LiveError(f"{self.target.uri} {name}: {reason(exc)}") from None
-        return [self._hits(list(rows), fields, self.kind) for rows in found]
+        if self.kind == "bm25":
+            return bm25
+        if self.kind == "vector":
+            return dense
+        return [self._fuse(a, b, depth) for a, b in zip(bm25, dense, strict=True)]
+
+    def _fuse(self, bm25: list[Hit], dense: list[Hit], depth: int) -> list[Hit]:
+        """RRF of the two lists, as ``hybrid``: ``rrf_fuse`` with k = ``rrf_k``, ties by chunk order."""
+        known: dict[str, Hit] = {h.id: h for h in dense}
+        known.update({h.id: h for h in bm25 if h.text is not None or h.id not in known})
+        fused = rrf_fuse(
+            [[(h.id, h.score) for h in bm25], [(h.id, h.score) for h in dense]],
+            self._order(),
+            depth,
+            self.rrf_k,
+        )
+        return [Hit(cid, score, known[cid].text, known[cid].doc) for cid, score in fused]
 
     def search(self, question: str, depth: int) -> list[Hit]:
         """One question."""
@@ -317,12 +594,17 @@ def check_collection(
     chunk_size: int | None,
     overlap: int,
     chunks_file: str | Path | None,
+    windows: str = DEFAULT_WINDOWS,
+    window_stride: int | None = None,
 ) -> list[str]:
     """Refuse (InputError, one line naming what differs) the collection the Milvus retrievers in
     ``live`` would search when ``ragtui index`` built it from other chunks than the workspace's
     (``chunks``, made from ``documents`` with this chunking) or, for ``milvus-vector`` and
-    ``milvus-hybrid``, with another model; or when that index was stopped before it finished.
-    Nothing is done (or computed) without a Milvus retriever.
+    ``milvus-hybrid``, with another model or other windows (``windows``, ``window_stride``: the
+    workspace's ``--windows`` and ``--window-stride``); or when that index was stopped before it
+    finished. Nothing is done (or computed) without a Milvus retriever.
+
+    Each retriever is given the workspace's chunk order (ties) and pooling (``max`` or ``mean``).
 
     Returns the warnings to show: a collection ragtui did not build has no record, so it cannot be
     checked (a team's own collection is searched all the same). Each Milvus retriever keeps the
@@ -332,6 +614,12 @@ def check_collection(
     retrievers = [r for r in live.values() if isinstance(r, MilvusRetriever)]
     if not retrievers:
         return []
+    searcher = next((r for r in retrievers if r.kind != "bm25"), None)  # reads the vectors
+    label = ""
+    pooling = windows if windows != "off" else None
+    if searcher is not None:
+        plan = _workspace_plan(windows, window_stride, model)
+        label = windows_label(plan) if plan is not False else ""
     wanted = CollectionRecord.of(
         chunks,
         model,
@@ -339,9 +627,13 @@ def check_collection(
         chunk_size=chunk_size,
         overlap=overlap,
         chunks_file=chunks_file,
+        windows=label,
     )
+    order = {c.id: i for i, c in enumerate(chunks)}
     for retriever in retrievers:
         retriever.expected = wanted
+        retriever.chunk_order = order
+        retriever.pooling = pooling
     first = retrievers[0]
     target = first.target
     name = target.collection
@@ -351,7 +643,6 @@ def check_collection(
         if target.is_lite:
             raise  # a local file (locked by another process, unreadable): bad input, said once
         return []  # a server that cannot be reached: each retriever says so, as any live one
-    searcher = next((r for r in retrievers if r.kind != "bm25"), None)  # reads the vectors
     try:
         if not client.has_collection(name):
             return []  # the retrievers say so, naming the ragtui index command
@@ -376,3 +667,17 @@ def check_collection(
         "this workspace's chunks cannot be checked (docs/retriever-milvus.md)"
         + (f"; its vectors must come from {searcher.model} (--model)" if searcher else "")
     ]
+
+
+def _workspace_plan(windows: str, stride: int | None, model: str) -> Any:
+    """The workspace's windows for ``model`` (None: off), or False when the model's limit cannot
+    be read here (its tokenizer not found: loading the model says why)."""
+    from ragtui.core.data.tokenizer import model_limit
+
+    if windows == "off":
+        return None
+    try:
+        limit = model_limit(model)
+    except InputError:
+        return False
+    return window_plan(windows, stride, limit)

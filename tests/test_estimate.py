@@ -25,6 +25,7 @@ import scipy.stats
 from ragtui.cli import main
 from ragtui.cli.output import render_report
 from ragtui.core.analysis.estimates import estimates, estimates_report
+from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL, Label, judge_annotator, now_iso
 from ragtui.core.labelling.sample import draw_sample, save_sample
@@ -50,7 +51,7 @@ from ragtui.tui.widgets.metrics_panel import estimate_line
 from ragtui.tui.widgets.report_view import report_plain
 from tests.conftest import CRANFIELD
 from tests.test_docs import assert_documented, documented, key_paths, matches
-from tests.test_tui import WIDE, make_app, run_async, wait_ready
+from tests.test_tui import WIDE, FakeEmbedder, make_app, run_async, wait_ready
 
 # ---- the estimate, by hand -------------------------------------------------------------------
 
@@ -522,3 +523,39 @@ async def test_the_apps_panel_shows_the_range_and_the_estimate(mini_settings, tm
     async with app.run_test(size=WIDE) as pilot:
         await wait_ready(pilot)
         assert " est " not in app.main_screen.metrics.plain
+
+
+def test_a_malformed_sample_file_is_a_reason_not_a_crash(cran, capsys):
+    _journal(cran)
+    (cran / "sample.json").write_text('{"seed": 0, "population": 225, "questions": ["1", "1"]}')
+    assert main(["eval", *_args(cran, "--estimate")]) == 0
+    text = capsys.readouterr().out
+    assert "no prediction-powered estimate: " in text
+    assert "sample.json: 'population_sha1' must be a string" in text
+
+
+@run_async
+async def test_the_app_survives_a_malformed_sample_file(mini_settings, tmp_path):
+    (Path(mini_settings.golden) / "sample.json").write_text("{not json")
+    settings = dataclasses.replace(
+        mini_settings, estimate=True, retrievers=("bm25",), cache_dir=tmp_path / "cache"
+    )
+    app = make_app(settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        plain = app.main_screen.metrics.plain.replace("\n", " ")
+        assert "sample.json: malformed JSON" in plain
+
+
+def test_a_judge_sharing_a_retrievers_model_is_marked(mini_settings):
+    ws = Workspace.load(dataclasses.replace(mini_settings, retrievers=("bm25", "vector", "hybrid")))
+    ws.prepare_vectors(embedder=FakeEmbedder())
+    chunk = ws.chunks[0]
+    qid = ws.questions[0].id
+    ws.labels.append_verdicts([_verdict(qid, chunk.id, 1, chunk.sha1, "sim", resolve_model(None))])
+    est = estimates(ws)
+    assert est.shares == ("vector", "hybrid")
+    assert [r.shares_model for r in est.retrievers.values()] == [False, True, True]
+    text = render_report(estimates_report(est))
+    assert "vector ‡" in text and "hybrid ‡" in text and "bm25 ‡" not in text
+    assert "‡ the judge shares its model" in text

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ragtui.core.data.tokenizer import resolve_model
+from ragtui.core.errors import InputError
 from ragtui.core.judges.base import shares_model_with
 from ragtui.core.judges.spec import judge_shares
 from ragtui.core.labelling.judging import pool_question
@@ -128,7 +129,7 @@ class SampleUse:
     def describe(self) -> str:
         """``sample.json: 40 drawn (seed 0) of 225 questions, 38 judged fully``."""
         if self.sample is None:
-            return f"no recorded random sample ({self.path})"
+            return f"none ({self.path})"
         s = self.sample
         return (
             f"{self.path}: {len(s.questions)} drawn (seed {s.seed}) of {s.population} questions, "
@@ -285,7 +286,10 @@ def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> Sample
     """The recorded sample and which of its questions are judged fully."""
     folder = ws.labels.path.parent
     path = str(folder / SAMPLE_FILE)
-    sample = load_sample(folder)
+    try:
+        sample = load_sample(folder)
+    except InputError as exc:  # a reason like the others: the numbers stand without it
+        return SampleUse(path, None, len(population), (), None, exc.message)
     if sample is None:
         return SampleUse(
             path,
@@ -293,8 +297,8 @@ def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> Sample
             len(population),
             (),
             None,
-            "no recorded random sample of questions: questions people chose are no random "
-            "sample (the judging view's o draws one: the sample order)",
+            "no recorded random sample of questions (the judging view's o draws one: the sample "
+            "order); questions people choose themselves are not a random sample",
         )
     if not sample.drawn_from(population):
         return SampleUse(
@@ -375,20 +379,23 @@ def estimates(ws: Workspace, judge: str | None = None) -> Estimates:
     judges, models = _judges_read(ws, grades)
     population = sample_population(ws.questions)
     use = _sample_use(ws, grades, population)
-    reason = use.reason
+    reasons = [use.reason] if use.reason else []
     coverage = None
     if not judges:
-        reason = (
-            f"no verdict of the judge {judge!r}" if judge else "no model judge's verdicts"
-        ) + " in the journal (ragtui judge grades the pool)"
-    elif not reason:
+        reasons.insert(
+            0,
+            (f"no verdict of the judge {judge!r}" if judge else "no model judge's verdicts")
+            + " in the journal (ragtui judge grades the pool)",
+        )
+    elif not reasons:
         coverage = _coverage(ws, grades, population, use.used)
         if abs(coverage[0] - coverage[1]) > COVERAGE_GAP:
-            reason = (
+            reasons.append(
                 f"the judge graded {coverage[0]:.0%} of the pool pairs of the sampled questions "
                 f"and {coverage[1]:.0%} of the others': it must grade both alike (ragtui judge "
                 "without --unjudged or --questions)"
             )
+    reason = "; ".join(reasons)
     use = SampleUse(use.path, use.sample, use.population, use.used, coverage, use.reason)
     human_ev = _evaluation(ws, grades.human)
     filled_ev = _evaluation(ws, grades.filled) if judges else None

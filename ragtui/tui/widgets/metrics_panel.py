@@ -13,6 +13,7 @@ from ragtui.core.analysis.estimates import Estimates, estimates
 from ragtui.core.labelling.sample import SAMPLE_FILE
 from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.metrics.formulas import QuestionMetrics
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.text import fmt, set_frame_text
 
@@ -87,7 +88,7 @@ def metrics_text(
                 out.append("".join(v.rjust(w) for v, w in zip(values, widths, strict=True)))
     out.append_text(judged_text(ws, retrievers))
     if estimate is not None:
-        out.append("\n" + estimate_note(estimate), "dim")
+        out.append("\n" + visible_line(estimate_note(estimate)), "dim")
     for note in notes:
         out.append("\n" + note, "italic")
     if legend:

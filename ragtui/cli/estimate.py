@@ -55,7 +55,7 @@ def estimates_for(ws: Workspace, judge: str | None) -> Estimates | None:
 
 def add_estimate(ws: Workspace, body: dict[str, Any], judge: str | None) -> None:
     """``eval --json --estimate``: the top-level ``estimate`` object and one per retriever."""
-    from ragtui.core.analysis.estimates import estimates_json, retriever_json
+    from ragtui.core.analysis.estimates_report import estimates_json, retriever_json
 
     found = estimates_for(ws, judge)
     if found is None:
@@ -67,7 +67,7 @@ def add_estimate(ws: Workspace, body: dict[str, Any], judge: str | None) -> None
 
 def estimate_reports(ws: Workspace, judge: str | None) -> list[Report]:
     """``eval --estimate``'s table (none without ``--estimate``)."""
-    from ragtui.core.analysis.estimates import estimates_report
+    from ragtui.core.analysis.estimates_report import estimates_report
 
     found = estimates_for(ws, judge)
     return [] if found is None else [estimates_report(found)]

@@ -13,7 +13,8 @@ from typing import Any
 
 from ragtui import __version__
 from ragtui.core.analysis.curve import recall_curves
-from ragtui.core.analysis.estimates import Estimates, estimates_report
+from ragtui.core.analysis.estimates import Estimates
+from ragtui.core.analysis.estimates_report import estimates_report
 from ragtui.core.analysis.eval_report import passage_notes
 from ragtui.core.analysis.gate import GateResult, gate_section
 from ragtui.core.analysis.runs import SavedRun, manifest, settings_changes

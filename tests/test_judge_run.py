@@ -776,3 +776,70 @@ def test_the_session_in_judges_md_prints_what_the_page_shows(monkeypatch, tmp_pa
         expected = [timing.sub("N", line) for line in step.expected]
         shown = [timing.sub("N", line) for line in printed.splitlines()]
         assert matches(expected, shown), "\n".join(printed.splitlines())
+
+
+# ---- what a judge or the disk may throw at the runner --------------------------------------------
+
+
+def test_odd_verdicts_are_failures_or_cleaned_never_a_crash(settings):
+    odd = [
+        Verdict(2.0, "a float"),  # type: ignore[arg-type]
+        Verdict(True, "a bool"),  # type: ignore[arg-type]
+        Verdict(1, None),  # type: ignore[arg-type]
+        Verdict(1, "tokens", tokens="x"),  # type: ignore[arg-type]
+        ("not", "a verdict"),
+        Verdict(2, "a lone \ud800 surrogate"),
+    ]
+    ws = _ws(settings)
+
+    class Odd(ScriptedJudge):
+        def grade(self, pairs):
+            return odd[: len(pairs)]
+
+    summary = judge_pool(ws, [Odd(batch_size=6, concurrency=1)], JudgeAsk(depth=3, limit=6)).judges[
+        0
+    ]
+    assert (summary.pairs, summary.graded, summary.failed, summary.tokens) == (6, 3, 3, 0)
+    assert dict(summary.failures) == {"grade outside the scale": 2, "not a verdict": 1}
+    lines = {o.get("reason", ""): o["grade"] for o in verdict_lines(ws.labels.path)}
+    # 2.0, True and the tuple failed; None became "", the odd tokens 0, the surrogate replaced.
+    assert lines == {"": 1, "tokens": 1, "a lone ? surrogate": 2}
+    cache = VerdictCache("scripted-settings", "ab" * 20, DEFAULT_GRADE_SCALE, settings.cache_dir)
+    assert len(cache) == 3
+
+
+def test_a_cache_that_is_a_fifo_or_cannot_be_written_is_gone_without(settings, capsys):
+    ws = _ws(settings)
+    judge = ScriptedJudge()
+    path = VerdictCache(
+        judge.settings_key, judge.prompt_sha1, DEFAULT_GRADE_SCALE, settings.cache_dir
+    ).path
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    said: list[str] = []
+    summary = judge_pool(ws, [judge], JudgeAsk(depth=3), notify=said.append).judges[0]
+    assert summary.graded == summary.pairs > 0
+    assert len(verdict_lines(ws.labels.path)) == summary.pairs
+    assert said[-1] == (
+        f"warning: t: cannot write the verdict cache ({path}: not a regular file); going on "
+        "without it (an interrupted run asks these pairs again)"
+    )
+    # A folder that cannot be made (a file in its place): the same, once.
+    other = ScriptedJudge("o", settings_key="other")
+    path.unlink()
+    path.parent.rmdir()
+    path.parent.write_text("not a folder")
+    said.clear()
+    summary = judge_pool(_ws(settings), [other], JudgeAsk(depth=3), notify=said.append).judges[0]
+    assert summary.graded == summary.pairs > 0
+    assert [line for line in said if "verdict cache" in line] == [said[-1]]
+    assert "cannot write the verdict cache" in said[-1] and summary.cache_problem
+
+
+def test_a_read_only_journal_is_refused_before_the_judge_is_asked(settings):
+    ws = _ws(settings)
+    ws.labels.path.chmod(0o444)
+    judge = ScriptedJudge()
+    with pytest.raises(Exception, match="nothing was graded"):
+        judge_pool(ws, [judge], JudgeAsk(depth=3))
+    assert not judge.asked and not judge.prepared

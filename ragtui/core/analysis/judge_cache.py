@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,6 +52,8 @@ class VerdictCache:
         self.path = (root or cache_dir()) / "judges" / f"{name}.jsonl"
         self._grades = {g for g, _ in scale}
         self._held: dict[tuple[str, str], tuple[int, str]] = {}
+        #: Why the cache cannot be used (its path is not a regular file), or ``""``.
+        self.unusable = ""
         self._read()
 
     @staticmethod
@@ -63,6 +66,10 @@ class VerdictCache:
 
     def _read(self) -> None:
         try:
+            if not stat.S_ISREG(os.stat(self.path).st_mode):
+                # A FIFO would block the read, a folder cannot be appended to: no cache this run.
+                self.unusable = f"{self.path}: not a regular file"
+                return
             data = self.path.read_bytes()
         except OSError:
             return  # no cache yet (or none readable): every pair is asked
@@ -90,6 +97,8 @@ class VerdictCache:
         rows = [(self.key(p), v) for p, v in graded if v.grade is not None]
         if not rows:
             return
+        if self.unusable:
+            raise OSError(self.unusable)
         data = b"".join(
             orjson.dumps({"q": q, "c": c, "grade": v.grade, "reason": v.reason[:MAX_REASON]})
             + b"\n"

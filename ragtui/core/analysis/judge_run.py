@@ -296,6 +296,13 @@ def people_graded(ws: Workspace) -> list[tuple[JudgePair, int]]:
     return out
 
 
+def _valid(text: object) -> str:
+    """A text as valid UTF-8 (a lone surrogate replaced); anything but a string is empty."""
+    if not isinstance(text, str):
+        return ""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def failure_kind(failure: str) -> str:
     """What a failure line is counted as: its words before the first colon (``unreadable answer``)."""
     kind = failure.split(":", 1)[0].strip()
@@ -421,13 +428,22 @@ class _Grading:
             reason=reason[:MAX_REASON],
         )
 
-    def _checked(self, verdict: Verdict) -> Verdict:
-        """A grade outside the scale is the judge's failure, never a grade."""
-        if verdict.grade is None or verdict.grade in self.grades:
-            return verdict
-        top = max(self.grades)
-        failure = f"grade outside the scale: {verdict.grade} (the scale is 0-{top})"
-        return Verdict(None, verdict.reason, failure, verdict.tokens)
+    def _checked(self, verdict: object) -> Verdict:
+        """The verdict as the journal and the cache can hold it: a grade is a whole number on the
+        scale (else the judge's failure, never a grade), the reason and failure text that is
+        valid UTF-8 (a lone surrogate replaced), the tokens a count (else 0)."""
+        if not isinstance(verdict, Verdict):
+            return Verdict(None, failure=f"not a verdict: {type(verdict).__name__}")
+        grade, tokens = verdict.grade, verdict.tokens
+        tokens = tokens if type(tokens) is int and tokens > 0 else 0
+        reason = _valid(verdict.reason)
+        if grade is None:
+            return Verdict(None, reason, _valid(verdict.failure) or "failure", tokens)
+        if type(grade) is not int or grade not in self.grades:
+            top = max(self.grades)
+            failure = f"grade outside the scale: {grade!r:.40} (the scale is 0-{top})"
+            return Verdict(None, reason, failure, tokens)
+        return Verdict(grade, reason, "", tokens)
 
     def _cache_put(self, answered: Sequence[tuple[JudgePair, Verdict]]) -> None:
         if self.cache is None:
@@ -479,16 +495,16 @@ class _Grading:
             summary.seconds = time.monotonic() - started
             self.journal.flush()
 
-    def _take(self, batch: Sequence[JudgePair], verdicts: Sequence[Verdict]) -> None:
+    def _take(self, batch: Sequence[JudgePair], verdicts: Sequence[object]) -> None:
         summary = self.summary
         checked = [self._checked(v) for v in verdicts]
         self._cache_put(list(zip(batch, checked, strict=True)))
         tokens = 0
         for pair, verdict in zip(batch, checked, strict=True):
-            tokens += max(0, int(verdict.tokens))
+            tokens += verdict.tokens
             if verdict.grade is None:
                 summary.failed += 1
-                summary.failures[failure_kind(verdict.failure or "failure")] += 1
+                summary.failures[failure_kind(verdict.failure)] += 1
             else:
                 summary.graded += 1
                 self.journal.add(self._label(pair, verdict.grade, verdict.reason))

@@ -560,3 +560,14 @@ def test_a_judge_sharing_a_retrievers_model_is_marked(mini_settings):
     text = render_report(estimates_report(est))
     assert "vector ‡" in text and "hybrid ‡" in text and "bm25 ‡" not in text
     assert "‡ the judge shares its model" in text
+
+
+def test_under_human_and_model_grades_the_value_is_the_model_filled_one(cran):
+    _journal(cran)
+    ws = Workspace.load(_settings(cran, counted_grades=GRADES_HUMAN_MODEL))
+    est = estimates(ws)
+    for metric, m in est.retrievers["bm25"].metrics.items():
+        assert m.value == pytest.approx(m.model_filled, abs=1e-12), metric
+        assert m.value != m.human  # the people's value leaves the verdicts out
+        # No pair of a run is unjudged (the judge graded every top 10): the range is the value.
+        assert m.unjudged == (pytest.approx(m.value, abs=1e-12),) * 2

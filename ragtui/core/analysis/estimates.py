@@ -410,7 +410,7 @@ def estimates(ws: Workspace, judge: str | None = None) -> Estimates:
     sample_ok = not use.reason
     shares = _shares(ws, models)
     out: dict[str, RetrieverEstimate] = {}
-    for name in ws.retrievers:
+    for name in (r for r in ws.retrievers if r in ev.rankings):  # evaluated (not embedding)
         ranges = _ranges(ws, name)
         summary = ev.summary(name).as_dict()
         human_summary = human_ev.summary(name).as_dict()

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ragtui.core.data.tokenizer import token_counter
 from ragtui.core.metrics.evaluation import Evaluation
 from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.bm25 import BM25Retriever
 from ragtui.core.retrieval.hybrid import rrf_fuse
 from ragtui.core.retrieval.milvus import MilvusRetriever, MilvusTarget, index_collection
+from ragtui.core.retrieval.windows import chunk_windows
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 
@@ -76,8 +78,8 @@ def main() -> None:
     if args.beir is not None or args.chunk_size is not None:
         settings = replace(settings, chunk_size=args.chunk_size)
     ws = Workspace.open(settings)
-    # Milvus stores one vector per chunk (what the model reads of it); its like-for-like exact
-    # search is the same, without ragtui's long-chunk windows (on by default).
+    # ragtui index stores the vectors as the vector retriever cuts them (windows on by default:
+    # one row per window, searched grouped by chunk); the rows without windows show what they add.
     whole = Workspace.open(replace(settings, windows="off"))
     questions = [(q.id, q.text) for q in ws.questions]
     depth = args.depth
@@ -97,18 +99,19 @@ def main() -> None:
         whole.vector.search, questions, depth
     )
     rankings["hybrid (ragtui RRF)"] = ws.rankings["hybrid"]
-    # Milvus's hybrid fuses its own BM25 (bm25s's formula) and one vector a chunk: this is the
-    # like-for-like fusion.
-    rankings["hybrid (RRF of bm25s + exact, no windows)"] = {
+    # Milvus's hybrid fuses its own BM25 (bm25s's formula) and the windowed vector search: this
+    # is the like-for-like fusion.
+    rankings["hybrid (RRF of bm25s + exact)"] = {
         qid: rrf_fuse(
-            [rankings["bm25s"][qid], rankings["vector (exact, no windows)"][qid]],
+            [rankings["bm25s"][qid], rankings["vector (exact)"][qid]],
             ws.chunk_order,
             depth,
         )
         for qid, _ in questions
     }
 
-    vectors = whole.embedding_cache().get([c.text for c in whole.chunks])
+    windows = chunk_windows(ws.chunks, token_counter(settings.model), ws.window_plan)
+    vectors = ws.embedding_cache().get(windows.texts)
     with tempfile.TemporaryDirectory() as tmp:
         uri = str(Path(tmp) / "compare.db")
         index_seconds = {}
@@ -118,6 +121,7 @@ def main() -> None:
                 MilvusTarget(uri, f"c_{index_type.lower()}"),
                 ws.chunks,
                 settings.model,
+                windows=windows,
                 vectors=vectors,
                 index_type=index_type,
             )
@@ -132,11 +136,10 @@ def main() -> None:
             "milvus-vector (HNSW)": MilvusRetriever(
                 "milvus-vector", "vector", hnsw, settings.model
             ),
-            "milvus-hybrid (RRF ranker)": MilvusRetriever(
-                "milvus-hybrid", "hybrid", flat, settings.model
-            ),
+            "milvus-hybrid": MilvusRetriever("milvus-hybrid", "hybrid", flat, settings.model),
         }
         for name, retriever in runs.items():
+            retriever.chunk_order = ws.chunk_order  # equal scores in chunk order, as ragtui's
             rankings[name], seconds[name] = _milvus(retriever, questions, depth)
             retriever.close()
 
@@ -149,9 +152,9 @@ def main() -> None:
     counterpart = {
         "bm25s": "rank-bm25",
         "milvus-bm25": "bm25s",
-        "milvus-vector (FLAT)": "vector (exact, no windows)",
-        "milvus-vector (HNSW)": "vector (exact, no windows)",
-        "milvus-hybrid (RRF ranker)": "hybrid (RRF of bm25s + exact, no windows)",
+        "milvus-vector (FLAT)": "vector (exact)",
+        "milvus-vector (HNSW)": "vector (exact)",
+        "milvus-hybrid": "hybrid (RRF of bm25s + exact)",
     }
     name = args.beir.name if args.beir else "bundled set"
     print(

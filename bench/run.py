@@ -134,6 +134,11 @@ def main() -> int:
         f"prompt and parser alone {jd['prompt_and_parse_us_per_pair']:.0f} µs",
     )
 
+    print("milvus parity ...", file=sys.stderr)
+    from bench.milvus_parity import add_parity_figures
+
+    add_parity_figures(report, run_child("bench.milvus_parity"))
+
     if not args.skip_app:
         print("app ...", file=sys.stderr)
         from bench.app import add_app_figures

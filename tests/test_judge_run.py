@@ -27,7 +27,8 @@ import pytest
 
 from ragtui.cli import main
 from ragtui.core.analysis.judge_cache import VerdictCache
-from ragtui.core.analysis.judge_run import JOURNAL_BATCH, JudgeAsk, failure_kind, judge_pool
+from ragtui.core.analysis.judge_pairs import JudgeAsk
+from ragtui.core.analysis.judge_run import JOURNAL_BATCH, failure_kind, judge_pool
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
 from ragtui.core.judges.openai import openai_judge
@@ -843,3 +844,29 @@ def test_a_read_only_journal_is_refused_before_the_judge_is_asked(settings):
     with pytest.raises(Exception, match="nothing was graded"):
         judge_pool(ws, [judge], JudgeAsk(depth=3))
     assert not judge.asked and not judge.prepared
+
+
+def test_ctrl_c_lets_the_batch_that_came_be_cached_and_written_whole(settings, monkeypatch):
+    """Ctrl-C right after a batch was cached: its verdicts reach the journal too, then the run stops."""
+    ws = _ws(settings)
+    put = VerdictCache.put
+    calls = 0
+
+    def put_then_ctrl_c(self, graded):
+        nonlocal calls
+        put(self, graded)
+        calls += 1
+        if calls == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(VerdictCache, "put", put_then_ctrl_c)
+    judge = ScriptedJudge(batch_size=3, concurrency=1)
+    run = judge_pool(ws, [judge], JudgeAsk(depth=3))
+    summary = run.judges[0]
+    assert run.interrupted and summary.graded == 6 < summary.pairs
+    cache = VerdictCache(
+        judge.settings_key, judge.prompt_sha1, DEFAULT_GRADE_SCALE, settings.cache_dir
+    )
+    lines = verdict_lines(ws.labels.path)
+    assert len(cache) == len(lines) == 6
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back

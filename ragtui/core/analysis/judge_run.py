@@ -23,37 +23,40 @@ its one line.
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragtui.core.analysis.judge_cache import VerdictCache
+from ragtui.core.analysis.judge_pairs import (
+    JudgeAsk,
+    JudgePool,
+    choose_questions,
+    people_graded,
+    plan_judge,
+    pool_pairs,
+)
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.judges.base import Judge, JudgeError, JudgePair, Verdict
-from ragtui.core.labelling.judging import pool_question
-from ragtui.core.labelling.labels import MAX_REASON, Label, PairLabels, judge_annotator, now_iso
-from ragtui.core.labelling.sample import draw_sample
+from ragtui.core.labelling.labels import MAX_REASON, Label, judge_annotator, now_iso
 from ragtui.core.workspace import Workspace
 
 __all__ = [
     "JOURNAL_BATCH",
     "JOURNAL_SECONDS",
     "JudgeAsk",
-    "JudgePlan",
-    "JudgePool",
     "JudgeRun",
     "JudgeSummary",
     "failure_kind",
     "judge_pool",
-    "people_graded",
-    "plan_judge",
-    "pool_pairs",
 ]
 
 #: Verdicts are written to the journal every this many, or every ``JOURNAL_SECONDS``, whichever first.
@@ -63,44 +66,6 @@ JOURNAL_SECONDS = 1.0
 #: ``progress(done, total, cached, tokens)``: pairs done (graded, from the cache or failed) of all
 #: judges, how many of them came from the cache (no request: not counted in a rate), tokens used.
 JudgeProgress = Callable[[int, int, int, int], None]
-
-
-@dataclass(frozen=True)
-class JudgeAsk:
-    """What ``ragtui judge`` grades, beyond the pool at ``depth`` (None: the settings' ``--depth``)."""
-
-    unjudged: bool = False
-    questions: tuple[str, ...] = ()
-    limit: int | None = None
-    sample: int | None = None
-    seed: int = 0
-    again: bool = False
-    depth: int | None = None
-
-
-@dataclass(frozen=True)
-class JudgePool:
-    """The pairs chosen: the questions, their pooled pairs with texts, and how they were pooled."""
-
-    questions: tuple[str, ...]
-    pairs: tuple[JudgePair, ...]
-    depth: int
-    retrievers: tuple[str, ...]
-    #: Pooled ids with no text to show a judge (an external run naming a document ragtui lacks).
-    without_text: int = 0
-
-
-@dataclass(frozen=True)
-class JudgePlan:
-    """One judge's share of the pool: the pairs to grade, and why the others are left."""
-
-    todo: tuple[JudgePair, ...]
-    #: Pairs with a current verdict of this judge (with ``unjudged``: with any verdict on this text).
-    skipped_judged: int = 0
-    #: Pairs a person graded (``unjudged`` only).
-    skipped_person: int = 0
-    #: Pairs past ``limit``, left for another run.
-    left: int = 0
 
 
 @dataclass
@@ -203,99 +168,6 @@ class JudgeRun:
         }
 
 
-# ---- what to grade ---------------------------------------------------------------------------
-
-
-def choose_questions(ws: Workspace, ask: JudgeAsk) -> list[str]:
-    """The questions to pool, in golden-set order: the named ones (else every question not
-    retired), then a random sample of them when asked."""
-    if ask.questions:
-        unknown = [qid for qid in ask.questions if qid not in ws.question_by_id]
-        if unknown:
-            raise InputError(None, f"--questions: no question {', '.join(map(repr, unknown))}")
-        named = set(ask.questions)
-        chosen = [q.id for q in ws.questions if q.id in named]
-    else:
-        chosen = [q.id for q in ws.questions if not q.retired]
-    if ask.sample is not None and chosen:
-        drawn = set(draw_sample(chosen, ask.sample, ask.seed).questions)
-        chosen = [qid for qid in chosen if qid in drawn]
-    return chosen
-
-
-def pool_pairs(ws: Workspace, qids: Sequence[str], depth: int) -> JudgePool:
-    """The pooled pairs of ``qids``: every shown retriever's top ``depth``, best rank first."""
-    retrievers = tuple(ws.retrievers)
-    pairs: list[JudgePair] = []
-    without_text = 0
-    for qid in qids:
-        question = ws.question_by_id[qid]
-        for entry in pool_question(qid, ws.rankings, retrievers, depth, ws.chunk_order):
-            chunk = ws.chunk_by_id.get(entry.chunk)
-            if chunk is None:
-                without_text += 1
-                continue
-            pairs.append(JudgePair(qid, question.text, chunk.id, chunk.text, chunk.sha1))
-    return JudgePool(tuple(qids), tuple(pairs), depth, retrievers, without_text)
-
-
-def _current(verdict: Label, judge: Judge, pair: JudgePair) -> bool:
-    """Whether a verdict is what the judge would give now: same model, chunk text and prompt."""
-    return (
-        verdict.chunk_sha1 == pair.chunk_sha1
-        and verdict.model == judge.model_id
-        and verdict.prompt_sha1 == judge.prompt_sha1
-    )
-
-
-def plan_judge(ws: Workspace, judge: Judge, pool: JudgePool, ask: JudgeAsk) -> JudgePlan:
-    """The pairs of ``pool`` this judge grades, and how many are skipped and why."""
-
-    def applies(label: Label) -> bool:
-        return ws.label_status(label) is None
-
-    todo: list[JudgePair] = []
-    judged = person = 0
-    for pair in pool.pairs:
-        labels: PairLabels | None = ws.labels.pair(pair.question_id, pair.chunk_id)
-        if labels is not None:
-            human = labels.human(applies)
-            if ask.unjudged and human is not None and human.grade is not None:
-                person += 1
-                continue
-            verdict = labels.verdicts(applies).get(judge.name)
-            if (
-                verdict is not None
-                and not ask.again
-                and (ask.unjudged or _current(verdict, judge, pair))
-            ):
-                judged += 1
-                continue
-        todo.append(pair)
-    left = 0
-    if ask.limit is not None and len(todo) > ask.limit:
-        left = len(todo) - ask.limit
-        todo = todo[: ask.limit]
-    return JudgePlan(tuple(todo), judged, person, left)
-
-
-def people_graded(ws: Workspace) -> list[tuple[JudgePair, int]]:
-    """Every pair a person graded (the grade that counts among people's, where it applies), with its texts."""
-    out: list[tuple[JudgePair, int]] = []
-
-    def applies(label: Label) -> bool:
-        return ws.label_status(label) is None
-
-    for qid, cid, labels in ws.labels.iter_pairs():
-        human = labels.human(applies)
-        if human is None or human.grade is None:
-            continue
-        chunk = ws.chunk_by_id[cid]  # the label applies, so the chunk is there
-        text = ws.question_by_id[qid].text
-        out.append((JudgePair(qid, text, cid, chunk.text, chunk.sha1), human.grade))
-    return out
-
-
 def _valid(text: object) -> str:
     """A text as valid UTF-8 (a lone surrogate replaced); anything but a string is empty."""
     if not isinstance(text, str):
@@ -310,6 +182,29 @@ def failure_kind(failure: str) -> str:
 
 
 # ---- grading -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _ctrl_c_as_flag() -> Iterator[threading.Event]:
+    """While grading, Ctrl-C sets a flag that the loop reads between batches, so a batch's
+    verdicts are cached and written whole before the run stops; a second Ctrl-C raises
+    ``KeyboardInterrupt`` as usual. Outside the main thread (no signal handler can be set) the flag
+    is never set."""
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if flag.is_set():
+            raise KeyboardInterrupt
+        flag.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
 class _JournalBatches:
@@ -460,40 +355,48 @@ class _Grading:
             )
 
     def run(self, todo: Sequence[JudgePair], again: bool) -> None:
-        summary, judge = self.summary, self.judge
+        summary = self.summary
         started = time.monotonic()
         try:
-            asked: list[JudgePair] = []
-            for pair in todo:
-                hit = None if again or self.cache is None else self.cache.get(pair)
-                if hit is None:
-                    asked.append(pair)
-                    continue
-                self.journal.add(self._label(pair, *hit))
-                summary.graded += 1
-                summary.from_cache += 1
-                self.progress(1, 0, True)
-            summary.asked = len(asked)
-            size = max(1, int(judge.batch_size))
-            batches = [tuple(asked[i : i + size]) for i in range(0, len(asked), size)]
-            workers = _Workers(judge, batches) if batches else None
-            try:
-                while workers is not None and workers.running:
-                    item = workers.next(timeout=0.2)
-                    if isinstance(item, str):
-                        summary.stopped = f"{judge.name}: {item}"
-                        break
-                    if item is not None:
-                        self._take(*item)
-                    self.journal.tick()
-            finally:
-                if workers is not None:
-                    workers.stop.set()
-        except KeyboardInterrupt:
+            with _ctrl_c_as_flag() as ctrl_c:
+                self._run(todo, again, ctrl_c)
+            summary.interrupted = ctrl_c.is_set()
+        except KeyboardInterrupt:  # a second Ctrl-C, or grading outside the main thread
             summary.interrupted = True
         finally:
             summary.seconds = time.monotonic() - started
             self.journal.flush()
+
+    def _run(self, todo: Sequence[JudgePair], again: bool, ctrl_c: threading.Event) -> None:
+        summary, judge = self.summary, self.judge
+        asked: list[JudgePair] = []
+        for pair in todo:
+            if ctrl_c.is_set():
+                return
+            hit = None if again or self.cache is None else self.cache.get(pair)
+            if hit is None:
+                asked.append(pair)
+                continue
+            self.journal.add(self._label(pair, *hit))
+            summary.graded += 1
+            summary.from_cache += 1
+            self.progress(1, 0, True)
+        summary.asked = len(asked)
+        size = max(1, int(judge.batch_size))
+        batches = [tuple(asked[i : i + size]) for i in range(0, len(asked), size)]
+        workers = _Workers(judge, batches) if batches else None
+        try:
+            while workers is not None and workers.running and not ctrl_c.is_set():
+                item = workers.next(timeout=0.2)
+                if isinstance(item, str):
+                    summary.stopped = f"{judge.name}: {item}"
+                    return
+                if item is not None:
+                    self._take(*item)
+                self.journal.tick()
+        finally:
+            if workers is not None:
+                workers.stop.set()
 
     def _take(self, batch: Sequence[JudgePair], verdicts: Sequence[object]) -> None:
         summary = self.summary

@@ -31,9 +31,11 @@ from ragtui.core.analysis.judge_pairs import JudgeAsk
 from ragtui.core.analysis.judge_run import JOURNAL_BATCH, failure_kind, judge_pool
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
+from ragtui.core.judges.build import build_judge
 from ragtui.core.judges.openai import openai_judge
 from ragtui.core.judges.prompt import default_prompt
 from ragtui.core.labelling.journal import LabelJournal
+from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import ROOT, mini_args, settings_of
 from tests.judge_server import Reply, serve_judge
@@ -758,12 +760,21 @@ SESSION = (
 )
 
 
-def test_the_session_in_judges_md_prints_what_the_page_shows(monkeypatch, tmp_path, capsys):
-    """Run in a fresh data folder and cache; timings (numbers with a decimal point) may differ."""
+def test_the_session_in_judges_md_prints_what_the_page_shows(
+    monkeypatch, tmp_path, capsys, cache_dir
+):
+    """Run in a fresh data folder, with the tests' cache (its embeddings) but not this judge's
+    verdicts; timings (numbers with a decimal point) may differ."""
     example = next(e for e in examples() if e.key == SESSION)
     share = tmp_path / "share"
     monkeypatch.setenv("XDG_DATA_HOME", str(share))
-    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
+    settings = Settings(retrievers=("bm25",), depth=3).checked()
+    sim = build_judge(JudgeSpec("sim", "similarity"), settings)
+    sim.prepare(DEFAULT_GRADE_SCALE, [])  # the default thresholds: the key the page's run uses
+    VerdictCache(sim.settings_key, sim.prompt_sha1, DEFAULT_GRADE_SCALE).path.unlink(
+        missing_ok=True
+    )
     monkeypatch.delenv("RAGTUI_PROGRESS_SECONDS", raising=False)
     monkeypatch.chdir(tmp_path)
     timing = re.compile(r"\d+\.\d+")

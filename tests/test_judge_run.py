@@ -20,6 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -35,10 +36,12 @@ from ragtui.core.judges.build import build_judge
 from ragtui.core.judges.openai import openai_judge
 from ragtui.core.judges.prompt import default_prompt
 from ragtui.core.labelling.journal import LabelJournal
+from ragtui.core.retrieval.live import parse_retriever_spec
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import ROOT, mini_args, settings_of
 from tests.judge_server import Reply, serve_judge
+from tests.live_servers import serve
 from tests.test_docs import assert_documented, documented, examples, key_paths, matches
 
 # ---- judges of the test --------------------------------------------------------------------------
@@ -881,3 +884,21 @@ def test_ctrl_c_lets_the_batch_that_came_be_cached_and_written_whole(settings, m
     lines = verdict_lines(ws.labels.path)
     assert len(cache) == len(lines) == 6
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+def test_a_live_retrievers_own_passages_are_pooled_and_judged(settings):
+    """A service over another chunking of the corpus: its passages are graded like ragtui's chunks."""
+    plain = replace(settings, bm25_backend="bm25s")
+    with serve(Workspace.load(plain).chunks) as server:
+        spec = parse_retriever_spec(f"svc={server.url}/passages?q={{query}}&k={{depth}}")
+        ws = Workspace.open(replace(plain, live_retrievers=(spec,)))
+    assert ws.foreign
+    judge = ScriptedJudge()
+    run = judge_pool(ws, [judge], JudgeAsk(depth=3))
+    own = [p for p in run.pool.pairs if p.chunk_id in ws.foreign]
+    assert own and run.pool.retrievers == ("bm25", "svc")
+    for pair in own:
+        assert pair.chunk == ws.foreign[pair.chunk_id].text
+        assert judge.asked[(pair.question_id, pair.chunk_id)] == 1
+        verdict = ws.judge_verdicts(pair.question_id, pair.chunk_id)["t"]  # it applies
+        assert verdict.grade == expected_grade(pair) and verdict.chunk_sha1 == pair.chunk_sha1

@@ -902,3 +902,14 @@ def test_a_live_retrievers_own_passages_are_pooled_and_judged(settings):
         assert judge.asked[(pair.question_id, pair.chunk_id)] == 1
         verdict = ws.judge_verdicts(pair.question_id, pair.chunk_id)["t"]  # it applies
         assert verdict.grade == expected_grade(pair) and verdict.chunk_sha1 == pair.chunk_sha1
+
+
+def test_a_judge_that_cannot_exist_is_refused_before_anything_loads(
+    mini, cli_env, capsys, tmp_path
+):
+    missing = tmp_path / "no-such-model"
+    argv = ["judge", "--no-project", *mini_args(mini), "--judge", f"ce=cross-encoder:{missing}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ragtui: error: ") and str(missing) in err[0]
+    assert not cli_env.exists()  # nothing was chunked, indexed or embedded

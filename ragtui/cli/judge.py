@@ -278,22 +278,25 @@ def run_judge(settings: Settings, ask: JudgeAsk, *, as_json: bool = False) -> in
     from ragtui.core.analysis.judge_run import judge_pool
     from ragtui.core.judges.base import JudgeError
 
-    ws = open_workspace(settings)
     try:
-        judges = _build(ws.settings)
+        # Built before the (slow) loading, so a judge that cannot exist is refused at once.
+        judges = _build(settings.checked())
     except JudgeError as exc:
         err(f"ragtui: error: {exc}")
         return 2
     progress = _Progress()
     try:
-        run = judge_pool(
-            ws, judges, ask, progress=progress, notify=lambda line: err(f"ragtui: {line}")
-        )
+        ws = open_workspace(settings)
+        try:
+            run = judge_pool(
+                ws, judges, ask, progress=progress, notify=lambda line: err(f"ragtui: {line}")
+            )
+        finally:
+            progress.close()
+            print_notices(ws)
     finally:
-        progress.close()
         for judge in judges:
             judge.close()
-        print_notices(ws)
     if as_json:
         print_json(run.to_json())
     else:

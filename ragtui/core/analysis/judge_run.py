@@ -16,9 +16,9 @@ writes those from the cache without asking the judge again. A failure (no grade)
 nor written: the pair is asked again on the next run.
 
 Grading runs ``judge.concurrency`` calls of ``judge.grade`` (``judge.batch_size`` pairs each) at
-once in daemon threads, so Ctrl-C stops at once: what came is written, the run says it was
-interrupted. A ``JudgeError`` (a judge that cannot work at all) stops the run the same way, with
-its one line.
+once in daemon threads, so Ctrl-C stops without waiting for them: the batches that came are cached
+and written whole, the run says it was interrupted. A ``JudgeError`` (a judge that cannot work at
+all) stops the run the same way, with its one line.
 """
 
 from __future__ import annotations

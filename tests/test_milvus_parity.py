@@ -332,3 +332,39 @@ def test_a_synthetic_index_needs_its_windows_vectors(tmp_path):
         _synthetic(tmp_path, per_chunk, np.ones((2, 8), np.float32))
     with pytest.raises(InputError, match="no chunks to index"):
         index_collection(MilvusTarget(str(tmp_path / "e.db"), "e"), [], "fake-8")
+
+
+def test_an_interrupted_index_resumes_its_window_rows(tmp_path):
+    """Stopped while writing the window rows: run again, only the rows that are not there are written."""
+    per_chunk = [3, 1, 4, 2]
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(sum(per_chunk), 8)).astype(np.float32)
+    chunks = [Chunk(f"d#{i}", "d", i, 0, 7, f"chunk {i}", (), 300) for i in range(len(per_chunk))]
+    spans = [[(0, 7)] * n for n in per_chunk]
+    texts = [f"chunk {i} window {w}" for i, n in enumerate(per_chunk) for w in range(n)]
+    windows = ChunkWindows(WindowPlan("max", 10, 5), spans, texts, np.array([0, 3, 4, 8]))
+    target = MilvusTarget(str(tmp_path / "resume.db"), "resume")
+
+    def stop_in_the_windows(done: int, total: int) -> None:
+        if done > len(chunks):  # the chunk rows and the first batch of windows are written
+            raise KeyboardInterrupt
+
+    common = {"windows": windows, "vectors": vectors, "batch": 4}
+    with pytest.raises(KeyboardInterrupt):
+        index_collection(target, chunks, "fake-8", write_progress=stop_in_the_windows, **common)
+    result = index_collection(target, chunks, "fake-8", **common)
+    assert (result.created, result.written, result.already) == (False, 0, 4)
+    assert (result.windows, result.windows_written) == (10, 6)
+    from ragtui.core.retrieval.milvus import connect
+
+    client = connect(target.uri)
+    try:
+        rows = client.query(
+            "resume_windows", filter="id >= 0", output_fields=["id", "chunk", "window"]
+        )
+    finally:
+        client.close()
+    assert sorted((r["id"], r["chunk"], r["window"]) for r in rows) == [
+        (r, f"d#{i}", w)
+        for r, (i, w) in enumerate((i, w) for i, n in enumerate(per_chunk) for w in range(n))
+    ]

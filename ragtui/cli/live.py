@@ -12,7 +12,7 @@ from ragtui.core.retrieval.milvus import (
     require_milvus,
 )
 from ragtui.core.retrieval.milvus.record import windows_label
-from ragtui.core.retrieval.windows import chunk_windows
+from ragtui.core.retrieval.window_cache import cached_chunk_windows
 from ragtui.core.settings import Settings
 from ragtui.core.text import mask_url
 
@@ -31,7 +31,10 @@ def run_index(
     bm25_k1, bm25_b = 1.5, 0.75
     # The vectors as the vector retriever embeds them: one per window (windows on), else per chunk.
     plan = ws.window_plan
-    windows = chunk_windows(ws.chunks, token_counter(settings.model), plan)
+    windows, window_warnings = cached_chunk_windows(
+        ws.chunks, token_counter(settings.model), plan, settings.cache_dir
+    )
+    warn_all(window_warnings)
     # What the chunks were made from, kept in the collection: a search from other data is refused.
     record = CollectionRecord.of(
         ws.chunks,

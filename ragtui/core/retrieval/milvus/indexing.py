@@ -211,7 +211,7 @@ def _present(client: Any, name: str, filter_expr: str) -> set[Any]:
 
 def _window_rows(windows: ChunkWindows, chunks: Sequence[Chunk]) -> list[tuple[int, int, int]]:
     """Per window row: its chunk's index, its number within the chunk, the chunk's window count."""
-    rows = []
+    rows: list[tuple[int, int, int]] = []
     for i, spans in enumerate(windows.spans):
         rows.extend((i, w, len(spans)) for w in range(len(spans)))
     if len(rows) != len(windows.texts) or len(windows.spans) != len(chunks):

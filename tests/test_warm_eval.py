@@ -12,7 +12,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from ragtui.core.data.chunking import Chunk, chunk_documents
 from ragtui.core.data.tokenizer import DEFAULT_MODEL, TokenCounter, model_limit, token_counter
 from ragtui.core.retrieval.window_cache import cached_chunk_windows, text_digest, window_store
 from ragtui.core.retrieval.windows import WindowPlan, chunk_windows, window_plan
+from tests.conftest import ROOT
 
 
 class _Counting:
@@ -209,3 +213,25 @@ def test_eval_json_with_save_works_out_the_causes_once(
     for name, per_question in body["retrievers"].items():
         for qid, entry in per_question["per_question"].items():
             assert run["retrievers"][name]["per_question"][qid]["causes"] == entry["causes"]
+
+
+def test_a_warm_eval_imports_no_rich(small_set: Path, embeddings: Path, tmp_path: Path) -> None:
+    """The progress bar is made at its first report: a warm eval reports nothing, imports no Rich."""
+    cache = _copy(embeddings, tmp_path)
+    _eval(cache, small_set)  # the derived caches
+    code = (
+        "import contextlib, io, sys\n"
+        "from ragtui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): main(sys.argv[1:])\n"
+        "print(sorted(m for m in ('rich', 'torch') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "eval", "--beir", str(small_set)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "RAGTUI_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -345,6 +345,7 @@ class RagtuiApp(AppCommands, App[int]):
             self.embedder,
             dict(self.models),
             self._first_paint.wait,
+            loading.preload_wanted(self.is_headless),
         )
         post = self.post_message
         self.in_thread("load", lambda: loading.load(job, post, _cancelled()))

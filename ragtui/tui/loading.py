@@ -11,6 +11,8 @@ Reranking and the live retrievers read what the UI thread captured for them (``R
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +23,8 @@ from textual.message import Message
 from ragtui.core.data.golden import Question
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Ranking
-from ragtui.core.retrieval.embeddings import Embedder, Progress, TextEncoder
+from ragtui.core.retrieval.embeddings import Progress, TextEncoder
+from ragtui.core.retrieval.encoder_process import BackgroundEmbedder
 from ragtui.core.retrieval.live import LiveRetriever
 from ragtui.core.retrieval.rerank import Reranker
 from ragtui.core.settings import Settings
@@ -75,6 +78,9 @@ class LoadJob:
     """The models loaded by earlier loads, by name (a copy), so a reload does not load one again."""
     first_paint: Callable[[float], bool] = _never
     """Waits up to the seconds given for the first full screen; True once it is painted."""
+    preload: bool = False
+    """Read the embedding model in a helper process once the first full screen is painted, when
+    the model is not loaded by then and typed text could need it (``preload_wanted``)."""
 
 
 class _Cancelled(Exception):
@@ -138,7 +144,9 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
 
     try:
         model = (
-            job.embedder or job.models.get(ws.settings.model or "") or Embedder(ws.settings.model)
+            job.embedder
+            or job.models.get(ws.settings.model or "")
+            or BackgroundEmbedder(ws.settings.model)
         )
     except Exception as exc:  # a model that cannot be found: BM25 keeps working
         announce()
@@ -169,6 +177,37 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
         post(WorkspaceLoaded(ws, generation, result))
     else:
         post(VectorsReady(generation, result, model))
+    if job.preload and result.vector is not None and isinstance(model, BackgroundEmbedder):
+        preload_after_paint(model, job.first_paint, cancelled)
+
+
+#: ``RAGTUI_PRELOAD_MODEL``: 1 reads the model in a helper process after the first screen, even
+#: in a headless app (tests); 0 never does; unset: every app on a terminal does.
+PRELOAD_ENV = "RAGTUI_PRELOAD_MODEL"
+
+
+def preload_wanted(headless: bool) -> bool:
+    """Whether an app reads the embedding model ahead of the first query (``PRELOAD_ENV``)."""
+    value = os.environ.get(PRELOAD_ENV, "").strip()
+    return value == "1" if value in ("0", "1") else not headless
+
+
+def preload_after_paint(
+    model: BackgroundEmbedder, first_paint: Callable[[float], bool], cancelled: Cancelled
+) -> None:
+    """Once the first full screen is painted, start reading the model in a helper process at
+    low priority (unless it is loaded or this load was replaced): the first ad-hoc query then
+    finds it ready, and no import ever holds the app's interpreter lock. The wait is a thread
+    of its own, so the loading worker ends now."""
+
+    def start_when_painted() -> None:
+        while not first_paint(_POLL_S * 5):
+            if cancelled():
+                return
+        if not cancelled():
+            model.start()
+
+    threading.Thread(target=start_when_painted, daemon=True, name="preload-model").start()
 
 
 def _compute_vectors(

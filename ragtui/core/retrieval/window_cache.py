@@ -86,7 +86,8 @@ class _Stored:
             return [-1] * len(wanted)
         asked = np.asarray(wanted, dtype="S20")
         at = np.minimum(np.searchsorted(self.keys, asked), len(self.keys) - 1)
-        return np.where(self.keys[at] == asked, at, -1).tolist()
+        found: list[int] = np.where(self.keys[at] == asked, at, -1).tolist()
+        return found
 
     def spans(self, entry: int, length: int) -> _Spans:
         """One entry's spans, checked against the length of the text asking for them."""

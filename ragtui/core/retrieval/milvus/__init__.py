@@ -29,9 +29,10 @@ one line, and nothing is started.
 
 The package: ``connection`` (the target, its checks, the ``milvus`` extra, connecting),
 ``lite_logs`` (Milvus's log records kept off the terminal), ``record`` (what a collection holds),
-``indexing`` (``ragtui index``) and ``search`` (the retrievers and ``check_collection``).
+``indexing`` (``ragtui index``), ``search`` (the retrievers) and ``check`` (``check_collection``).
 """
 
+from ragtui.core.retrieval.milvus.check import check_collection
 from ragtui.core.retrieval.milvus.connection import (
     FIELD_ROLES,
     MILVUS_EXTRA,
@@ -45,7 +46,7 @@ from ragtui.core.retrieval.milvus.connection import (
 from ragtui.core.retrieval.milvus.indexing import IndexResult, index_collection
 from ragtui.core.retrieval.milvus.lite_logs import LOG_FILE
 from ragtui.core.retrieval.milvus.record import PROP_CHUNKS, CollectionRecord, chunks_fingerprint
-from ragtui.core.retrieval.milvus.search import MilvusRetriever, check_collection
+from ragtui.core.retrieval.milvus.search import MilvusRetriever
 
 __all__ = [
     "FIELD_ROLES",

@@ -180,11 +180,18 @@ def test_index_building_says_start_every_period_and_end(mini, capsys, monkeypatc
     ]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    for label, unit in (("embedding", "texts"), ("writing", "chunks")):
+    for label, unit in (("embedding", "texts"), ("writing", "rows")):
         start, _, end = _lines(err, label, unit)
         assert len(start) == 1 and len(end) == 1, err
-    chunks = int(re.search(r"writing (\d+) chunks", err).group(1))
-    assert len(_lines(err, "writing", "chunks")[1]) == (chunks - 1) // 4
+    # The rows are the chunks' and (windows on) their windows', written in batches of 4: a line
+    # after every batch but the last, each at most 4 rows on.
+    rows = int(re.search(r"writing (\d+) rows", err).group(1))
+    done = [
+        int(re.search(r"writing: (\d+) of", line).group(1))
+        for line in _lines(err, "writing", "rows")[1]
+    ]
+    assert done and all(0 < b - a <= 4 for a, b in zip([0, *done], [*done, rows], strict=True)), err
+    assert len(done) >= (rows - 1) // 4
 
 
 def test_no_library_progress_bar_when_the_libraries_were_imported_first(mini, tmp_path):

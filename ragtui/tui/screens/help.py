@@ -49,7 +49,8 @@ KEYS: list[tuple[str, str]] = [
         "j",
         (
             "the judging view over the questions shown: a digit grades the pair and moves on; "
-            "backspace clears, u undoes, ←/→ move, space scrolls, c context, b blind, esc back"
+            "backspace clears, u undoes, ←/→ move, space scrolls, c context, b blind, v verifies "
+            "a model judge's grades (enter accepts), o orders the queue, esc back"
         ),
     ),
     ("x", "retire the question (left out of every mean, kept in the file), or bring it back"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -592,6 +593,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         settings = effective.settings
         if args.command is None:
+            # No garbage collection while the app starts: a full one walked every object the
+            # imports and the workspace made (three of them, 0.2-0.3 s each, at 100,000
+            # questions). The app turns it back on once the loaded workspace is on screen
+            # (ragtui.tui.heap.Heap.settle).
+            gc.disable()
             from ragtui.tui.app import run_app
 
             return run_app(settings, mouse=not args.no_mouse)

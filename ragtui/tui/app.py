@@ -358,8 +358,8 @@ class RagtuiApp(AppCommands, App[int]):
         reload = self.workspace is not None
         self.publish(self.controller.loaded(ws, message.vectors))
         self._chunk_texts = ChunkTexts()
-        if reload:
-            self.call_after_refresh(self._heap.settle, True)
+        # Drawn: the workspace is long-lived (and collection, off while the app started, resumes).
+        self.call_after_refresh(self._heap.settle, reload)
         warning = loading.load_warning(ws, message.vectors)
         if warning:
             self.say(warning, error=True)
@@ -474,6 +474,7 @@ class RagtuiApp(AppCommands, App[int]):
         """The first load failed: an error screen; a reload failed: the old data stays."""
         if message.generation != self.generation:
             return
+        self._heap.settle()
         if self.workspace is None:
             self.load_error = message.message
             self.push_screen(LoadErrorScreen(message.message))

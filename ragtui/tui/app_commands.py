@@ -17,7 +17,6 @@ from typing import Any, Protocol
 from textual.message import Message
 from textual.screen import Screen
 
-from ragtui.core.analysis.runs import runs_folder
 from ragtui.core.errors import InputError
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
@@ -25,7 +24,6 @@ from ragtui.tui import tasks
 from ragtui.tui.controller import Controller, Refused
 from ragtui.tui.messages import BaselineLoaded, Changed, ExperimentDone, SampleRequested
 from ragtui.tui.screens.dialogs import PromptScreen
-from ragtui.tui.screens.help import HelpScreen
 from ragtui.tui.widgets.status_line import Status
 
 #: Status messages kept for "messages: recent".
@@ -161,6 +159,8 @@ class AppCommands:
 
     def action_help(self: Owner) -> None:
         """Show the help screen."""
+        from ragtui.tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -233,6 +233,8 @@ class AppCommands:
 
     def runs_folder(self: Owner) -> Path | None:
         """Where saved runs live (``<golden>/runs``), or None."""
+        from ragtui.core.analysis.runs import runs_folder
+
         ws = self.workspace
         if ws is None:
             return None

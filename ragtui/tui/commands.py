@@ -15,12 +15,10 @@ from typing import Protocol, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from ragtui.core.analysis.question_filter import FILTER_SYNTAX
-from ragtui.core.analysis.runs import list_runs
 from ragtui.core.labelling.verify import judges
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.controller import Controller
-from ragtui.tui.screens.judging import JudgingScreen
 from ragtui.tui.screens.main import MainScreen
 
 #: The k values offered directly (k can also be stepped with + and -).
@@ -78,6 +76,8 @@ class RagtuiCommands(Provider):
     def verify(self, judge: str | None) -> None:
         """Verify a judge's grades (None: every judge's): the judging view on top switches to it,
         else one opens over the questions shown."""
+        from ragtui.tui.screens.judging import JudgingScreen
+
         top = self.app.screen
         if isinstance(top, JudgingScreen) and not top.adjudicate:
             top.verify(judge)
@@ -265,6 +265,8 @@ class RagtuiCommands(Provider):
                         "win/tie/loss, p-value, 95% CI",
                     )
                 )
+        from ragtui.core.analysis.runs import list_runs
+
         folder = app.runs_folder()
         for name in list_runs(folder) if folder is not None else []:
             out.append(

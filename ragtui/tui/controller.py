@@ -10,9 +10,8 @@ line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
@@ -24,6 +23,9 @@ from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import GradeChange, LiveResult, VectorResult, Workspace
 from ragtui.tui.messages import Changed
+
+if TYPE_CHECKING:
+    from ragtui.core.analysis.runs import Baseline  # read by the palette's baseline only
 
 #: The retrievers that need embeddings.
 VECTOR_RETRIEVERS = ("vector", "hybrid")

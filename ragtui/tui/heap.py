@@ -12,6 +12,10 @@ class Heap:
     A full collection walks every tracked object: with 100,000 questions that took 90-130 ms once
     every eight keys or so, the whole tail of the key-to-screen times (bench.app traces each
     collection). The workspace lives until the next load, so nothing is lost by not walking it.
+
+    ``ragtui`` starts the app with collection off (``gc.disable``: no full collection walks the
+    objects the imports and the load make while the first screen is on its way); ``settle`` turns
+    it back on.
     """
 
     def __init__(self) -> None:
@@ -19,11 +23,13 @@ class Heap:
         self.frozen = False
 
     def settle(self, collect: bool = False) -> None:
-        """Freeze what is alive now. ``collect`` (after a reload, whose old workspace is frozen)
-        unfreezes the heap and collects it once, a single pause after the new screen is drawn,
-        before freezing it again."""
+        """Freeze what is alive now, and collect from now on (collection is off while the app
+        starts). ``collect`` (after a reload, whose old workspace is frozen) unfreezes the heap
+        and collects it once, a single pause after the new screen is drawn, before freezing it
+        again."""
         if collect and self.frozen:
             gc.unfreeze()
             gc.collect()
         gc.freeze()
         self.frozen = True
+        gc.enable()

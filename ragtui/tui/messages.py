@@ -11,17 +11,21 @@ key is read, so a burst does what the same keys typed slowly do.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from textual.message import Message
 
-from ragtui.core.analysis.experiment import ExperimentResult
-from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.golden import Question
 from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.embeddings import TextEncoder
 from ragtui.core.retrieval.rerank import RerankResult
 from ragtui.core.workspace import LiveResult, VectorResult, Workspace
+
+if TYPE_CHECKING:
+    # Only the messages of the palette's experiment and baseline carry them: the app's start does
+    # not import the analyses (python -X importtime: 40 ms).
+    from ragtui.core.analysis.experiment import ExperimentResult
+    from ragtui.core.analysis.runs import Baseline
 
 # ---- requests: screens and widgets ask, the app decides ---------------------------------------------
 

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragtui.core.analysis.runs import load_baseline
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document
 from ragtui.core.errors import InputError
@@ -87,6 +86,8 @@ def experiment(settings: Settings, post: Post) -> None:
 
 def read_baseline(folder: Path, name: str, retriever: str | None, k: int, post: Post) -> None:
     """Read saved run ``name`` and compute its values."""
+    from ragtui.core.analysis.runs import load_baseline
+
     try:
         baseline = load_baseline(folder, name, retriever, k)
     except InputError as exc:

@@ -31,7 +31,6 @@ from ragtui.core.retrieval.connectors import build_live_retrievers
 from ragtui.core.retrieval.embeddings import Embedder
 from ragtui.core.retrieval.external import ExternalRun, load_external_run
 from ragtui.core.retrieval.live import LiveRetriever, LiveStatus, examples
-from ragtui.core.retrieval.milvus import check_collection
 from ragtui.core.retrieval.rerank import CrossEncoderModel, Reranker
 from ragtui.core.retrieval.results_cache import EvidenceCache, TextKeys
 from ragtui.core.retrieval.windows import WindowPlan, window_plan
@@ -347,6 +346,10 @@ def add_live_retrievers(ws: Loading) -> None:
         taken=[name for name, _ in s.runs],
     )
     ws.live_status = {name: LiveStatus(name, "waiting") for name in ws.live}
+    if not ws.live:
+        return  # nothing to check: the Milvus modules (and logging) are not even imported
+    from ragtui.core.retrieval.milvus import check_collection
+
     ws.warnings.extend(
         check_collection(
             ws.live,

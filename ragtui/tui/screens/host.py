@@ -6,18 +6,20 @@ the one setting a screen changes, blind judging, goes through the controller's o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual.dom import DOMNode
 from textual.signal import Signal
 
-from ragtui.core.analysis.runs import Baseline
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.labelling.verify import RecordedSample
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui.messages import Changed
 from ragtui.tui.widgets.status_line import Status
+
+if TYPE_CHECKING:
+    from ragtui.core.analysis.runs import Baseline  # not imported at the app's start
 
 
 class ControllerView(Protocol):

@@ -7,26 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
-from ragtui.core.analysis.why import WhyIndex
 from ragtui.core.labelling.verify import judges
 from ragtui.core.workspace import Workspace
 from ragtui.tui.judging_session import Queue
-from ragtui.tui.screens.adhoc import AdhocScreen
-from ragtui.tui.screens.chunk import ChunkScreen
 from ragtui.tui.screens.host import ControllerView
-from ragtui.tui.screens.judging import JudgingScreen
-from ragtui.tui.screens.reports import (
-    agreement_screen,
-    compare_screen,
-    curve_screen,
-    diagnostics_screen,
-    explain_screen,
-    slices_screen,
-)
+
+if TYPE_CHECKING:
+    from ragtui.core.analysis.why import WhyIndex
+    from ragtui.tui.screens.chunk import ChunkScreen
+
+# Each function imports its screen when the key is pressed: the first screen draws none of them,
+# and importing them all (the judging view, the ad-hoc query, the reports and the analyses they
+# run) took a quarter of the app's import time.
 
 #: A screen to push, why there is none, or None (nothing to say).
 View = Screen[Any] | str | None
@@ -61,6 +57,8 @@ class Shown:
 def judging(shown: Shown) -> View:
     """The judging view over the questions shown, in their order, starting at the question shown
     (and the focused list's chunk); with the ``disputed`` filter, the adjudication pass."""
+    from ragtui.tui.screens.judging import JudgingScreen
+
     if shown.question is None:
         return "No question is shown: nothing to judge."
     start = (shown.question, shown.chunk)
@@ -71,6 +69,8 @@ def judging(shown: Shown) -> View:
 
 def adjudication(shown: Shown) -> View:
     """The adjudication pass: the judging view over the disputed pairs of the questions shown."""
+    from ragtui.tui.screens.judging import JudgingScreen
+
     if not shown.ws.disputed_pairs():
         return "No pair is disputed: the annotators agree everywhere."
     return JudgingScreen(shown.ws, shown.controller, shown.unretired(), shown.ready, None, True)
@@ -79,6 +79,8 @@ def adjudication(shown: Shown) -> View:
 def verifying(shown: Shown, judge: str | None = None) -> View:
     """The judging view verifying a judge's grades (None: every judge's) over the questions shown,
     starting at the question shown."""
+    from ragtui.tui.screens.judging import JudgingScreen
+
     if shown.question is None:
         return "No question is shown: nothing to verify."
     if not judges(shown.ws.labels):
@@ -92,16 +94,22 @@ def verifying(shown: Shown, judge: str | None = None) -> View:
 
 def adhoc(shown: Shown) -> View:
     """The ad-hoc query screen, with the retrievers that are ready."""
+    from ragtui.tui.screens.adhoc import AdhocScreen
+
     return AdhocScreen(shown.ws, shown.ready)
 
 
 def chunk(ws: Workspace, qid: str | None, cid: str | None) -> ChunkScreen | None:
     """A chunk full screen (None: the list is empty)."""
+    from ragtui.tui.screens.chunk import ChunkScreen
+
     return ChunkScreen(ws, qid, cid) if cid is not None else None
 
 
 def explain(shown: Shown) -> View:
     """Hybrid attribution of the question shown, and why it was missed."""
+    from ragtui.tui.screens.reports import explain_screen
+
     if shown.question is None:
         return None
     if "vector" not in shown.ws.rankings or "bm25" not in shown.ws.rankings:
@@ -111,6 +119,8 @@ def explain(shown: Shown) -> View:
 
 def compare(shown: Shown, a: str | None = None, b: str | None = None) -> View:
     """Two retrievers compared (default: bm25 against hybrid, or the first two)."""
+    from ragtui.tui.screens.reports import compare_screen
+
     names = shown.ws.retrievers
     if len(names) < 2:
         return "Comparing needs two retrievers with rankings."
@@ -121,19 +131,27 @@ def compare(shown: Shown, a: str | None = None, b: str | None = None) -> View:
 
 def curve(shown: Shown) -> View:
     """Recall@k curves (over the questions listed when a filter is on)."""
+    from ragtui.tui.screens.reports import curve_screen
+
     return curve_screen(shown.ws, list(shown.listed) if shown.filtered else None)
 
 
 def slices(shown: Shown) -> View:
     """Every metric per slice."""
+    from ragtui.tui.screens.reports import slices_screen
+
     return slices_screen(shown.ws)
 
 
 def agreement(shown: Shown) -> View:
     """The evidence rule against the hand grades, and the annotators against each other."""
+    from ragtui.tui.screens.reports import agreement_screen
+
     return agreement_screen(shown.ws)
 
 
 def diagnostics(shown: Shown) -> View:
     """The chunking diagnostics."""
+    from ragtui.tui.screens.reports import diagnostics_screen
+
     return diagnostics_screen(shown.ws)

@@ -158,6 +158,37 @@ def test_429_then_success_is_retried(srv: JudgeServer) -> None:
     assert verdict.grade == 2 and len(srv.requests) == 3
 
 
+def test_a_reasoning_model_is_asked_its_way(srv: JudgeServer) -> None:
+    # OpenAI's reasoning models refuse max_tokens, then a temperature other than their default: the
+    # judge sends max_completion_tokens and no temperature from then on, without spending a retry.
+    srv.script(
+        "<reasoning>",
+        Reply(
+            "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+            status=400,
+        ),
+        Reply(
+            "Unsupported value: 'temperature' does not support 0 with this model. "
+            "Only the default (1) value is supported.",
+            status=400,
+        ),
+        Reply("Grade: 1"),
+    )
+    judge = make(srv, retries=0)
+    verdicts = judge.grade([pair("<reasoning>"), pair("<reasoning> again")])
+    assert [v.grade for v in verdicts] == [1, 1]
+    bodies = [r.body for r in srv.requests]
+    assert "max_tokens" in bodies[0] and "temperature" in bodies[0]
+    assert "max_completion_tokens" in bodies[1] and "max_tokens" not in bodies[1]
+    assert "temperature" not in bodies[2] and "temperature" not in bodies[3]
+    assert len(bodies) == 4  # the second pair was sent the new way at once
+    # Any other 400 fails only that pair, as before.
+    srv.script("<bad>", Reply("Invalid value for 'messages'.", status=400))
+    (verdict,) = judge.grade([pair("<bad>")])
+    assert verdict.grade is None and verdict.failure.startswith("request failed: HTTP 400")
+
+
 def test_retry_after_is_honoured(srv: JudgeServer) -> None:
     srv.script("<m>", Reply(status=429, headers=(("Retry-After", "1"),)), Reply("Grade: 1"))
     (verdict,) = make(srv).grade([pair("<m>")])

@@ -110,6 +110,10 @@ class _Retry(Exception):
         self.wait = wait
 
 
+class _Reshape(Exception):
+    """The server refused the body's shape in a way ``_reshape`` fixed: ask again at once."""
+
+
 class _PairFailure(Exception):
     """This pair cannot be graded (the server refused the request as it is): its one-line reason."""
 
@@ -227,6 +231,10 @@ class OpenAIJudge:
         self.concurrency = int(concurrency)
         self.retries = int(retries)
         self.max_tokens = int(max_tokens)
+        #: How the body names its limit, and whether it sends a temperature: a reasoning model
+        #: refuses max_tokens and any temperature but its default (see ``_reshape``).
+        self._tokens_field = "max_tokens"
+        self._send_temperature = True
         #: Seconds of the first back-off (doubled each try, with jitter); a test may shorten it.
         self.backoff = 0.5
         self._key = self._read_key(name, api_key_env)
@@ -296,14 +304,11 @@ class OpenAIJudge:
         return [{"role": "user", "content": text}]
 
     def _body(self, pair: JudgePair) -> bytes:
-        return orjson.dumps(
-            {
-                "model": self.model,
-                "messages": self.messages(pair),
-                "temperature": TEMPERATURE,
-                "max_tokens": self.max_tokens,
-            }
-        )
+        body: dict[str, Any] = {"model": self.model, "messages": self.messages(pair)}
+        if self._send_temperature:
+            body["temperature"] = TEMPERATURE
+        body[self._tokens_field] = self.max_tokens
+        return orjson.dumps(body)
 
     def _request(self, body: bytes) -> urllib.request.Request:
         headers = {
@@ -322,7 +327,8 @@ class OpenAIJudge:
         tries = 0
         last = ""
         wait: float | None = None
-        for attempt in range(self.retries + 1):
+        attempt = 0
+        while attempt <= self.retries:
             if attempt:
                 pause = min(MAX_BACKOFF, self.backoff * 2 ** (attempt - 1))
                 pause *= random.uniform(0.5, 1.0)
@@ -330,10 +336,17 @@ class OpenAIJudge:
                     pause = max(pause, wait)
                 if self._closed.wait(pause):
                     break
-            tries += 1
             try:
                 raw = self._post(body)
+            except _Reshape:
+                # A reasoning model (OpenAI's o-series, gpt-5) refuses max_tokens or a temperature
+                # other than its own: said once, the body is built its way from now on and the
+                # pair asked again at once (at most twice: each change is made once).
+                body = self._body(pair)
+                continue
             except _Retry as exc:
+                tries += 1
+                attempt += 1
                 last = str(exc)
                 wait = exc.wait
                 if wait is not None and wait > MAX_RETRY_AFTER:
@@ -402,12 +415,28 @@ class OpenAIJudge:
             )
         if code == 429 and b"insufficient_quota" in raw:  # OpenAI's: spent, not rate limited
             raise JudgeError(self._scrub(f"{self.where}: {status}"))
+        if code == 400 and self._reshape(raw):
+            raise _Reshape
         if code in _RETRY_STATUS:
             kind = "rate limited" if code == 429 else "server error"
             raise _Retry(f"{kind}: {status}", _retry_after(exc.headers))
         if 300 <= code < 400:
             status += ": a redirect that was not followed; give the URL it points to"
         raise _PairFailure(f"request failed: {status}")
+
+    def _reshape(self, raw: bytes) -> bool:
+        """After a 400 naming what a reasoning model refuses: send it its way (``max_completion_tokens``
+        instead of ``max_tokens``; no temperature: it takes only its default). True when something
+        changed, so the pair is asked again; each change is made once."""
+        text = raw.decode("utf-8", "replace").lower()
+        changed = False
+        if "max_completion_tokens" in text and self._tokens_field == "max_tokens":
+            self._tokens_field = "max_completion_tokens"
+            changed = True
+        elif "temperature" in text and "unsupported" in text and self._send_temperature:
+            self._send_temperature = False
+            changed = True
+        return changed
 
     def _read(self, raw: bytes) -> Verdict:
         """A response's verdict: the grade and reason of its answer, or why there is none."""

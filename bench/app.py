@@ -1,6 +1,7 @@
-"""App figures: start-up to the first full screen (in-process and in tmux), label edit to repainted
-screen, and a 100,000-question golden set (start-up in a real terminal, warm against cold, grade
-key, scrolling, peak memory).
+"""App figures: start-up to the first full screen (in-process and in tmux, against its floor: a
+minimal Textual app in the same harness, ``bench.startup``), label edit to repainted screen, and a
+100,000-question golden set (start-up in a real terminal, warm against cold, grade key, scrolling,
+peak memory).
 
 Every in-process figure runs in a fresh child process (``python -m bench.app inprocess ...``), so
 imports and caches start cold each time and the child can say whether torch or
@@ -35,15 +36,12 @@ import asyncio
 import gc
 import json
 import os
-import re
-import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from bench.common import ROOT, Report, percentile, run_child
@@ -232,9 +230,6 @@ def _child(argv: list[str]) -> None:
 
 # ---- the real terminal -------------------------------------------------------------------------
 
-#: The screen is full when the hybrid pane has a first relevant rank and the metrics show hybrid.
-_FULL = (re.compile(r"hybrid · first relevant #\d"), re.compile(r"hybrid\s+all\s+\d\.\d{3}"))
-
 
 def default_cache() -> Path:
     """The cache folder ragtui uses here."""
@@ -250,61 +245,28 @@ def tmux_startup(
     timeout: float = 120,
     cache: Path | None = None,
 ) -> list[float]:
-    """Seconds from launching ``python -m ragtui`` in a 120x40 tmux pane to the full screen.
+    """Seconds from launching ``python -m ragtui`` in a 120x40 tmux pane to the full screen
+    (``bench.startup``'s harness: the pane's real size, read every 20 ms).
 
     ``cold``: every run gets a cache folder of its own holding only the embeddings (linked), so the
     derived caches (chunks, BM25 index, rankings, evidence matches) are computed again. ``cache``:
     the cache folder to use (default: ragtui's).
     """
-    tmux = shutil.which("tmux")
-    if tmux is None:
+    from bench.startup import ragtui_once
+
+    if shutil.which("tmux") is None:
         return []
     times = []
     with tempfile.TemporaryDirectory(prefix="ragtui-bench-tmux-") as tmp:
         golden = _golden_copy(Path(tmp), questions)
         for i in range(repeat):
-            times.append(
-                _tmux_once(tmux, golden, Path(tmp) / f"cache-{i}" if cold else None, timeout, cache)
-            )
+            folder = cache
+            if cold:
+                folder = Path(tmp) / f"cache-{i}"
+                folder.mkdir(parents=True)
+                (folder / "embeddings").symlink_to((cache or default_cache()) / "embeddings")
+            times.append(ragtui_once(golden, folder, timeout))
     return times
-
-
-def _tmux_once(
-    tmux: str, golden: Path, cold_cache: Path | None, timeout: float, cache: Path | None = None
-) -> float:
-    """One launch in a fresh tmux server; with ``cold_cache`` ragtui uses that (new) cache folder,
-    holding the embeddings of ``cache`` (default: ragtui's) only."""
-    socket = f"ragtui-bench-{uuid.uuid4().hex[:8]}"
-    env = "HF_HUB_OFFLINE=1"
-    if cold_cache is not None:
-        cold_cache.mkdir(parents=True)
-        (cold_cache / "embeddings").symlink_to((cache or default_cache()) / "embeddings")
-        env += f" RAGTUI_CACHE_DIR={shlex.quote(str(cold_cache))}"
-    elif cache is not None:
-        env += f" RAGTUI_CACHE_DIR={shlex.quote(str(cache))}"
-    command = (
-        f"cd {shlex.quote(str(ROOT))} && {env} {shlex.quote(sys.executable)} -m ragtui "
-        f"--golden {shlex.quote(str(golden))} --annotator bench; sleep 60"
-    )
-    t0 = time.perf_counter()
-    subprocess.run(
-        [tmux, "-L", socket, "new-session", "-d", "-x", "120", "-y", "40", command], check=True
-    )
-    try:
-        while True:
-            screen = subprocess.run(
-                [tmux, "-L", socket, "capture-pane", "-p"],
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout
-            if all(p.search(screen) for p in _FULL):
-                return time.perf_counter() - t0
-            if time.perf_counter() - t0 > timeout:
-                raise RuntimeError(f"the app never showed a full screen:\n{screen}")
-            time.sleep(0.02)
-    finally:
-        subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, check=False)
 
 
 # ---- the figures ------------------------------------------------------------------------------
@@ -318,6 +280,48 @@ def _ms(values: list[float]) -> str:
 #: A cache folder for the large golden set only (its 100,000 question embeddings make a 150 MB
 #: cache that every other figure would then read); default: ragtui's own cache.
 LARGE_CACHE_ENV = "RAGTUI_BENCH_LARGE_CACHE"
+
+
+def add_startup_figures(report: Report, large: int, large_cache: Path | None) -> None:
+    """The first full screen in a real terminal against its floor, a minimal Textual app
+    (``bench.startup``: the floor, 68 questions and ``large`` questions in turn, three times), and
+    the cold start-ups."""
+    from bench.startup import LARGE_RATIO_TARGET, SMALL_RATIO_TARGET
+
+    args = ["--rounds", "3", "--large", str(large)]
+    st = run_child(
+        "bench.startup", *args, *(["--large-cache", str(large_cache)] if large_cache else [])
+    )
+    runs = st["runs"]
+    floor = float(st["floor_s"])
+    report.add(
+        "first full screen, the floor: a minimal Textual app (tmux 120x40)",
+        f"{floor:.2f} s",
+        "reported",
+        "Header, ragtui's RowList with 68 rows, Footer: python -m bench.floor_app",
+        None,
+        f"runs {', '.join(f'{t:.2f}' for t in runs['floor'])} s",
+    )
+    for key, questions, ratio_target, target_s in (
+        ("small", 68, SMALL_RATIO_TARGET, STARTUP_TARGET_S),
+        ("large", large, LARGE_RATIO_TARGET, STARTUP_LARGE_TARGET_S),
+    ):
+        value, ratio = float(st[f"{key}_s"]), float(st[f"{key}_ratio"])
+        cold = tmux_startup(
+            repeat=1,
+            questions=questions,
+            cold=True,
+            timeout=900,
+            cache=large_cache if key == "large" else None,
+        )
+        report.add(
+            f"first full screen, warm, {questions:,} q, real terminal (tmux 120x40)",
+            f"{value:.2f} s ({ratio:.2f}x the floor)",
+            f"<= {ratio_target}x the floor (<= {target_s:.1f} s where the floor allows)",
+            f"cold (derived caches cleared, embeddings kept): {statistics.median(cold):.2f} s",
+            ratio <= ratio_target,
+            f"from launching python -m ragtui; runs {', '.join(f'{t:.2f}' for t in runs[key])} s",
+        )
 
 
 def add_app_figures(report: Report, large: int = 100_000) -> None:
@@ -345,18 +349,6 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
         None if not heavy else False,
         f"heavy imports: {', '.join(heavy) or 'none'}",
     )
-    tmux = tmux_startup()
-    if tmux:
-        value = statistics.median(tmux)
-        cold = tmux_startup(repeat=1, cold=True)
-        report.add(
-            "first full screen, warm, 68 q, real terminal (tmux 120x40)",
-            f"{value:.2f} s",
-            f"<= {STARTUP_TARGET_S:.1f} s",
-            f"cold (derived caches cleared): {statistics.median(cold):.2f} s",
-            value <= STARTUP_TARGET_S,
-            f"from launching python -m ragtui; runs {', '.join(f'{t:.2f}' for t in tmux)} s",
-        )
     small = run_child(
         "bench.app", "inprocess", "--questions", "68", "--edits", "40", "--judging", "40"
     )
@@ -418,18 +410,8 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
         None,
         "",
     )
-    warm = tmux_startup(repeat=3, questions=large, cache=large_cache)
-    if warm:
-        cold = tmux_startup(repeat=1, questions=large, cold=True, timeout=900, cache=large_cache)
-        value = statistics.median(warm)
-        report.add(
-            f"first full screen, warm, {large:,} q, real terminal (tmux 120x40)",
-            f"{value:.2f} s",
-            f"<= {STARTUP_LARGE_TARGET_S:.1f} s",
-            f"cold (derived caches cleared, embeddings kept): {statistics.median(cold):.1f} s",
-            value <= STARTUP_LARGE_TARGET_S,
-            f"runs {', '.join(f'{t:.2f}' for t in warm)} s",
-        )
+    if shutil.which("tmux") is not None:
+        add_startup_figures(report, large, large_cache)
     report.add(
         f"peak memory, app with {large:,} questions",
         f"{float(big['peak_rss_mb']):.0f} MB",

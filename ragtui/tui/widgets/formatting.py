@@ -34,11 +34,12 @@ def workspace_summary(ws: Workspace) -> str:
     source = settings.beir or settings.corpus
     parts = [
         visible_line(source.name) if source is not None else "corpus",
+        # Early, so that an 80-column terminal does not cut it: which grades the numbers rest on.
+        f"grades {settings.counted_grades}",
         f"{len(ws.questions)} questions",
         f"{len(ws.chunks)} chunks",
         f"k={settings.k}",
         f"depth {settings.depth}",
-        f"grades {settings.counted_grades}",
     ]
     for name, counts in ws.passages.items():
         # What a live retriever returned: passages mapped onto ragtui's chunks, passages of its own.

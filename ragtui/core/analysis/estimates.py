@@ -52,7 +52,7 @@ from ragtui.core.metrics.estimate import (
 )
 from ragtui.core.metrics.evaluation import Evaluation
 from ragtui.core.workspace import Workspace
-from ragtui.core.workspace.grading import LEVEL_DOCUMENT
+from ragtui.core.workspace.grading import evaluation_grades
 
 __all__ = [
     "COVERAGE_GAP",
@@ -190,22 +190,8 @@ class _Grades:
         return out
 
     def _lifted(self, qid: str, hand: dict[str, int]) -> dict[str, int]:
-        """Over the evidence rule or the qrels, as ``grading.evaluation_grades`` lays them."""
-        ws = self.ws
-        if ws.level != LEVEL_DOCUMENT:
-            grades = dict(ws.base_grades.get(qid, {}))
-            grades.update(hand)
-            for doc, grade in ws.qrels.get(qid, {}).items():
-                if doc not in ws.corpus_docs:
-                    grades.setdefault(doc, grade)
-            return grades
-        grades = dict(ws.qrels.get(qid, {}))
-        lifted: dict[str, int] = {}
-        for cid, grade in hand.items():
-            doc = ws.doc_of(cid)
-            lifted[doc] = max(lifted.get(doc, grade), grade)
-        grades.update(lifted)
-        return grades
+        """Over the evidence rule or the qrels, as the metrics' grades are laid (``evaluation_grades``)."""
+        return evaluation_grades(self.ws, qid, hand)
 
     def human(self, qid: str) -> dict[str, int]:
         return self._lifted(qid, self._hand(qid, people=True, model=False))

@@ -52,8 +52,7 @@ from ragtui.core.judges.base import (
 )
 from ragtui.core.judges.spec import judge_where
 from ragtui.core.retrieval.live_base import one_line
-from ragtui.core.retrieval.plugins import _describe as describe_exception
-from ragtui.core.retrieval.plugins import _plain as plain_value
+from ragtui.core.retrieval.plugins import describe_exception, module_version, plain_value
 
 __all__ = ["DEFAULT_TIMEOUT", "PluginJudge", "judge_entry_point_names", "load_judge_plugin"]
 
@@ -389,22 +388,7 @@ def _version(spec: JudgeSpec) -> str | None:
                 f"({known}), nor one of the judges (openai:MODEL@URL, cross-encoder:PATH, similarity)",
             )
         return found[0].dist.version if found[0].dist is not None else None
-    module_name = spec.target.partition(":")[0]
-    top = module_name.split(".")[0]
-    # find_spec of a top-level name runs nothing of the module (a dotted one would import parents).
-    try:
-        findable = importlib.util.find_spec(top) is not None
-    except (ImportError, ValueError):
-        findable = False
-    if not findable:
-        raise InputError(
-            None,
-            f"{where}: cannot import {module_name} (ModuleNotFoundError: No module named {top!r})",
-        )
-    try:
-        return importlib.metadata.version(top)
-    except Exception:  # not installed as a distribution, or someone else's broken metadata
-        return None
+    return module_version(spec.target, where)
 
 
 def load_judge_plugin(spec: JudgeSpec) -> PluginJudge:

@@ -96,7 +96,7 @@ def _sigint_watch() -> Iterator[_Watch]:
         signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
-def _describe(exc: BaseException) -> str:
+def describe_exception(exc: BaseException) -> str:
     """``ExceptionType: message`` on one line; never raises, whatever the exception's methods do."""
     kind = type(exc)
     if issubclass(kind, SystemExit):
@@ -136,7 +136,7 @@ def _guarded(call: Callable[[], T], what: str = "", after: str = "") -> T:
                 raise
             if type(exc) is HitError:
                 raise LiveError(f"{what}unusable result: {one_line(str(exc))}{after}") from None
-            raise LiveError(what + _describe(exc) + after) from None
+            raise LiveError(what + describe_exception(exc) + after) from None
         if watch.received:
             raise KeyboardInterrupt
         return result
@@ -183,7 +183,13 @@ def _check_findable(spec: LiveSpec) -> str | None:
                 f"{where}: no entry point of that name in group {ENTRY_POINT_GROUP} ({known})",
             )
         return found[0].dist.version if found[0].dist is not None else None
-    module_name = spec.target.partition(":")[0]
+    return module_version(spec.target, where)
+
+
+def module_version(target: str, where: str) -> str | None:
+    """Refuse (InputError) a ``module:factory`` whose top-level module cannot be found, without
+    running any of its code; the version of the distribution that ships it (when known)."""
+    module_name = target.partition(":")[0]
     top = module_name.split(".")[0]
     # find_spec of a top-level name searches sys.path and runs nothing of the module (a dotted
     # name would import its parent packages, so only the top level is looked for here).
@@ -252,14 +258,14 @@ def _whole(value: Any, minimum: int) -> int:
     )
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     """A value made JSON-safe for the cache key, of built-in types only (anything else becomes its repr)."""
     if value is None or type(value) in (bool, int, float, str):
         return value
     if type(value) is dict:
-        return {_plain_text(str(k)): _plain(v) for k, v in value.items()}
+        return {_plain_text(str(k)): plain_value(v) for k, v in value.items()}
     if type(value) in (list, tuple):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     return _plain_text(repr(value))
 
 
@@ -282,7 +288,7 @@ class _Loaded:
         self.concurrency = _whole(getattr(target, "concurrency", 1), 1)
         self.batch_size = _whole(getattr(target, "batch_size", 1), 1) if self.batch else 1
         self.cacheable = bool(getattr(target, "cache", True))
-        self.version: Any = _plain(getattr(target, "version", None))
+        self.version: Any = plain_value(getattr(target, "version", None))
 
 
 class PluginRetriever:
@@ -342,12 +348,12 @@ class PluginRetriever:
 
         def settings() -> Any:
             value = getattr(loaded.target, "settings", None)
-            return _plain(value() if callable(value) else value)
+            return plain_value(value() if callable(value) else value)
 
         return {
             "kind": self.spec.kind,
             "target": self.spec.target,
-            "options": _plain(dict(self.spec.options)),
+            "options": plain_value(dict(self.spec.options)),
             "version": loaded.version or self.version,
             "settings": _guarded(settings, "settings: "),
         }

@@ -280,14 +280,20 @@ def evaluated_rankings(
     return {qid: evaluated_ranking(ws, r) for qid, r in by_question.items()}
 
 
-def evaluation_grades(ws: Graded, qid: str) -> dict[str, int]:
+def evaluation_grades(ws: Graded, qid: str, hand: dict[str, int] | None = None) -> dict[str, int]:
     """The grades the metrics use: chunk grades, or at document level the qrels with hand grades lifted to documents.
+
+    ``hand`` replaces the hand grades that apply (``hand_grades``) with others of ragtui's chunks
+    (the estimates lay people's only, or a model judge's, over the base grades the same way).
 
     At document level a document's hand grade is the highest hand grade of its chunks, and it
     overrides the qrels grade of that document.
     """
+    if hand is None:
+        hand = hand_grades(ws, qid)
     if ws.level != LEVEL_DOCUMENT:
-        grades = effective_grades(ws, qid)
+        grades = dict(ws.base_grades.get(qid, {}))
+        grades.update(hand)
         # A judged document the corpus lacks stays relevant and unretrievable (trec_eval's reading).
         for doc, grade in ws.qrels.get(qid, {}).items():
             if doc not in ws.corpus_docs:
@@ -295,7 +301,7 @@ def evaluation_grades(ws: Graded, qid: str) -> dict[str, int]:
         return grades
     grades = dict(ws.qrels.get(qid, {}))
     lifted: dict[str, int] = {}
-    for cid, grade in hand_grades(ws, qid).items():
+    for cid, grade in hand.items():
         doc = doc_of(ws, cid)
         lifted[doc] = max(lifted.get(doc, grade), grade)
     grades.update(lifted)

@@ -557,7 +557,7 @@ async def test_corpus_text_is_never_markup(tui_settings: Settings) -> None:
         assert top == "brackets.md#0"
         snippet = screen.result_list("bm25").cell(top, "passage")
         assert "[k1]" in snippet and "[bold]raw[/bold]" in snippet
-        body = screen.chunk_view.query_one("#chunk-text").content
+        body = screen.chunk_view.body_text
         assert "[bold]raw[/bold]" in body.plain
 
 

@@ -12,6 +12,7 @@ import pytest
 from ragtui.core.settings import Settings
 from ragtui.tui.screens.judging import JudgingScreen
 from ragtui.tui.screens.main import MainScreen
+from ragtui.tui.widgets.chunk_view import ChunkView
 from tests.test_tui import COMPACT, WIDE, labels, make_app, run_async, wait_ready
 from tests.test_tui_labelling import type_ahead
 
@@ -171,11 +172,11 @@ async def test_context_shows_the_neighbouring_chunks(tui_settings: Settings) -> 
         entry = screen.session.current
         assert entry is not None
         ws = app.workspace
-        body = screen.query_one("#chunk-text")
-        alone = body.content.plain
+        body = screen.query_one(ChunkView)
+        alone = body.body_text.plain
         await pilot.press("c")
         await pilot.pause()
-        framed = body.content.plain
+        framed = body.body_text.plain
         assert ws.chunk_by_id[entry.chunk].text in framed and len(framed) > len(alone)
         position = ws.chunk_order[entry.chunk]
         neighbours = [
@@ -186,7 +187,7 @@ async def test_context_shows_the_neighbouring_chunks(tui_settings: Settings) -> 
         assert neighbours and all(n.text[:40] in framed for n in neighbours)
         await pilot.press("c")
         await pilot.pause()
-        assert body.content.plain == alone
+        assert body.body_text.plain == alone
 
 
 @run_async
@@ -458,7 +459,7 @@ async def test_blind_is_a_setting_that_stays_and_hides_the_rule(tui_settings: Se
         )
 
         def highlighted() -> bool:
-            text = screen.query_one("#chunk-text").content
+            text = screen.query_one(ChunkView).body_text
             return any(span.style == evidence_style for span in text.spans)
 
         assert highlighted() and "grade 2 (evidence)" in str(

@@ -264,12 +264,37 @@ def evidence_spans(text: str, evidence: Iterable[str]) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
+#: The words of the texts searched lately (lower-cased word -> its spans, in order), by text: the
+#: app asks for the terms of the same chunks again and again (every row of a result list, the
+#: chunk view), for question after question.
+_word_spans: dict[str, dict[str, list[tuple[int, int]]]] = {}
+#: Texts whose words are kept (the index is emptied when it holds more).
+WORD_SPANS_KEPT = 2048
+
+
+def _words(text: str) -> dict[str, list[tuple[int, int]]]:
+    """Each lower-cased word of ``text`` with its spans (kept for the texts searched lately)."""
+    index = _word_spans.get(text)
+    if index is None:
+        index = {}
+        for m in _WORD.finditer(text):
+            index.setdefault(m.group().lower(), []).append(m.span())
+        if len(_word_spans) >= WORD_SPANS_KEPT:
+            _word_spans.clear()
+        _word_spans[text] = index
+    return index
+
+
 def term_spans(text: str, question: str) -> list[tuple[int, int]]:
     """Character spans of the question's (non-stop) words in ``text``, matched whole and case-blind."""
     terms = {t for t in query_terms(question) if t not in _STOPWORDS}
     if not terms:
         return []
-    return [m.span() for m in _WORD.finditer(text) if m.group().lower() in terms]
+    words = _words(text)
+    found = [words[t] for t in terms if t in words]
+    if len(found) == 1:
+        return list(found[0])
+    return sorted(itertools.chain.from_iterable(found))
 
 
 def straddling_pairs(
@@ -307,11 +332,25 @@ def passage_start(
     terms = term_spans(text, question)
     if not terms:
         return 0, "start"
+    # A window sliding over the matches: the distinct terms of terms[i:j] (those ending within
+    # ``window`` characters of match i's start), counted as it moves.
+    words = [text[s:e].lower() for s, e in terms]
+    inside: dict[str, int] = {}
     best_start, best_count = 0, -1
+    j = 0
     for i, (start, _) in enumerate(terms):
-        seen = {text[s:e].lower() for s, e in terms[i:] if e <= start + window}
-        if len(seen) > best_count:
-            best_start, best_count = start, len(seen)
+        j = max(j, i)
+        while j < len(terms) and terms[j][1] <= start + window:
+            inside[words[j]] = inside.get(words[j], 0) + 1
+            j += 1
+        if len(inside) > best_count:
+            best_start, best_count = start, len(inside)
+        if j > i:  # match i leaves the window
+            left = inside[words[i]] - 1
+            if left:
+                inside[words[i]] = left
+            else:
+                del inside[words[i]]
     return _word_start(text, best_start), "terms"
 
 

@@ -1,20 +1,34 @@
-"""The chunk view: a chunk's full text with the evidence and the question's terms highlighted."""
+"""The chunk view: a chunk's full text with the evidence and the question's terms highlighted.
+
+Drawn through Textual's Line API: the header and the text are split into their paragraphs (the
+lines between newlines, each wrapped on its own, as Textual wraps them), the lines each paragraph
+wraps to are counted once per text and width (a paragraph that fits is one line without
+wrapping), and only the paragraphs on screen are rendered. The rendered paragraphs of the last
+texts shown are kept per text, highlights and width, so a chunk seen again is drawn from them; a
+new chunk costs its visible lines, not its whole text, and no layout pass of the screen.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.geometry import Size
-from textual.widgets import Static
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.widget import Widget
 
 from ragtui.core.data.golden import evidence_spans, passage_start, term_spans
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.tui.widgets.paragraphs import Paragraphs
 from ragtui.tui.widgets.text import data_text, set_frame_text
+
+#: Texts whose rendered paragraphs are kept (per highlights and width).
+KEPT_TEXTS = 16
 
 
 def chunk_header(ws: Workspace, qid: str | None, cid: str) -> Text:
@@ -38,11 +52,18 @@ def highlighted_text(
     text: str, evidence: tuple[str, ...], question: str, evidence_style: Style, term_style: Style
 ) -> Text:
     """The text as data (never markup), question terms then evidence spans styled on top."""
+    return data_text(text, _highlights(text, evidence, question, evidence_style, term_style))
+
+
+def _highlights(
+    text: str, evidence: tuple[str, ...], question: str, evidence_style: Style, term_style: Style
+) -> list[tuple[int, int, Style]]:
+    """The styled spans of ``highlighted_text``: question terms, then evidence spans on top."""
     spans: list[tuple[int, int, Style]] = [
         (s, e, term_style) for s, e in term_spans(text, question)
     ]
     spans += [(s, e, evidence_style) for s, e in evidence_spans(text, evidence)]
-    return data_text(text, spans)
+    return spans
 
 
 def neighbours(ws: Workspace, cid: str) -> tuple[str | None, str | None]:
@@ -59,41 +80,92 @@ def neighbours(ws: Workspace, cid: str) -> tuple[str | None, str | None]:
     )
 
 
-class ChunkView(VerticalScroll, can_focus=False):
+class ChunkView(ScrollView, can_focus=False):
     """A chunk in full, scrolled to the passage that matched (its evidence, else the densest
     question terms), with a header saying where it is from; optionally with the chunks before and
     after it in its document, for context."""
 
+    DEFAULT_CSS = """
+    ChunkView {
+        overflow-x: hidden;
+    }
+    """
+
     COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "chunk-view--header",
         "chunk-view--evidence",
         "chunk-view--term",
         "chunk-view--context",
     }
-    """Styles of an evidence string, of a question term, and of the neighbouring chunks' text."""
-
-    def compose(self) -> ComposeResult:
-        """The header line and the text."""
-        yield Static("", id="chunk-header")
-        yield Static("", id="chunk-text")
+    """Styles of the header (its colour and the margin under it), of an evidence string, of a
+    question term, and of the neighbouring chunks' text."""
 
     def __init__(self, *, id: str | None = None, header: bool = True) -> None:
         """An empty view (``header`` False: the caller shows where the chunk is from)."""
         super().__init__(id=id)
-        #: False while a scroll to the evidence waits for the layout (tests wait for True).
+        #: False while a scroll to the evidence waits for the view to have a size.
         self.scroll_settled = True
         self._with_header = header
         self._shown: tuple[str | None, str | None, bool, bool] = (None, None, False, True)
+        self._header_text = Text("")
+        self._header_paragraphs: Paragraphs | None = None
+        self._body: Paragraphs | None = None
+        #: The texts shown lately, by chunk, context and highlights.
+        self._kept: OrderedDict[tuple[object, ...], Paragraphs] = OrderedDict()
+        #: The character of the text to keep in view (None: the top), and the lines above it.
+        self._target: int | None = None
+        self._lead = 0
         self._scroll_token = 0
-        self._scroll_target: tuple[int, str, int] | None = None
+        self._styles_seen: tuple[object, ...] | None = None
+        #: The width, lines of header and margin, and lines in all at the last layout.
+        self._laid: tuple[int, int, int] = (0, 0, 0)
+        #: (size, container size, virtual size) at the last size update (see ``_size_updated``).
+        self._sized: tuple[Size, Size, Size] | None = None
+
+    # ---- what tests and screens read ----------------------------------------------------------
+
+    @property
+    def header_text(self) -> Text:
+        """The header as shown (where the chunk is from, its grade, a note)."""
+        return self._header_text
+
+    @property
+    def body_text(self) -> Text:
+        """The chunk's text as shown, with its highlights (and the neighbours, with context)."""
+        return self._body.text if self._body is not None else Text("")
+
+    # ---- styles -------------------------------------------------------------------------------
+
+    def _style_key(self) -> tuple[object, ...]:
+        return (
+            self.get_component_rich_style("chunk-view--evidence"),
+            self.get_component_rich_style("chunk-view--term"),
+            self.get_component_rich_style("chunk-view--context"),
+            self.get_visual_style("chunk-view--header"),
+            self.visual_style,
+            self._margin(),
+        )
 
     def notify_style_update(self) -> None:
-        """A theme change restyles the highlights: the next ``show`` draws the text again."""
+        """A theme change restyles the highlights: the next ``show`` draws the text again (a
+        style update that changed nothing, such as the hover of an ancestor, keeps it)."""
         super().notify_style_update()
-        self._shown = (None, None, False, True)
+        if self._styles_seen is None:
+            return
+        key = self._style_key()
+        if key != self._styles_seen:
+            self._styles_seen = key
+            self._shown = (None, None, False, True)
+            self._kept.clear()
+            self._relayout()
 
-    def on_mount(self) -> None:
-        """Hide the header when the caller shows it."""
-        self.query_one("#chunk-header").display = self._with_header
+    def _margin(self) -> int:
+        """Blank lines under the header."""
+        if not self._with_header:
+            return 0
+        return self.get_component_styles("chunk-view--header").margin.bottom
+
+    # ---- showing a chunk ----------------------------------------------------------------------
 
     def show(
         self,
@@ -107,14 +179,14 @@ class ChunkView(VerticalScroll, can_focus=False):
         """Show a chunk for a question, scrolled to the passage that matched; ``context`` adds the
         chunks before and after it in its document; ``evidence`` False neither highlights the
         evidence nor scrolls to it (blind judging: the question's words only)."""
-        header = self.query_one("#chunk-header", Static)
-        body = self.query_one("#chunk-text", Static)
+        if self._styles_seen is None:
+            self._styles_seen = self._style_key()
         same = self._shown == (qid, cid, context, evidence)
         self._shown = (qid, cid, context, evidence)
         if ws is None or cid is None or cid not in ws.chunk_by_id:
             set_frame_text(self, "chunk")
-            header.update(Text("no chunk highlighted"))
-            body.update(Text(""))
+            self._set_header(Text("no chunk highlighted"))
+            self._set_body(Paragraphs(Text(""), self), None, 0)
             return
         chunk = ws.chunk_by_id[cid]
         question = ws.question_by_id.get(qid) if qid else None
@@ -122,130 +194,199 @@ class ChunkView(VerticalScroll, can_focus=False):
         new_header = chunk_header(ws, qid, cid)
         if note:
             new_header.append("\n" + visible_line(note), "bold")
-        old_header = header.content
-        # Skip the costly layout (a grade changed) when the size cannot change.
-        header_same_size = isinstance(old_header, Text) and len(old_header.plain) == len(
-            new_header.plain
-        )
-        if not (same and isinstance(old_header, Text) and old_header == new_header):
-            header.update(new_header, layout=not (same and header_same_size))
         if same:
-            return  # the text and its highlights are the same; keep the reader's scroll position
+            # A grade changed: the header only; the reader's scroll position stays.
+            self._set_header(new_header, keep_scroll=True)
+            return
+        self._set_header(new_header, redraw=False)
         spans = question.evidence if question and evidence else ()
         terms = question.text if question else ""
-        text = highlighted_text(
-            chunk.text,
-            spans,
-            terms,
-            self.get_component_rich_style("chunk-view--evidence"),
-            self.get_component_rich_style("chunk-view--term"),
-        )
+        evidence_style = self.get_component_rich_style("chunk-view--evidence")
+        term_style = self.get_component_rich_style("chunk-view--term")
+        highlights = _highlights(chunk.text, spans, terms, evidence_style, term_style)
         lead = 0
+        before = after = None
         if context:
             before, after = neighbours(ws, cid)
-            dim = self.get_component_rich_style("chunk-view--context")
-            framed = Text()
             if before is not None:
-                framed.append_text(
-                    data_text(
-                        ws.chunk_by_id[before].text, [(0, len(ws.chunk_by_id[before].text), dim)]
-                    )
+                lead = len(data_text(ws.chunk_by_id[before].text).plain) + len(
+                    f"\n── ↑ {visible_line(before)} · ↓ {visible_line(cid)} ──\n"
                 )
-                framed.append(f"\n── ↑ {visible_line(before)} · ↓ {visible_line(cid)} ──\n", dim)
-            lead = len(framed.plain)
-            framed.append_text(text)
-            if after is not None:
-                framed.append(f"\n── ↓ {visible_line(after)} ──\n", dim)
-                framed.append_text(
-                    data_text(
-                        ws.chunk_by_id[after].text, [(0, len(ws.chunk_by_id[after].text), dim)]
-                    )
-                )
-            text = framed
-        body.update(text)
+        key = (cid, chunk.text, context, before, after, tuple(highlights))
+        body = self._kept.get(key)
+        if body is None:
+            body = Paragraphs(self._framed(ws, cid, highlights, before, after), self)
+            self._kept[key] = body
+            if len(self._kept) > KEPT_TEXTS:
+                self._kept.popitem(last=False)
+        else:
+            self._kept.move_to_end(key)
         offset, found = passage_start(chunk.text, spans, terms)
-        self._scroll_token += 1
-        self.scroll_settled = found == "start" and lead == 0
-        if self.scroll_settled:
-            self.scroll_home(animate=False)
-            return
-        offset = lead + _shown_length(chunk.text, offset)
-        target = self._target_line(text.plain, offset)
-        if target is None:  # not laid out yet (the first screen): once it is
-            self.scroll_home(animate=False)
-            self.call_after_refresh(self._scroll_to_offset, self._scroll_token, text.plain, offset)
-            return
-        # The same frame as the new text: the scroll range is the one the coming layout will give
-        # (the lines counted here), so the view is drawn once, at the passage, not first at the top.
-        line, total = target
-        self.virtual_size = Size(self.virtual_size.width, total)
-        self._scroll_target = (self._scroll_token, text.plain, offset)
-        self._scroll_y_settle(self._scroll_token, line, None, 10)
+        target = (
+            None if found == "start" and lead == 0 else lead + _shown_length(chunk.text, offset)
+        )
+        self._set_body(body, target, lead)
 
-    def _scroll_to_offset(self, token: int, text: str, offset: int, attempts: int = 10) -> None:
-        """Scroll so that the line holding character ``offset`` of the text is in view (once the
-        view has a size: until then, after each refresh)."""
-        if token != self._scroll_token:
-            return  # another chunk is shown now
-        target = self._target_line(text, offset)
-        if target is None:
-            if attempts > 0:  # not laid out yet (the first screen): try after the next refresh
-                self.call_after_refresh(self._scroll_to_offset, token, text, offset, attempts - 1)
+    def _framed(
+        self,
+        ws: Workspace,
+        cid: str,
+        highlights: list[tuple[int, int, Style]],
+        before: str | None,
+        after: str | None,
+    ) -> Text:
+        """The chunk's text with its highlights, and with context the neighbours around it."""
+        text = data_text(ws.chunk_by_id[cid].text, highlights)
+        if before is None and after is None:
+            return text
+        dim = self.get_component_rich_style("chunk-view--context")
+        framed = Text()
+        if before is not None:
+            neighbour = ws.chunk_by_id[before].text
+            framed.append_text(data_text(neighbour, [(0, len(neighbour), dim)]))
+            framed.append(f"\n── ↑ {visible_line(before)} · ↓ {visible_line(cid)} ──\n", dim)
+        framed.append_text(text)
+        if after is not None:
+            neighbour = ws.chunk_by_id[after].text
+            framed.append(f"\n── ↓ {visible_line(after)} ──\n", dim)
+            framed.append_text(data_text(neighbour, [(0, len(neighbour), dim)]))
+        return framed
+
+    def _set_header(self, header: Text, redraw: bool = True, keep_scroll: bool = False) -> None:
+        """Show ``header``; with ``redraw``, repaint what changed (its lines that changed, or
+        every line when its height changed)."""
+        before = self._header_paragraphs
+        if before is not None and header == self._header_text:
+            return
+        old = self._laid
+        self._header_text = header
+        self._header_paragraphs = Paragraphs(header, self, before) if self._with_header else None
+        if not redraw:
+            return
+        self._relayout(scroll=not keep_scroll)
+        width, above, _ = self._laid
+        fresh = self._header_paragraphs
+        if width and (width, above) == old[:2] and fresh is not None and before is not None:
+            # The same height: repaint the header's lines that changed.
+            for first, count in fresh.changed(self, width, before):
+                self.refresh_lines(first, count)
+        else:
+            self._refresh_content()
+
+    def _set_body(self, body: Paragraphs, target: int | None, lead: int) -> None:
+        """Show ``body``, scrolled so that character ``target`` is in view (None: the top)."""
+        self._body = body
+        self._target = target
+        self._lead = lead
+        self._scroll_token += 1
+        self._relayout(scroll=True)
+        self._refresh_content()
+
+    def _refresh_content(self) -> None:
+        """Repaint the lines inside the frame (the frame's title repaints itself)."""
+        self.refresh(Region(0, 0, self.size.width, self.size.height))
+
+    # ---- lines and scrolling ------------------------------------------------------------------
+
+    def _relayout(self, scroll: bool = True) -> None:
+        """Count the lines at the view's width, set the scroll range to them (drawing the
+        scrollbar when it comes or goes) and, with ``scroll``, scroll to the passage. Without a
+        size yet, once the view has one."""
+        region = self.content_region
+        width, height = region.width, region.height
+        if width <= 0 or height <= 0 or self._body is None:
+            if scroll and self._target is not None:
+                self.scroll_settled = False
+                self._retry(self._scroll_token, 10)
+            return
+        bar = self.styles.scrollbar_size_vertical
+        above, total = self._count(width)
+        if 0 < bar < width and total > height:
+            width -= bar
+            above, total = self._count(width)
+        self._laid = (width, above, total)
+        size = Size(width, total)
+        if size != self.virtual_size:
+            # The scroll range without a layout pass of the screen (the scrollbar's own
+            # visibility, when it changes, asks for one).
+            self.set_reactive(Widget.virtual_size, size)
+            self._scroll_update(size)
+        if not scroll:
+            return
+        line = 0
+        if self._target is not None and self._body is not None:
+            found = above + self._body.line_of(self, width, self._target)
+            line = max(0, found - 1) if found >= height else 0
+        self.scroll_to(y=line, animate=False, immediate=True)
+        self.scroll_settled = True
+
+    def _count(self, width: int) -> tuple[int, int]:
+        """Lines of header and margin, and lines in all, at ``width``."""
+        above = 0
+        if self._header_paragraphs is not None:
+            above = self._header_paragraphs.lines(self, width) + self._margin()
+        body = self._body.lines(self, width) if self._body is not None else 0
+        return above, above + body
+
+    def _retry(self, token: int, attempts: int) -> None:
+        """Scroll once the view has a size (after each refresh, a few times)."""
+
+        def again() -> None:
+            if token != self._scroll_token or self.scroll_settled:
+                return
+            region = self.content_region
+            if region.width > 0 and region.height > 0:
+                self._relayout(scroll=True)
+                self._refresh_content()
+            elif attempts > 0:
+                self._retry(token, attempts - 1)
             else:
                 self.scroll_settled = True
-            return
-        self._scroll_target = (token, text, offset)
-        self._scroll_y_settle(token, target[0], None, attempts)
 
-    def _target_line(self, text: str, offset: int) -> tuple[int, int] | None:
-        """The scroll position that shows the line holding character ``offset`` of the text (one
-        line above it), and the number of lines of header and text; None while the view has no
-        size. The lines are counted by wrapping the header and the text at the view's width, not
-        read from the children's regions, which lag one layout behind a content change."""
-        width = self.scrollable_content_region.width
-        height = self.scrollable_content_region.height
-        if width <= 0 or height <= 0:
-            return None
-        header = self.query_one("#chunk-header", Static)
-        header_content = header.content
-        margin = header.styles.margin.bottom if header.display else 0
+        self.call_after_refresh(again)
 
-        def lines(content: str | Text, at: int) -> int:
-            text = content if isinstance(content, Text) else Text(content)
-            return len(text.wrap(self.app.console, at))
-
-        def header_lines(at: int) -> int:
-            shown = isinstance(header_content, Text) and header.display
-            return lines(header_content, at) if shown and isinstance(header_content, Text) else 0
-
-        bar = self.styles.scrollbar_size_vertical
-        above = header_lines(width) + margin
-        total = above + lines(text, width)
-        # The new text may not be laid out yet: if it is taller than the view, a scrollbar will
-        # appear and narrow it, and the lines must be counted at that width.
-        if not self.show_vertical_scrollbar and 0 < bar < width and total > height:
-            width -= bar
-            above = header_lines(width) + margin
-            total = above + lines(text, width)
-        line = above + lines(text[:offset], width) - 1
-        return (max(0, line - 1) if line >= height else 0), total
-
-    def _scroll_y_settle(self, token: int, y: int, limit: float | None, attempts: int) -> None:
-        """Scroll to ``y``; the scroll range may still grow while the new text is laid out (``y``
-        would be cut to the old range), so scroll again after each refresh until the range stays."""
-        if token != self._scroll_token:
-            return
-        self.scroll_to(y=y, animate=False)
-        if y <= self.max_scroll_y or (limit == self.max_scroll_y) or attempts <= 0:
-            self.scroll_settled = True
-            return
-        self.call_after_refresh(self._scroll_y_settle, token, y, self.max_scroll_y, attempts - 1)
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """Textual's ScrollView compares the layout's virtual size (never its own), so every
+        layout pass anywhere on the screen would redraw the scrollbar: nothing to do when the
+        view's size, its container and its own virtual size are what they were."""
+        key = (size, container_size, self.virtual_size)
+        if key == self._sized:
+            return False
+        self._sized = key
+        return super()._size_updated(size, virtual_size, container_size, layout)
 
     def on_resize(self) -> None:
-        """Keep the evidence in view when the view changes size (layout switch, terminal resize)."""
-        if self._scroll_target is not None and self._scroll_target[0] == self._scroll_token:
-            self.scroll_settled = False  # until the evidence is scrolled into view at the new size
-            self.call_after_refresh(self._scroll_to_offset, *self._scroll_target)
+        """Count the lines at the new width and keep the passage in view (layout switch,
+        terminal resize)."""
+        self._relayout(scroll=self._target is not None)
+        self._refresh_content()
+
+    def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the view: the header, the margin under it, or the text."""
+        width, above, _ = self._laid
+        y += int(self.scroll_y)
+        # Blank lines are left empty: the frame pads them with its background, as it did the
+        # space below a text.
+        blank = Strip([])
+        if width <= 0:
+            return blank
+        header = self._header_paragraphs
+        if header is not None and y < above:
+            line = header.line(self, width, self.get_visual_style("chunk-view--header"), y)
+            return line if line is not None else blank
+        if self._body is None:
+            return blank
+        row = len(header.paragraphs) if header is not None else 0
+        line = self._body.line(self, width, self.visual_style, y - above, row)
+        return line if line is not None else blank
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The text under a mouse selection: the header's rows, then the text's."""
+        rows = self._header_paragraphs.plain_rows() if self._header_paragraphs else []
+        rows += self._body.plain_rows() if self._body is not None else []
+        return selection.extract("\n".join(rows)), "\n"
 
 
 def _shown_length(raw: str, offset: int) -> int:

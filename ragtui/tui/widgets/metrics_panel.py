@@ -7,7 +7,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.geometry import Region, Size
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.widget import Widget
 
 from ragtui.core.analysis.estimates import Estimates, estimates
 from ragtui.core.labelling.sample import SAMPLE_FILE
@@ -15,6 +18,7 @@ from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.tui.widgets.paragraphs import Paragraphs
 from ragtui.tui.widgets.text import fmt, set_frame_text
 
 #: Width of the retriever name column and of the scope column ("all", "filter", a question id).
@@ -154,8 +158,24 @@ def metrics_title(ws: Workspace) -> str:
     return title
 
 
-class MetricsPanel(Static):
-    """The metric table of every retriever; its text is the source of truth tests read."""
+class MetricsPanel(Widget):
+    """The metric table of every retriever; its text is the source of truth tests read.
+
+    Drawn through the Line API a row at a time (``Paragraphs``): a new text repaints only the rows
+    that changed (another question: its rows, not the whole set's), each rendered as a Static
+    renders it."""
+
+    DEFAULT_CSS = """
+    MetricsPanel {
+        height: auto;
+    }
+    """
+
+    def __init__(self, content: str = "", *, id: str | None = None) -> None:
+        """A panel showing ``content`` until the first ``show``."""
+        super().__init__(id=id)
+        self._text = Text(content)
+        self._paragraphs: Paragraphs | None = None
 
     #: ``--estimate``'s figures and what they were computed from (they are computed again only
     #: when a grade, the rankings or the recorded sample changed).
@@ -200,11 +220,56 @@ class MetricsPanel(Static):
         set_frame_text(self, title)
         estimate = self._estimates(ws)
         text = metrics_text(ws, qid, filtered, status, retrievers, notes, legend, estimate)
-        # A new layout costs about 40 ms on a full screen: only when the panel's height changes.
-        self.update(text, layout=self.plain.count("\n") != text.plain.count("\n"))
+        self.update(text)
+
+    @property
+    def content(self) -> Text:
+        """The panel's text."""
+        return self._text
 
     @property
     def plain(self) -> str:
         """The panel's text without styles."""
-        content = self.content
-        return content.plain if isinstance(content, Text) else str(content)
+        return self._text.plain
+
+    def update(self, text: Text) -> None:
+        """Show ``text``: repaint the rows that changed (a new layout, about 40 ms on a full
+        screen, only when the panel's height follows its text and that changed)."""
+        before = self._paragraphs
+        self._text = text
+        width = self.size.width
+        if before is None or not self.is_mounted or width <= 0:
+            self._paragraphs = None
+            self.refresh(layout=True)
+            return
+        fresh = self._paragraphs = Paragraphs(text, self, before)
+        if fresh.lines(self, width) != before.lines(self, width) and self._auto_height:
+            self.refresh(layout=True)
+            return
+        for first, count in fresh.changed(self, width, before):
+            self.refresh(Region(0, first, width, count))
+
+    @property
+    def _auto_height(self) -> bool:
+        height = self.styles.height
+        return height is None or height.is_auto
+
+    def _lines(self) -> Paragraphs:
+        if self._paragraphs is None:
+            self._paragraphs = Paragraphs(self._text, self)
+        return self._paragraphs
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The lines the text wraps to."""
+        return self._lines().lines(self, width)
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The text under a mouse selection."""
+        return selection.extract(self.plain), "\n"
+
+    def render_line(self, y: int) -> Strip:
+        """Row ``y`` of the panel (blank below the text, as a Static's)."""
+        width = self.size.width
+        style = self.visual_style
+        line = self._lines().line(self, width, style, y) if width > 0 else None
+        return line if line is not None else Strip.blank(width, style.rich_style)

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.events import DescendantFocus
 from textual.message import Message
 from textual.widget import Widget
@@ -26,6 +27,7 @@ from ragtui.core.labelling.judging import PoolEntry
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.ids import widget_id
+from ragtui.tui.widgets.paragraphs import rules
 from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView
 from ragtui.tui.widgets.row_list import RowList
 from ragtui.tui.widgets.tab_strip import TabLabel, TabStrip
@@ -205,8 +207,9 @@ class ResultsPane(Vertical):
         old = bar.content
         if isinstance(old, Text) and old == line:
             return  # a grade changed, the bar did not: no repaint
-        # The same text with other styles: repaint without a new layout.
-        bar.update(line, layout=not (isinstance(old, Text) and old.plain == line.plain))
+        # A new layout of the screen only when the bar's height changes (the same text with
+        # other styles, or another question's text on as many lines: a repaint).
+        bar.update(line, layout=not (isinstance(old, Text) and _rows(bar, old) == _rows(bar, line)))
 
     def show_list(
         self, ws: Workspace | None, qid: str | None, name: str, keep_cursor: bool = False
@@ -297,6 +300,14 @@ class ResultsPane(Vertical):
         """The same note in every pane (``loading…``)."""
         for pane in self.query(ResultPane):
             pane.set_note(note)
+
+
+def _rows(bar: Static, text: Text) -> int:
+    """The rows ``text`` wraps to in ``bar`` (as its height follows them)."""
+    width = bar.content_region.width
+    if width <= 0:
+        return -1
+    return Content.from_rich_text(text, bar.app.console).get_height(rules(bar), width)
 
 
 def _own_note(ws: Workspace | None, name: str) -> str | None:

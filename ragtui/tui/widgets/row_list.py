@@ -21,6 +21,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 Justify = Literal["left", "right"]
 
@@ -231,7 +232,17 @@ class RowList(ScrollView, can_focus=True):
 
     def _update_virtual_size(self) -> None:
         width = sum(c.width for c in self._columns) + max(0, len(self._columns) - 1)
-        self.virtual_size = Size(width, self._count + self.header_height)
+        size = Size(width, self._count + self.header_height)
+        if size == self.virtual_size:
+            return
+        height = self.styles.height
+        if self._sized is None or height is None or height.is_auto:
+            self.virtual_size = size  # laid out to its rows: the screen's layout follows
+            return
+        # A list of a set height (another question's ranking, of another length): the scroll
+        # range changes, not the screen's layout (only a scrollbar coming or going asks for one).
+        self.set_reactive(Widget.virtual_size, size)
+        self._scroll_update(size)
 
     def _visible(self, index: int) -> bool:
         top = int(self.scroll_y)

@@ -68,6 +68,8 @@ def lines_rendered() -> Iterator[dict[str, int]]:
     def counting(self: StylesCache, *args: object, **kwargs: object) -> object:
         owner = getattr(args[7], "__self__", None)
         key = str(getattr(owner, "id", None))
+        if owner is not None and owner.id is None:  # a scrollbar: by the widget it scrolls
+            key = f"{type(owner).__name__}:{getattr(owner.parent, 'id', None)}"
         counts[key] = counts.get(key, 0) + 1
         return original(self, *args, **kwargs)  # type: ignore[arg-type]
 
@@ -198,6 +200,51 @@ async def test_a_mouse_selection_in_the_chunk_view_gives_the_words_under_it(
             checked += 1
         assert checked >= 3
         app.screen.clear_selection()
+
+
+@pytest.fixture
+def many_settings(tui_settings: Settings) -> Settings:
+    """The mini corpus with 2,000 questions (the mini ones repeated under new ids)."""
+    golden = Path(tui_settings.golden)
+    source = [json.loads(x) for x in (golden / "questions.jsonl").read_text().splitlines() if x]
+    lines = (json.dumps({**source[i % len(source)], "id": f"s{i:04d}"}) for i in range(2000))
+    (golden / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    return tui_settings
+
+
+@run_async
+async def test_the_question_lists_scrollbar_is_repainted_when_its_thumb_moves(
+    many_settings: Settings,
+) -> None:
+    """Down past the last row shown, ten times, in a list of 2,000 questions: the list scrolls a
+    row each time, its scrollbar's thumb moves by less than the eighth of a cell it is drawn in
+    most times, and the scrollbar is repainted only when it does move; what is on screen is what
+    a full repaint of the scrollbar draws."""
+    app = make_app(many_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = main_screen(app)
+        questions = screen.question_list
+        bar = questions.vertical_scrollbar
+        rows = questions.scrollable_content_region.height - questions.header_height
+        for _ in range(rows - 1):
+            await pilot.press("down")
+        await wait_ready(pilot)
+        assert questions.scroll_y == 0
+        painted = 0
+        for step in range(10):
+            with lines_rendered() as counts:
+                await pilot.press("down")
+                await wait_ready(pilot)
+            assert questions.scroll_y == step + 1
+            assert counts.get("question-list", 0) >= rows  # the rows moved up: all drawn again
+            painted += bool(counts.get("ScrollBar:question-list"))
+        assert painted <= 2
+        shown = screen_text(app)
+        bar.refresh()
+        await pilot.pause()
+        assert screen_text(app) == shown
+        assert bar.position == questions.scroll_y
 
 
 def _brute(session: JudgingSession) -> int:

@@ -598,6 +598,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             # questions). The app turns it back on once the loaded workspace is on screen
             # (ragtui.tui.heap.Heap.settle).
             gc.disable()
+            # The model's tokenizer parsed and its files fingerprinted on another core while the
+            # app is imported (the load asks for both first).
+            from ragtui.core.data.tokenizer import warm_model_files
+
+            warm_model_files(settings.model)
             from ragtui.tui.app import run_app
 
             return run_app(settings, mouse=not args.no_mouse)

@@ -141,8 +141,11 @@ class JudgingWalk:
         judged pair, so only those are pooled."""
         if self._pooled is None:
             self._pooled = int(self.queue.pooled_counts(self.qids).sum())
+        labelled = self.ws.labels.pairs
+        if not labelled:  # nothing judged: no need to place 100,000 questions in the walk
+            return JudgedCount(0, self._pooled)
         position = self._position
-        judged = sum(self.queue.count(q).judged for q in self.ws.labels.pairs if q in position)
+        judged = sum(self.queue.count(q).judged for q in labelled if q in position)
         return JudgedCount(judged, self._pooled)
 
     def pairs(self, qid: str) -> list[PoolEntry]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -70,11 +71,20 @@ FINGERPRINT_BYTES = 1 << 20
 FINGERPRINT_FILES = 200
 
 
+#: Fingerprints taken, by the folder and every file's identity, size and times when taken.
+_FINGERPRINTS: dict[tuple[object, ...], str] = {}
+_FINGERPRINTS_KEPT = 32
+
+
 def model_fingerprint(model: str | None) -> str:
     """What tells one model's files from another's: every file's name and size and the first and last
     MiB of its bytes (a model fine-tuned and saved again in the same folder gets another
     fingerprint; reinstalling the same files does not).  Empty when the model is not found: loading
-    it says why."""
+    it says why.
+
+    The bytes are read again only when a file's identity, size or times changed since a fingerprint
+    was taken in this process (a load asks four times: 2 ms of reading each).
+    """
     resolved = resolve_model(model)
     if Path(resolved).is_dir():
         folder = Path(resolved)
@@ -83,14 +93,36 @@ def model_fingerprint(model: str | None) -> str:
             folder = _find_tokenizer_file(resolved).parent  # a snapshot in the Hugging Face cache
         except InputError:
             return ""
-    digest = hashlib.sha1()
     files: list[Path] = []
     for root, dirs, names in os.walk(folder, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
         if len(files) >= FINGERPRINT_FILES:
             break
-    for path in files[:FINGERPRINT_FILES]:
+    files = files[:FINGERPRINT_FILES]
+    key = (str(folder), *(_identity(path) for path in files))
+    found = _FINGERPRINTS.get(key)
+    if found is None:
+        if len(_FINGERPRINTS) >= _FINGERPRINTS_KEPT:
+            _FINGERPRINTS.clear()
+        found = _FINGERPRINTS[key] = _fingerprint(folder, files)
+    return found
+
+
+def _identity(path: Path) -> tuple[object, ...]:
+    """A file's name, device, inode, size and change times (followed through links), or its name
+    alone when it cannot be looked at."""
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path),)
+    return (str(path), st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _fingerprint(folder: Path, files: list[Path]) -> str:
+    """The fingerprint of ``files`` under ``folder`` (see ``model_fingerprint``), read now."""
+    digest = hashlib.sha1()
+    for path in files:
         if not path.is_file():
             continue  # a FIFO would block the read (loading the model refuses it by name)
         try:
@@ -158,6 +190,25 @@ def token_counter(model: str | None = None) -> TokenCounter:
     """The token counter of ``model`` (default: the bundled all-MiniLM-L6-v2)."""
     resolved = resolve_model(model)
     return TokenCounter(_find_tokenizer_file(resolved), model or DEFAULT_MODEL)
+
+
+def warm_model_files(model: str | None) -> threading.Thread:
+    """Parse ``model``'s tokenizer and take its fingerprint in a daemon thread, now: what a load
+    asks for first, done ahead (the app's start calls this before importing the app). Parsing the
+    tokenizer (20-40 ms) and reading the model's files let go of the interpreter lock, so on a
+    second core this costs the imports running meanwhile nothing. What fails here is left for the
+    load to find and report (a failed parse is not cached)."""
+
+    def warm() -> None:
+        try:
+            token_counter(model)
+            model_fingerprint(model)
+        except Exception:  # the load asks again and reports it
+            pass
+
+    thread = threading.Thread(target=warm, daemon=True, name="warm-model-files")
+    thread.start()
+    return thread
 
 
 class TokenIndex:

@@ -22,7 +22,7 @@ from textual.containers import Horizontal
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from ragtui.core.labelling.judging import PoolOrder
 from ragtui.core.workspace import Workspace
@@ -33,6 +33,7 @@ from ragtui.tui.screens.host import ControllerView, host
 from ragtui.tui.screens.main_keys import FULL_FOOTER_WIDTH, MAIN_KEYS, footer_keys, key_applies
 from ragtui.tui.screens.views import Shown, View
 from ragtui.tui.widgets.chunk_view import ChunkView
+from ragtui.tui.widgets.footer import Footer
 from ragtui.tui.widgets.formatting import ndcg_moves, workspace_summary
 from ragtui.tui.widgets.noted_metrics import NotedMetricsPanel
 from ragtui.tui.widgets.progress_row import ProgressRow

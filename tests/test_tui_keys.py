@@ -85,6 +85,27 @@ def screen_text(app: object) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())  # type: ignore[attr-defined]
 
 
+def screen_cells(app: object) -> list[list[tuple[str, str]]]:
+    """What the terminal shows, cell by cell with each cell's style."""
+    return [
+        [(char, str(segment.style)) for segment in strip for char in segment.text]
+        for strip in app.screen._compositor.render_strips()  # type: ignore[attr-defined]
+    ]
+
+
+async def repainted_whole(pilot: object) -> list[list[tuple[str, str]]]:
+    """The screen after every widget on it is drawn again from scratch."""
+    app = pilot.app  # type: ignore[attr-defined]
+    for widget in app.screen.walk_children(with_self=True):
+        widget.refresh()
+        for bar in (widget._vertical_scrollbar, widget._horizontal_scrollbar):
+            if bar is not None:
+                bar.refresh()
+    await pilot.pause()  # type: ignore[attr-defined]
+    await pilot.pause()  # type: ignore[attr-defined]
+    return screen_cells(app)
+
+
 @run_async
 async def test_a_long_chunk_renders_only_the_lines_in_view(
     long_settings: Settings, monkeypatch: pytest.MonkeyPatch
@@ -171,6 +192,9 @@ async def test_a_question_move_repaints_the_questions_rows_without_a_layout(
             if sizes() == shape:
                 assert reflows == [], qid
                 quiet += 1
+            # What a key drew, without a full repaint, is what a full repaint draws (no list,
+            # scrollbar or metric row left as it was).
+            assert screen_cells(app) == await repainted_whole(pilot), qid
         assert quiet >= 2
 
 

@@ -308,9 +308,12 @@ class ChunkView(ScrollView, can_focus=False):
         size = Size(width, total)
         if size != self.virtual_size:
             # The scroll range without a layout pass of the screen (the scrollbar's own
-            # visibility, when it changes, asks for one).
+            # visibility, when it changes, asks for one); the next layout pass has nothing to
+            # redo (it would repaint the scrollbar a frame later).
             self.set_reactive(Widget.virtual_size, size)
             self._scroll_update(size)
+            if self._sized is not None:
+                self._sized = (self._sized[0], self._sized[1], size)
         if not scroll:
             return
         line = 0

@@ -9,6 +9,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.widgets import Static
 
 from ragtui.core.data.golden import passage_start
@@ -265,6 +266,14 @@ class ResultPane(Vertical):
         #: The retriever shown.
         self.retriever = retriever
         set_frame_text(self, retriever)
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """Resized by a layout pass (the question bar above took a row more or less): the pane
+        does not scroll, so no second pass (a second frame for the key) follows to set its
+        virtual size."""
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
 
     def compose(self) -> ComposeResult:
         """A note line (hidden unless set) above the list."""

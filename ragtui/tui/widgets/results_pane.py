@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.events import DescendantFocus
+from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
@@ -54,6 +55,18 @@ def _has_relevant(ws: Workspace, qid: str) -> bool:
     )
 
 
+class QuestionBar(Static):
+    """The question's id, text and slices above the lists (as tall as its text)."""
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """A layout pass gave the bar its new height (another question's text wraps to another
+        number of rows); Textual would then ask for a second pass to set its virtual size, a
+        second frame for the key. The bar does not scroll: nothing to lay out again."""
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
+
 class ResultsPane(Vertical):
     """The question bar, the tab strip (compact layout only) and every retriever's result pane."""
 
@@ -80,7 +93,7 @@ class ResultsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         """The question bar, the tabs, then one pane per retriever."""
-        yield Static("", id="question-bar", markup=False)
+        yield QuestionBar("", id="question-bar", markup=False)
         with TabStrip(id="tab-strip"):
             for name in self.retrievers:
                 yield TabLabel(name)

@@ -76,6 +76,18 @@ def shorten_middle(text: str, width: int) -> str:
     return head + "…" + tail
 
 
+class ListScrollBar(ScrollBar):
+    """A list's scrollbar, resized by a layout pass without asking for a second one."""
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """Textual sets a resized widget's virtual size as a layout change, so a list that
+        changed height (the question bar above it took a row) got its scrollbar laid out in a
+        second pass, a second frame for the key; a scrollbar has nothing to lay out."""
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
+
 def _thumb_start(bar: ScrollBar, position: float) -> int | None:
     """Where a vertical scrollbar's thumb starts, in eighths of a cell, as Textual's
     ``ScrollBarRender`` draws it at ``position`` (None: no thumb, or not Textual's renderer)."""
@@ -246,7 +258,28 @@ class RowList(ScrollView, can_focus=True):
         if key == self._sized:
             return False
         self._sized = key
-        return super()._size_updated(size, virtual_size, container_size, layout)
+        resized = size != self._size
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        bar = self._vertical_scrollbar
+        if resized and bar is not None:
+            # The scrollbar was laid out anew by the pass that resized the list, so this frame
+            # paints it (its cache was cleared): ScrollView's repaint request would only paint it
+            # again a frame later, a second frame for the key.
+            bar._repaint_required = False
+        return changed
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """The vertical scrollbar (made when first asked for, as Textual makes it, of the kind
+        that needs no second layout pass)."""
+        if self._vertical_scrollbar is None:
+            bar = ListScrollBar(
+                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+            )
+            bar.display = False
+            self._vertical_scrollbar = bar
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """As Textual's ScrollView, but the scrollbar is repainted only when its thumb moves: in a
@@ -275,6 +308,7 @@ class RowList(ScrollView, can_focus=True):
         # range changes, not the screen's layout (only a scrollbar coming or going asks for one).
         self.set_reactive(Widget.virtual_size, size)
         self._scroll_update(size)
+        self._sized = (self._sized[0], self._sized[1], size)
 
     def _visible(self, index: int) -> bool:
         top = int(self.scroll_y)

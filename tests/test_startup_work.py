@@ -144,3 +144,25 @@ async def test_the_judging_progress_places_no_question_when_nothing_is_judged(
         assert totals.judged == 0 and totals.pooled > 0
         assert walk._positions is None
         assert f"judged {totals}" in str(pane.border_subtitle)
+
+
+def test_the_load_evaluates_on_its_tables_rows_without_looking_for_repeats(
+    mini_settings: Settings,
+) -> None:
+    from ragtui.core.metrics.evaluation import Evaluation
+    from ragtui.core.metrics.tables import RankingTable
+    from ragtui.core.workspace import Workspace
+
+    ws = Workspace.load(mini_settings)
+    table = ws.rankings["bm25"]
+    assert isinstance(table, RankingTable) and table.distinct  # BM25 ranks each chunk once
+    ev = ws.evaluation
+    assert ev is not None
+    # The questions as loaded: the evaluation reads the tables' own rows (no lookup).
+    assert ev.question_ids is ws.loaded_ids and ev._rows is ws.loaded_rows
+    # The same numbers as an evaluation that builds its own rows and looks for repeats.
+    plain = dict(table.items())
+    again = Evaluation(list(ws.loaded_ids), ws.evaluation_grades, {"bm25": plain}, ws.settings.k)
+    assert again.summary("bm25") == ev.summary("bm25")
+    for qid in ws.loaded_ids:
+        assert again.per_question["bm25"][qid] == ev.per_question["bm25"][qid]

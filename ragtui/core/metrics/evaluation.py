@@ -14,7 +14,6 @@ change is computed again with ``question_metrics`` itself.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
@@ -24,6 +23,7 @@ import numpy as np
 
 from ragtui.core.metrics.batch import batch_metrics, duplicate_rows
 from ragtui.core.metrics.formulas import QuestionMetrics, judged_at_k, question_metrics
+from ragtui.core.metrics.sums import fsum_array
 from ragtui.core.metrics.tables import GradeArrays, RankingTable, gather_rows, source_rows
 
 #: A ranking: (chunk id, score) pairs, best first (what a retriever returns, what is evaluated).
@@ -174,7 +174,10 @@ class Evaluation:
 
     ``grade_arrays`` gives the grades of many questions at once (else ``grades`` is asked for each
     question); ``grades`` is asked for the questions named in ``regraded`` and those the arrays
-    lack, and for any question whose grades change later (``update_question``).
+    lack, and for any question whose grades change later (``update_question``). ``rows``, when the
+    caller holds it, is ``question_ids``' own row mapping (``{q: i for i, q in
+    enumerate(question_ids)}``), and ``question_ids`` a list nobody changes: both are kept as they
+    are (tables of the same list then need no lookup at all).
     """
 
     def __init__(
@@ -188,12 +191,17 @@ class Evaluation:
         grade_arrays: GradeArrays | None = None,
         regraded: Iterable[str] = (),
         own: Mapping[str, OwnPassages] | None = None,
+        rows: Mapping[str, int] | None = None,
     ) -> None:
-        self.question_ids = list(question_ids)
+        if rows is not None and isinstance(question_ids, list):
+            self.question_ids = question_ids
+            self._rows = rows
+        else:
+            self.question_ids = list(question_ids)
+            self._rows = {q: i for i, q in enumerate(self.question_ids)}
         self.grades = grades
         self.k = k
         self.threshold = threshold
-        self._rows = {q: i for i, q in enumerate(self.question_ids)}
         self.rankings: dict[str, Mapping[str, Ranking]] = {}
         self.per_question: dict[str, PerQuestion] = {}
         #: Judged@k per retriever and question: the share of the top k that carries any grade.
@@ -333,8 +341,8 @@ class Evaluation:
         self.per_question[name] = PerQuestion(self._rows, self.question_ids, values)
         self.judged[name] = JudgedValues(self._rows, self.question_ids, values)
         mask = self._mask
-        self._sums[name] = [math.fsum(getattr(values, f)[mask].tolist()) for f in MEAN_FIELDS]
-        self._judged_sums[name] = math.fsum(values.judged[mask].tolist())
+        self._sums[name] = [fsum_array(getattr(values, f)[mask]) for f in MEAN_FIELDS]
+        self._judged_sums[name] = fsum_array(values.judged[mask])
 
     def _compute(self, name: str, qid: str) -> QuestionMetrics:
         ranked = self._ranked(name, qid)
@@ -407,7 +415,7 @@ class Evaluation:
             return self._judged_sums[name] / count if count else 0.0
         chosen = self._chosen_rows(questions)
         judged = self._values[name].judged
-        return math.fsum(judged[chosen].tolist()) / len(chosen) if len(chosen) else 0.0
+        return fsum_array(judged[chosen]) / len(chosen) if len(chosen) else 0.0
 
     def gains(self, qid: str) -> Mapping[str, int]:
         """The effective grades the values of ``qid`` were computed from."""
@@ -463,7 +471,7 @@ class Evaluation:
             chosen = self._chosen_rows(questions)
             count = len(chosen)
             values = self._values[name]
-            sums = [math.fsum(getattr(values, f)[chosen].tolist()) for f in MEAN_FIELDS]
+            sums = [fsum_array(getattr(values, f)[chosen]) for f in MEAN_FIELDS]
         if count == 0:
             return Summary(0, 0.0, 0.0, 0.0, 0.0, 0.0)
         recall, precision, ceiling, rr, ndcg = (s / count for s in sums)

@@ -282,8 +282,13 @@ class Workspace:
             # whose base grades were changed): those are asked for one by one.
             arrays = self.base_grades.arrays
             regraded = self.base_grades.changed() | set(self.labels.pairs)
+        ids = [q.id for q in self.questions if not q.retired]
+        rows = None
+        if ids == self.loaded_ids:
+            # The questions as loaded: the rankings tables' own rows (no lookup per question).
+            ids, rows = self.loaded_ids, self.loaded_rows
         self.evaluation = Evaluation(
-            [q.id for q in self.questions if not q.retired],
+            ids,
             self.evaluation_grades,
             shown,
             self.settings.k,
@@ -291,6 +296,7 @@ class Workspace:
             grade_arrays=arrays,
             regraded=regraded,
             own={n: own for n in shown if (own := self.own_passages(n)) is not None},
+            rows=rows,
         )
         return self.evaluation
 

@@ -103,14 +103,22 @@ def main() -> int:
 
     print("cold embedding ...", file=sys.stderr)
     emb = run_child("bench.embedding", "--texts", "120" if args.quick else "400")
-    report.add(
-        f"cold embedding, {int(emb['texts'])} Cranfield chunks",
-        f"{emb['ragtui_texts_per_s']:.1f} texts/s ({emb['ratio']:.2f}x plain)",
-        ">= 1.0x one plain encode call",
-        f"plain encode {emb['plain_texts_per_s']:.1f} texts/s",
-        emb["ratio"] >= 1.0,
-        "ragtui: hashing, encoding with progress, writing the cache (median of 4 each, alternating)",
-    )
+    for kind in ("onnx", "torch", "int8"):
+        if f"{kind}_s" not in emb:
+            continue
+        rounds = emb[f"{kind}_round_ratios"]
+        default = kind == emb["default"]
+        report.add(
+            f"cold embedding, {int(emb['texts'])} Cranfield chunks, ragtui on {kind}"
+            + (" (the default)" if default else ""),
+            f"{emb[f'{kind}_texts_per_s']:.1f} texts/s ({emb[f'{kind}_ratio']:.2f}x plain)",
+            ">= 1.2x one plain encode call, every round" if default else "reported",
+            f"plain encode (torch, batch 32) {emb['plain_texts_per_s']:.1f} texts/s",
+            min(rounds) >= 1.2 if default else None,
+            f"rounds {', '.join(f'{r:.2f}x' for r in rounds)}; ragtui: hashing, encoding with "
+            "progress, writing the cache (3 rounds, alternating)"
+            + ("; int8: measured only, its rankings differ" if kind == "int8" else ""),
+        )
 
     print("chat judge against the local chat server ...", file=sys.stderr)
     jd = run_child("bench.judges", "--pairs", "400" if args.quick else "800")

@@ -142,7 +142,8 @@ def test_the_app_reads_the_model_in_a_helper_after_the_first_full_screen(
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["helper_started"] is not None, got
     assert got["helper_started"] >= got["full_screen"], "the model waited for the first screen"
-    assert got["steps"] and not any("loading model" in s for s in got["steps"]), got
+    # No 'loading model' step (on ONNX Runtime the lists may come before any step is shown).
+    assert not any("loading model" in s for s in got["steps"]), got
     assert got["lists_match"] and got["vector_rows"] > 0, got
     assert got["query_vector_matches"], "the helper's vector is the model's"
     assert got["heavy_imports"] == [], "the app process never imported torch"

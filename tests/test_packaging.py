@@ -37,7 +37,16 @@ from ragtui.core.workspace import Workspace
 from tests.conftest import ROOT
 
 #: What only an extra (or the tests) brings: never in the default install.
-HEAVY = ("pymilvus", "milvus-lite", "pyarrow", "pandas", "playwright", "textual-serve")
+HEAVY = (
+    "pymilvus",
+    "milvus-lite",
+    "pyarrow",
+    "pandas",
+    "playwright",
+    "textual-serve",
+    "onnxruntime",
+    "onnx",
+)
 
 
 def _tree_hash(folder: Path) -> str:
@@ -266,7 +275,7 @@ def test_eval_init_and_writes_from_the_installed_package(installed, cache_dir):
 
 def test_the_default_install_leaves_milvus_and_the_browser_to_extras(installed):
     metadata = installed["metadata"]
-    assert set(metadata.get_all("Provides-Extra")) >= {"milvus", "serve", "all", "test"}
+    assert set(metadata.get_all("Provides-Extra")) >= {"milvus", "serve", "onnx", "all", "test"}
     assert metadata["License-Expression"] == "MIT" or metadata["License"] == "MIT"
     extras: dict[str, set[str]] = {}
     for line in metadata.get_all("Requires-Dist"):
@@ -278,8 +287,9 @@ def test_the_default_install_leaves_milvus_and_the_browser_to_extras(installed):
         )
     assert {"pymilvus", "milvus-lite"} <= extras["milvus"]
     assert extras["serve"] == {"textual-serve"}
-    # The build writes `ragtui[milvus,serve]` out as what those extras require.
-    assert extras["all"] == extras["milvus"] | extras["serve"]
+    assert extras["onnx"] == {"onnxruntime", "onnx"}
+    # The build writes `ragtui[milvus,serve,onnx]` out as what those extras require.
+    assert extras["all"] == extras["milvus"] | extras["serve"] | extras["onnx"]
     assert extras["all"] <= extras["test"]
     # What the default install brings, followed through every dependency's own requirements.
     reached = set(installed["dists"])
@@ -294,12 +304,19 @@ def test_the_default_install_leaves_milvus_and_the_browser_to_extras(installed):
         env=installed["env"],
         check=True,
     ).stdout.split()
-    assert shown == ["pymilvus=no", "milvus_lite=no", "textual_serve=no", "aiohttp=no", "torch=yes"]
+    assert shown == [
+        "pymilvus=no",
+        "milvus_lite=no",
+        "textual_serve=no",
+        "aiohttp=no",
+        "onnxruntime=no",
+        "torch=yes",
+    ]
 
 
 _FIND_SPECS = """
 import importlib.util
-for name in ("pymilvus", "milvus_lite", "textual_serve", "aiohttp", "torch"):
+for name in ("pymilvus", "milvus_lite", "textual_serve", "aiohttp", "onnxruntime", "torch"):
     print(f"{name}={'yes' if importlib.util.find_spec(name) else 'no'}")
 """
 

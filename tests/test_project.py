@@ -55,6 +55,7 @@ golden = "gold"
 chunk-size = 128
 overlap = 16
 model = "some/model"
+embedding-backend = "torch"
 k = 5
 depth = 20
 retrievers = ["bm25", "hybrid"]
@@ -88,6 +89,7 @@ rerank-over = "bm25"
         "chunk_size": 128,
         "overlap": 16,
         "model": "some/model",
+        "embedding_backend": "torch",
         "k": 5,
         "depth": 20,
         "retrievers": ("bm25", "hybrid"),

@@ -24,6 +24,7 @@ from ragtui.core.labelling.labels import GRADES_MODES
 from ragtui.core.retrieval.bm25 import BM25_BACKENDS
 from ragtui.core.retrieval.external import parse_run_spec
 from ragtui.core.retrieval.live import LiveSpec, parse_retriever_spec
+from ragtui.core.retrieval.onnx_backend import BACKENDS
 from ragtui.core.retrieval.windows import WINDOW_MODES
 from ragtui.core.settings import Settings
 from ragtui.core.text import not_utf8
@@ -273,6 +274,14 @@ OPTIONS: tuple[Option, ...] = (
         text,
         f"sentence-transformers model, a name or a folder (default: the bundled {DEFAULT_MODEL})",
         "NAME_OR_PATH",
+    ),
+    Option(
+        "embedding_backend",
+        choice(BACKENDS),
+        "what runs the embedding model: onnx (ONNX Runtime, the onnx extra; faster on a CPU), "
+        "torch, or auto (the default: onnx where onnxruntime is installed)",
+        "auto|torch|onnx",
+        example="auto",
     ),
     Option("k", whole_number(1), "cut-off for recall, precision and nDCG (default 3)", "N"),
     Option("depth", whole_number(1), "results per retriever (default 10)", "N"),

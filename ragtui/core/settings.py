@@ -51,6 +51,9 @@ class Settings:
     chunk_size: int | None = DEFAULT_CHUNK_SIZE
     overlap: int = 0
     model: str = DEFAULT_MODEL
+    #: What runs the embedding model: ``auto`` (ONNX Runtime where the onnx extra is installed and
+    #: the model can run on it, else torch), ``torch`` or ``onnx`` (``ragtui.core.retrieval.onnx_backend``).
+    embedding_backend: str = "auto"
     k: int = 3
     depth: int = 10
     retrievers: tuple[str, ...] = RETRIEVER_NAMES

@@ -100,6 +100,12 @@ class ReportingEmbedder:
         """The wrapped model's cache: wrapping changes no vector."""
         return self.inner.cache_name
 
+    @property
+    def backend(self) -> str | None:
+        """The wrapped model's backend (torch or onnx), when it names one."""
+        named = getattr(self.inner, "backend", None)
+        return named if isinstance(named, str) else None
+
     def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """Report the start, then encode with the wrapped embedder."""
         self.on_start(len(texts))
@@ -146,7 +152,9 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
         model = (
             job.embedder
             or job.models.get(ws.settings.model or "")
-            or BackgroundEmbedder(ws.settings.model)
+            or BackgroundEmbedder(
+                ws.settings.model, ws.settings.embedding_backend, ws.settings.cache_dir
+            )
         )
     except Exception as exc:  # a model that cannot be found: BM25 keeps working
         announce()

@@ -1,9 +1,15 @@
 """Embeddings: a content-addressed on-disk cache, and a lazily loaded sentence-transformers model.
 
 The cache for one model is a folder holding ``vectors.npy`` (float32, one row per text, loaded with
-``allow_pickle=False``) and ``manifest.json`` (orjson: model, dimension, the SHA-1 of every row's
-text and the SHA-256 of the ``.npy`` file). A cache whose shapes or hashes do not match is rebuilt,
-never trusted. When every text is cached, sentence-transformers (and torch) are never imported.
+``allow_pickle=False``) and ``manifest.json`` (orjson: model, backend, dimension, the SHA-1 of every
+row's text and the SHA-256 of the ``.npy`` file). A cache whose shapes or hashes do not match is
+rebuilt, never trusted. When every text is cached, sentence-transformers (and torch) are never
+imported.
+
+A model is embedded with torch (sentence-transformers) or with ONNX Runtime (``onnx_backend``:
+onnx where onnxruntime is installed, by default). Their vectors differ in the last digits, so each
+backend has a cache of its own (``<model>-<hash>`` for torch, ``<model>-<hash>-onnx``): the two
+never mix in one cache, and a vector ranking is cached under the backend too.
 """
 
 from __future__ import annotations
@@ -28,9 +34,24 @@ from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import model_fingerprint, resolve_model
 from ragtui.core.errors import InputError
 from ragtui.core.files import folder_lock, read_regular, write_atomic
+from ragtui.core.retrieval.onnx_backend import Backend, model_slug, resolve_backend
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+
+    from ragtui.core.retrieval.onnx_backend import OnnxEncoder
+
+__all__ = [
+    "ENCODE_BATCH",
+    "Backend",
+    "Embedder",
+    "EmbeddingCache",
+    "Progress",
+    "TextEncoder",
+    "model_slug",
+    "resolve_backend",
+    "text_key",
+]
 
 #: Called as ``progress(done, total)`` while texts are encoded.
 Progress = Callable[[int, int], None]
@@ -62,14 +83,6 @@ def _read_matrix(raw: bytes, shape: tuple[int, int]) -> np.ndarray:
             f"vectors.npy holds {len(raw) - offset} bytes of data, its header says {expected}"
         )
     return np.frombuffer(raw, dtype="<f4", offset=offset).reshape(shape)
-
-
-def model_slug(model: str, fingerprint: str = "") -> str:
-    """A folder name for a model name or path, readable and collision-safe; the model files'
-    fingerprint makes a model saved again under the same name a cache of its own."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name or model)[:60]
-    key = f"{model}\0{fingerprint}" if fingerprint else model
-    return f"{readable}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
 
 
 def quiet_offline_hub() -> None:
@@ -118,25 +131,54 @@ class TextEncoder(Protocol):
 
 
 class Embedder:
-    """A sentence-transformers model, imported and loaded on first use only."""
+    """A sentence-transformers model, imported and loaded on first use only: run by torch, or by
+    ONNX Runtime from its export (``backend``: ``auto``, the default, ``torch`` or ``onnx``;
+    ``cache_root``: where the export lives, ragtui's cache folder by default)."""
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        backend: str | None = None,
+        cache_root: Path | None = None,
+    ) -> None:
         self.name = model or "all-MiniLM-L6-v2"
         #: The name its embeddings are cached under (the model files' fingerprint is added).
         self.cache_name = self.name
         self.path = resolve_model(model)
+        chosen = resolve_backend(backend, self.name, cache_root)
+        #: ``torch`` or ``onnx``: what encodes, and which embedding cache its vectors go to.
+        self.backend = chosen.name
+        #: Why the backend is not the one asked for (onnxruntime not installed...), or None.
+        self.note = chosen.note
+        self.cache_root = cache_root
         self._model: SentenceTransformer | None = None
+        self._onnx: OnnxEncoder | None = None
         #: Two threads needing the model at once (an ad-hoc query, a new question) load it once.
         self._loading = threading.Lock()
 
     @property
     def loaded(self) -> bool:
         """Whether the model is in memory (the first ``encode`` or ``load`` imports and reads it)."""
-        return self._model is not None
+        return self._model is not None or self._onnx is not None
 
     def load(self) -> None:
-        """Import sentence-transformers and read the model now (seconds; a no-op once loaded)."""
-        self._load()
+        """Read the model now (seconds; the first time on ONNX Runtime exports it, which loads
+        torch in a process of its own; a no-op once loaded)."""
+        if self.backend == "onnx":
+            self._load_onnx()
+        else:
+            self._load()
+
+    def _load_onnx(self) -> OnnxEncoder:
+        if self._onnx is not None:
+            return self._onnx
+        with self._loading:
+            if self._onnx is None:
+                quiet_offline_hub()
+                from ragtui.core.retrieval.onnx_backend import load_encoder
+
+                self._onnx = load_encoder(self.name, self.cache_root)
+            return self._onnx
 
     def _load(self) -> SentenceTransformer:
         if self._model is not None:
@@ -156,6 +198,8 @@ class Embedder:
     @property
     def max_seq_length(self) -> int:
         """The longest input, in tokens, that the model reads (the rest is cut off)."""
+        if self.backend == "onnx":
+            return self._load_onnx().max_seq_length
         length = self._load().max_seq_length
         if length is None:
             raise InputError(self.name, "the embedding model does not say how many tokens it reads")
@@ -169,9 +213,12 @@ class Embedder:
         once the model is loaded, just before the first batch (so a rate timed from its first call
         covers the whole encoding, the first and longest batch included), then after every batch,
         from a forward hook on the model that counts the batch's rows (only this thread's: another
-        thread may be encoding a question at the same time)."""
+        thread may be encoding a question at the same time). On ONNX Runtime, ragtui batches
+        the texts itself (``onnx_backend``) and reports after every batch the same way."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        if self.backend == "onnx":
+            return self._load_onnx().encode(texts, progress)
         model = self._load()
         total = len(texts)
         done = 0
@@ -218,10 +265,18 @@ class EmbeddingCache:
     can write the cache folder can also write a matching hash.
     """
 
-    def __init__(self, model: str | None = None, root: Path | None = None) -> None:
+    def __init__(
+        self, model: str | None = None, root: Path | None = None, backend: str | None = None
+    ) -> None:
         self.model = model or "all-MiniLM-L6-v2"
+        #: ``torch`` or ``onnx``: whose vectors this cache holds (``backend`` resolved as
+        #: ``Embedder`` resolves it, so an embedder and a cache made alike agree).
+        self.backend = resolve_backend(backend, self.model, root).name
         slug = model_slug(self.model, model_fingerprint(self.model))
+        if self.backend != "torch":
+            slug += f"-{self.backend}"
         self.folder = (root or cache_dir()) / "embeddings" / slug
+        self._root = root
         self.vectors: np.ndarray | None = None
         self.rows: dict[str, int] = {}
         #: Why a cache on disk was not used (tampered, truncated), for the user to see.
@@ -268,6 +323,8 @@ class EmbeddingCache:
                 raise ValueError("vectors.npy does not match its recorded hash")
             if manifest.get("model") != self.model:
                 raise ValueError("manifest names another model")
+            if manifest.get("backend", "torch") != self.backend:
+                raise ValueError("manifest names another backend")
             hashes = manifest["hashes"]
             if not isinstance(hashes, list) or not all(
                 isinstance(h, str) and _SHA1.fullmatch(h) for h in hashes
@@ -386,6 +443,7 @@ class EmbeddingCache:
             raw = buffer.getvalue()
             manifest = {
                 "model": self.model,
+                "backend": self.backend,
                 "dim": int(merged.shape[1]),
                 "hashes": hashes,
                 "npy_sha256": hashlib.sha256(raw).hexdigest(),
@@ -405,7 +463,7 @@ class EmbeddingCache:
         """Embeddings of ``texts``, encoding (and caching) only the ones not cached yet."""
         todo = self.missing(texts)
         if todo:
-            embedder = embedder or Embedder(self.model)
+            embedder = embedder or Embedder(self.model, self.backend, self._root)
             self.add(todo, embedder.encode(todo, progress))
         if not texts:
             return np.zeros(

@@ -4,7 +4,8 @@ On a warm cache the app starts without the model, and the first text it must emb
 query) waited for it: importing torch and sentence-transformers and reading the model took 10-27 s
 on a busy 2-core machine. Read in a thread of the app, that import holds the interpreter lock in
 long stretches (the UI thread stalled up to 0.9 s at a time while it ran), so keys would lag. So
-the app starts a helper process (``python -m ragtui.core.retrieval.encoder_process MODEL``) once
+the app starts a helper process (``python -m ragtui.core.retrieval.encoder_process --backend B
+[--cache-root DIR] [MODEL]``) once
 its first full screen is painted: the model is read there (at low priority), and texts are
 encoded there, their vectors sent back through a pipe. The helper runs the same :class:`Embedder`, so its
 vectors are the ones this process would compute.
@@ -23,6 +24,7 @@ terminal (the app owns it), and it ends as soon as its stdin closes: when the ap
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import queue
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 import numpy as np
@@ -91,7 +94,7 @@ class _Cancel(Exception):
     """The app withdrew the request being encoded."""
 
 
-def serve(model: str | None) -> int:
+def serve(model: str | None, backend: str | None = None, cache_root: Path | None = None) -> int:
     """The helper's main loop: read the model, say so, then encode each request (until stdin closes)."""
     answers: BinaryIO = os.fdopen(os.dup(1), "wb")
     # Whatever a library prints goes nowhere: stdout is the app's protocol, never its screen.
@@ -120,7 +123,7 @@ def serve(model: str | None) -> int:
                 requests.put(frame)
 
     threading.Thread(target=read_requests, daemon=True).start()
-    embedder = Embedder(model)
+    embedder = Embedder(model, backend, cache_root)
     failure: list[str] = []
 
     def read_model() -> None:
@@ -175,8 +178,13 @@ def serve(model: str | None) -> int:
 class EncoderProcess:
     """The app's handle on one helper process (see the module docstring); thread-safe."""
 
-    def __init__(self, model: str | None) -> None:
+    def __init__(
+        self, model: str | None, backend: str | None = None, cache_root: Path | None = None
+    ) -> None:
         self.model = model
+        #: What the helper runs the model with (the app's embedder's resolved backend).
+        self.backend = backend
+        self.cache_root = cache_root
         self._process: subprocess.Popen[bytes] | None = None
         self._settled = threading.Event()
         self._ready = False
@@ -190,6 +198,10 @@ class EncoderProcess:
         if self._process is not None:
             return
         args = [sys.executable, "-m", "ragtui.core.retrieval.encoder_process"]
+        if self.backend:
+            args += ["--backend", self.backend]
+        if self.cache_root is not None:
+            args += ["--cache-root", str(self.cache_root)]
         try:
             self._process = subprocess.Popen(
                 [*args, *([self.model] if self.model else [])],
@@ -302,9 +314,15 @@ class EncoderProcess:
 class BackgroundEmbedder:
     """An :class:`Embedder` whose model may be read in a helper process (see the module docstring)."""
 
-    def __init__(self, model: str | None = None) -> None:
-        self.local = Embedder(model)
+    def __init__(
+        self,
+        model: str | None = None,
+        backend: str | None = None,
+        cache_root: Path | None = None,
+    ) -> None:
+        self.local = Embedder(model, backend, cache_root)
         self._model = model
+        self._cache_root = cache_root
         self._helper: EncoderProcess | None = None
         self._closed = False
 
@@ -312,6 +330,11 @@ class BackgroundEmbedder:
     def cache_name(self) -> str:
         """The name its embeddings are cached under: the model's, wherever it runs."""
         return self.local.cache_name
+
+    @property
+    def backend(self) -> str:
+        """``torch`` or ``onnx``: what runs the model, here and in the helper alike."""
+        return self.local.backend
 
     @property
     def loaded(self) -> bool:
@@ -328,7 +351,7 @@ class BackgroundEmbedder:
         already; whether it was started now."""
         if self.local.loaded or self._helper is not None or self._closed:
             return False
-        self._helper = EncoderProcess(self._model)
+        self._helper = EncoderProcess(self._model, self.local.backend, self._cache_root)
         self._helper.start()
         return True
 
@@ -363,5 +386,15 @@ class BackgroundEmbedder:
             self._helper.close()
 
 
+def main(argv: list[str]) -> int:
+    """``python -m ragtui.core.retrieval.encoder_process [--backend B] [--cache-root DIR] [MODEL]``."""
+    parser = argparse.ArgumentParser(prog="encoder_process")
+    parser.add_argument("--backend", default=None)
+    parser.add_argument("--cache-root", type=Path, default=None)
+    parser.add_argument("model", nargs="?", default=None)
+    args = parser.parse_args(argv)
+    return serve(args.model, args.backend, args.cache_root)
+
+
 if __name__ == "__main__":
-    raise SystemExit(serve(sys.argv[1] if len(sys.argv) > 1 else None))
+    raise SystemExit(main(sys.argv[1:]))

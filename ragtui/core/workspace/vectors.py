@@ -26,6 +26,7 @@ from ragtui.core.retrieval.embeddings import (
     Progress,
     TextEncoder,
     model_slug,
+    resolve_backend,
 )
 from ragtui.core.retrieval.hybrid import RRF_K, HybridRetriever
 from ragtui.core.retrieval.live import examples
@@ -139,12 +140,16 @@ def _ranking_key(ws: Ranked, kind: str, embedder: TextEncoder | None = None) -> 
     if kind == "vector":
         name = embedder.cache_name if embedder is not None else s.model
         plan = ws.window_plan
-        return {
+        key: dict[str, object] = {
             "chunks": ws.chunks_key,
             "embedder": model_slug(name, model_fingerprint(name)),
             "tokenizer": model_slug(s.model, model_fingerprint(s.model)),
             "windows": [plan.mode, plan.length, plan.stride] if plan is not None else None,
         }
+        backend = embedding_backend(s, embedder)
+        if backend != "torch":  # torch's rankings keep the key they had before there was a choice
+            key["backend"] = backend
+        return key
     return {
         "rrf": RRF_K,
         "bm25": _ranking_key(ws, "bm25"),
@@ -224,10 +229,28 @@ def vectors_needed(settings: Settings) -> bool:
     return bool(settings.needed_retrievers() & {"vector", "hybrid"})
 
 
-def embedding_cache(settings: Settings, embedder: TextEncoder | None = None) -> EmbeddingCache:
-    """The embedding cache of the chosen model (or of the embedder given in its place)."""
+def embedding_backend(settings: Settings, embedder: TextEncoder | None = None) -> str:
+    """What the vectors come from, ``torch`` or ``onnx``: the embedder's backend when it names
+    one, else the settings' (resolved as ``Embedder`` resolves it)."""
+    named = getattr(embedder, "backend", None)
+    if isinstance(named, str):
+        return named
     name = embedder.cache_name if embedder is not None else settings.model
-    return EmbeddingCache(name, settings.cache_dir)
+    return resolve_backend(settings.embedding_backend, name, settings.cache_dir).name
+
+
+def backend_note(settings: Settings) -> list[str]:
+    """The one note saying the embedding model runs on torch although onnx was asked for (or an
+    export failed), or nothing."""
+    note = resolve_backend(settings.embedding_backend, settings.model, settings.cache_dir).note
+    return [note] if note else []
+
+
+def embedding_cache(settings: Settings, embedder: TextEncoder | None = None) -> EmbeddingCache:
+    """The embedding cache of the chosen model (or of the embedder given in its place), for the
+    backend its vectors come from."""
+    name = embedder.cache_name if embedder is not None else settings.model
+    return EmbeddingCache(name, settings.cache_dir, embedding_backend(settings, embedder))
 
 
 def _wants_hybrid(ws: Ranked) -> bool:
@@ -245,7 +268,7 @@ def cached_vectors(ws: Ranked, embedder: TextEncoder | None = None) -> VectorRes
     texts = ws.loaded_texts
     kinds = ["vector", "hybrid"] if _wants_hybrid(ws) else ["vector"]
     rankings: dict[str, Mapping[str, Ranking]] = {}
-    warnings: list[str] = []
+    warnings: list[str] = backend_note(ws.settings)
     for kind in kinds:
         cache = ranking_cache(ws, kind, embedder)
         found = cache.lookup(texts)
@@ -282,9 +305,13 @@ def compute_vectors(
     texts = ws.loaded_texts
     bm25_rankings = ws.rankings.get("bm25", {})
     model = embedder
+    s = ws.settings
     if model is None and ws.shared is not None:
-        model = ws.shared.embedders.setdefault(ws.settings.model, Embedder(ws.settings.model))
-    model = model or Embedder(ws.settings.model)
+        key = f"{s.model}\0{s.embedding_backend}"
+        if key not in ws.shared.embedders:
+            ws.shared.embedders[key] = Embedder(s.model, s.embedding_backend, s.cache_dir)
+        model = ws.shared.embedders[key]
+    model = model or Embedder(s.model, s.embedding_backend, s.cache_dir)
     depth = ws.settings.depth
     want_hybrid = _wants_hybrid(ws)
     vector_cache = ranking_cache(ws, "vector", model)
@@ -298,7 +325,7 @@ def compute_vectors(
     todo = [texts.texts[i] for i in missing]
     matrix = cache.embed(windows.texts + todo, model, progress)
     # Read after embedding: a cache it could not write says so then.
-    warnings = [*window_warnings, *cache.warnings]
+    warnings = [*backend_note(s), *window_warnings, *cache.warnings]
     n = len(windows.texts)
     window_matrix, question_matrix = matrix[:n], matrix[n:]
     by_text: dict[str, np.ndarray] = {t: question_matrix[i] for i, t in enumerate(todo)}

@@ -266,19 +266,21 @@ def evidence_spans(text: str, evidence: Iterable[str]) -> list[tuple[int, int]]:
 
 #: The words of the texts searched lately (lower-cased word -> its spans, in order), by text: the
 #: app asks for the terms of the same chunks again and again (every row of a result list, the
-#: chunk view), for question after question.
-_word_spans: dict[str, dict[str, list[tuple[int, int]]]] = {}
+#: chunk view), for question after question. Tuples of numbers, so that the garbage collector
+#: stops walking them after its first pass.
+_word_spans: dict[str, dict[str, tuple[tuple[int, int], ...]]] = {}
 #: Texts whose words are kept (the index is emptied when it holds more).
-WORD_SPANS_KEPT = 2048
+WORD_SPANS_KEPT = 512
 
 
-def _words(text: str) -> dict[str, list[tuple[int, int]]]:
+def _words(text: str) -> dict[str, tuple[tuple[int, int], ...]]:
     """Each lower-cased word of ``text`` with its spans (kept for the texts searched lately)."""
     index = _word_spans.get(text)
     if index is None:
-        index = {}
+        found: dict[str, list[tuple[int, int]]] = {}
         for m in _WORD.finditer(text):
-            index.setdefault(m.group().lower(), []).append(m.span())
+            found.setdefault(m.group().lower(), []).append(m.span())
+        index = {word: tuple(spans) for word, spans in found.items()}
         if len(_word_spans) >= WORD_SPANS_KEPT:
             _word_spans.clear()
         _word_spans[text] = index

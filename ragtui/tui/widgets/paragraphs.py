@@ -29,7 +29,7 @@ from textual.visual import RenderOptions, Visual
 from textual.widget import Widget
 
 #: Paragraph heights kept across texts (a paragraph's lines at a width); cleared when full.
-KEPT_HEIGHTS = 50_000
+KEPT_HEIGHTS = 20_000
 
 #: A paragraph's wrapped lines at a width, by its text (shared by every widget).
 _heights: dict[tuple[str, int], int] = {}

@@ -315,7 +315,8 @@ class RagtuiApp(AppCommands, App[int]):
             on_exit_signals(self._exit_on_signal)
         self.start_load(self.controller.settings, self._given_workspace)
         self.set_interval(LABEL_POLL_INTERVAL, self.poll_labels, name="label-poll")
-        self.screen_change_signal.subscribe(self, self._screen_changed)
+        refreeze = self._heap.refreeze  # a screen's parts, once it is drawn (the judging view's)
+        self.screen_change_signal.subscribe(self, lambda _: self.call_after_refresh(refreeze))
 
     def _exit_on_signal(self, signum: int) -> None:
         """Quit cleanly (SIGHUP, SIGTERM), with the shell's exit code for that signal (128 + its
@@ -487,12 +488,6 @@ class RagtuiApp(AppCommands, App[int]):
         if self.ready_after is None and self.is_ready:
             self.ready_after = time.monotonic() - self.started
             self.call_after_refresh(self._full_screen_painted)
-
-    def _screen_changed(self, screen: Screen[Any]) -> None:
-        """A screen's parts are frozen too once drawn (the judging view's 500,000 pairs at 100,000
-        questions: a full collection walked them for 0.5 s); collection is off until then."""
-        if self._first_paint.is_set():
-            self.call_after_refresh(self._heap.settle)
 
     def _full_screen_painted(self) -> None:
         """The screen with every list and the metrics filled has been painted."""

@@ -101,16 +101,19 @@ def test_a_load_that_fails_turns_collection_back_on(mini: Path, cache_dir: Path)
 
 
 def test_the_command_starts_the_app_with_collection_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragtui.core.workspace.first_load
     import ragtui.tui.app
     from ragtui.cli.main import main
 
     seen: list[bool] = []
 
-    def run_app(settings: object, mouse: bool = True) -> int:
+    def run_app(settings: object, mouse: bool = True, first_load: object = None) -> int:
         seen.append(gc.isenabled())
         return 0
 
     monkeypatch.setattr(ragtui.tui.app, "run_app", run_app)
+    # No load in this process (tests/test_startup_work.py checks the command's first load).
+    monkeypatch.setattr(ragtui.core.workspace.first_load, "FirstLoad", lambda settings: None)
     try:
         assert main(["--no-project"]) == 0
     finally:

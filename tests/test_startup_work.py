@@ -1,7 +1,7 @@
 """What the start does less of (issue 26, item 1): each cut keeps what is shown and computed.
 
-- The model's tokenizer is parsed and its files fingerprinted ahead, in a thread, while the app
-  is imported; a model that cannot be read is left for the load to report.
+- ``ragtui`` starts the first load in a thread before it imports the app; the app's loading worker
+  takes its workspace, model and cached rankings, and reports what it would have reported.
 - A model's fingerprint is read again only when a file changed.
 - The footer rebuilds its keys only when they change; the embedding progress bar is made when
   first shown; the judging progress places the questions in the walk only when something is judged.
@@ -9,8 +9,10 @@
 
 from __future__ import annotations
 
+import json
 import os
-import threading
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,32 +20,10 @@ import pytest
 from ragtui.core.data import tokenizer
 from ragtui.core.settings import Settings
 from ragtui.tui.widgets.footer import Footer
+from tests.conftest import ROOT, mini_args
 from tests.test_tui import main_screen, make_app, run_async, wait_ready
 
 WIDE = (130, 40)
-
-
-def test_the_model_files_are_warmed_in_a_thread_and_the_load_finds_them() -> None:
-    tokenizer.token_counter.cache_clear()
-    thread = tokenizer.warm_model_files(None)
-    assert thread.daemon and thread is not threading.current_thread()
-    thread.join(30)
-    assert not thread.is_alive()
-    hits = tokenizer.token_counter.cache_info().hits
-    counter = tokenizer.token_counter(None)
-    assert tokenizer.token_counter.cache_info().hits == hits + 1  # parsed by the thread
-    assert counter.count("a ferry") == 2
-
-
-def test_warming_a_model_that_cannot_be_read_is_quiet_and_the_load_reports_it(
-    tmp_path: Path,
-) -> None:
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "tokenizer.json").write_text("{not json")
-    tokenizer.warm_model_files(str(model)).join(30)
-    with pytest.raises(tokenizer.InputError, match="broken tokenizer"):
-        tokenizer.token_counter(str(model))
 
 
 def test_a_fingerprint_is_read_again_only_when_a_file_changed(
@@ -166,3 +146,128 @@ def test_the_load_evaluates_on_its_tables_rows_without_looking_for_repeats(
     assert again.summary("bm25") == ev.summary("bm25")
     for qid in ws.loaded_ids:
         assert again.per_question["bm25"][qid] == ev.per_question["bm25"][qid]
+
+
+def _filled(settings: Settings) -> tuple[Settings, str]:
+    """``settings``' results cache filled as the real model's, by a fake embedder of its name (no
+    model is loaded); the name."""
+    from ragtui.core.retrieval.encoder_process import BackgroundEmbedder
+    from ragtui.core.workspace import Workspace
+    from tests.test_tui import FakeEmbedder
+
+    name = BackgroundEmbedder(
+        settings.model, settings.embedding_backend, settings.cache_dir
+    ).cache_name
+    fake = FakeEmbedder()
+    fake.cache_name = name
+    Workspace.load(settings).prepare_vectors(embedder=fake)
+    return settings, name
+
+
+def _worker_messages(job: object) -> list[object]:
+    from ragtui.tui import loading
+
+    posted: list[object] = []
+    loading.load(job, posted.append, lambda: False)  # type: ignore[arg-type]
+    return posted
+
+
+def test_the_first_load_is_what_the_loading_worker_computes(tui_settings: Settings) -> None:
+    from ragtui.core.retrieval.encoder_process import BackgroundEmbedder
+    from ragtui.core.workspace import Workspace
+    from ragtui.core.workspace.first_load import FirstLoad
+    from ragtui.tui import loading
+    from ragtui.tui.messages import VectorsReady, WorkspaceLoaded
+
+    settings, name = _filled(tui_settings)
+    first = FirstLoad(settings)
+    ws, cached = first.workspace(), first.cached()
+    assert cached is not None and cached.vector is None and first.model().cache_name == name
+    # What the worker's own steps give, on the same caches.
+    own = Workspace.load(settings)
+    own_cached = own.cached_vectors(
+        BackgroundEmbedder(settings.model, settings.embedding_backend, settings.cache_dir)
+    )
+    assert own_cached is not None
+    own.apply_vectors(own_cached)
+    assert ws.evaluation is not None and own.evaluation is not None
+    for retriever in ("bm25", "vector", "hybrid"):
+        assert ws.evaluation.summary(retriever) == own.evaluation.summary(retriever)
+        for qid in own.loaded_ids:
+            assert ws.ranking(retriever, qid) == own.ranking(retriever, qid)
+    # The worker takes them: one WorkspaceLoaded with the first load's workspace and rankings,
+    # then the retrievers built from the embedding cache.
+    job = loading.LoadJob(settings, 1, first_paint=lambda _t: True, first=first)
+    posted = _worker_messages(job)
+    assert [type(m) for m in posted] == [WorkspaceLoaded, VectorsReady]
+    loaded = posted[0]
+    assert isinstance(loaded, WorkspaceLoaded)
+    assert loaded.workspace is ws and loaded.vectors is cached
+    ready = posted[1]
+    assert isinstance(ready, VectorsReady) and ready.embedder is first.model()
+    assert (
+        ready.result.vector is not None
+        and ready.result.rankings["hybrid"] is cached.rankings["hybrid"]
+    )
+
+
+def test_a_first_load_that_fails_is_reported_as_the_worker_reports_it(
+    tui_settings: Settings,
+) -> None:
+    import dataclasses
+
+    from ragtui.core.workspace.first_load import FirstLoad
+    from ragtui.tui import loading
+    from ragtui.tui.messages import LoadFailed
+
+    broken = dataclasses.replace(tui_settings, golden=Path(tui_settings.golden) / "missing")
+    with_first = _worker_messages(loading.LoadJob(broken, 1, first=FirstLoad(broken)))
+    without = _worker_messages(loading.LoadJob(broken, 1))
+    assert [type(m) for m in with_first] == [LoadFailed] == [type(m) for m in without]
+    assert with_first[0].message == without[0].message  # type: ignore[attr-defined]
+
+
+def test_the_command_starts_the_first_load_before_it_imports_the_app(
+    mini: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The app module stands in as a module that notes when the command asks it for run_app.
+    code = (
+        "import json, sys, types\n"
+        "import ragtui.core.workspace.first_load as fl\n"
+        "order, seen = [], {}\n"
+        "class Probe(fl.FirstLoad):\n"
+        "    def __init__(self, settings):\n"
+        "        order.append('first load started')\n"
+        "        super().__init__(settings)\n"
+        "fl.FirstLoad = Probe\n"
+        "def run_app(settings, mouse=True, first_load=None):\n"
+        "    seen['same_settings'] = first_load.settings is settings\n"
+        "    seen['questions'] = len(first_load.workspace().questions)\n"
+        "    seen['order'] = order\n"
+        "    print(json.dumps(seen))\n"
+        "    return 0\n"
+        "class App(types.ModuleType):\n"
+        "    def __getattr__(self, name):\n"
+        "        if name != 'run_app':\n"
+        "            raise AttributeError(name)\n"
+        "        order.append('app imported')\n"
+        "        return run_app\n"
+        "sys.modules['ragtui.tui.app'] = App('ragtui.tui.app')\n"
+        "from ragtui.cli.main import main\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *mini_args(mini)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "RAGTUI_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "order": ["first load started", "app imported"],
+        "same_settings": True,
+        "questions": len((mini / "golden" / "questions.jsonl").read_text().splitlines()),
+    }

@@ -598,14 +598,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             # questions). The app turns it back on once the loaded workspace is on screen
             # (ragtui.tui.heap.Heap.settle).
             gc.disable()
-            # The model's tokenizer parsed and its files fingerprinted on another core while the
-            # app is imported (the load asks for both first).
-            from ragtui.core.data.tokenizer import warm_model_files
+            # The load started while the app is imported: parsing the tokenizer and reading and
+            # checking the caches let go of the interpreter lock, so a second core does that part.
+            from ragtui.core.workspace.first_load import FirstLoad
 
-            warm_model_files(settings.model)
+            first = FirstLoad(settings)
             from ragtui.tui.app import run_app
 
-            return run_app(settings, mouse=not args.no_mouse)
+            return run_app(settings, mouse=not args.no_mouse, first_load=first)
         if args.command == "config":
             from ragtui.cli.project import run_config
 

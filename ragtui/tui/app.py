@@ -35,6 +35,7 @@ from ragtui.core.retrieval.embeddings import TextEncoder
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.first_load import FirstLoad
 from ragtui.core.workspace.live_answers import ChunkTexts
 from ragtui.tui import loading, tasks
 from ragtui.tui.app_commands import STATUS_LOG_SIZE, AppCommands
@@ -114,8 +115,10 @@ class RagtuiApp(AppCommands, App[int]):
         *,
         embedder: TextEncoder | None = None,
         workspace: Workspace | None = None,
+        first_load: FirstLoad | None = None,
     ) -> None:
-        """The app for ``settings``; tests may inject an embedder (``encode``) or a loaded workspace."""
+        """The app for ``settings``; tests may inject an embedder (``encode``) or a loaded workspace;
+        ``ragtui`` gives the load it started on ``settings`` before importing the app."""
         super().__init__()
         self.register_theme(ANSI_THEME)
         #: The state and the rules for changing it.
@@ -126,6 +129,8 @@ class RagtuiApp(AppCommands, App[int]):
         #: Loaded models by name, so that a reload does not load one again (a variant may name another).
         self.models: dict[str, TextEncoder] = {}
         self._given_workspace = workspace
+        #: The command line's load of ``settings``, taken by the first load (then dropped).
+        self._first_load = first_load
         #: Every change the app made; screens subscribe and redraw what it touched.
         self.changed: Signal[Changed] = Signal(self, "changed")
         #: The status line's message; screens with a status line subscribe.
@@ -340,6 +345,9 @@ class RagtuiApp(AppCommands, App[int]):
     def start_load(self, settings: Settings, workspace: Workspace | None = None) -> None:
         """Load (or reload) in a worker; a newer load replaces an older one."""
         self.generation += 1
+        first, self._first_load = self._first_load, None
+        if first is not None and (first.settings is not settings or self.embedder is not None):
+            first = None  # a load of other settings, or of another embedder's rankings
         job = loading.LoadJob(
             settings,
             self.generation,
@@ -348,6 +356,7 @@ class RagtuiApp(AppCommands, App[int]):
             dict(self.models),
             self._first_paint.wait,
             loading.preload_wanted(self.is_headless),
+            first,
         )
         post = self.post_message
         self.in_thread("load", lambda: loading.load(job, post, _cancelled()))
@@ -676,7 +685,9 @@ class RagtuiApp(AppCommands, App[int]):
         self.say(f"{message.what}: {message.message}", error=True)
 
 
-def run_app(settings: Settings, mouse: bool = True) -> NoReturn:
+def run_app(
+    settings: Settings, mouse: bool = True, first_load: FirstLoad | None = None
+) -> NoReturn:
     """Run the app until the user quits, then end the process with its exit code (2 when the data
     could not be loaded).
 
@@ -685,7 +696,7 @@ def run_app(settings: Settings, mouse: bool = True) -> NoReturn:
     down torch (a second or more). The app runs on a loop of its own instead, and once the terminal
     is restored (every label was fsynced when it was made) the process ends at once.
     """
-    app = RagtuiApp(settings)
+    app = RagtuiApp(settings, first_load=first_load)
     app.run(mouse=mouse, loop=asyncio.new_event_loop())
     code = app.return_code or 0
     if app.load_error:

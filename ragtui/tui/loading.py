@@ -30,6 +30,7 @@ from ragtui.core.retrieval.rerank import Reranker
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import VectorResult, Workspace
+from ragtui.core.workspace.first_load import FirstLoad
 from ragtui.core.workspace.live_answers import compute_live
 from ragtui.core.workspace.vectors import compute_rerank
 from ragtui.tui.messages import (
@@ -81,6 +82,9 @@ class LoadJob:
     preload: bool = False
     """Read the embedding model in a helper process once the first full screen is painted, when
     the model is not loaded by then and typed text could need it (``preload_wanted``)."""
+    first: FirstLoad | None = None
+    """The load the command line started before the app was imported: this load takes the
+    workspace, the model and the cached rankings from it instead of computing them."""
 
 
 class _Cancelled(Exception):
@@ -122,8 +126,12 @@ def _failure(exc: Exception) -> str:
 def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
     """Read and chunk the data and build BM25, report it, then embed for vector and hybrid."""
     generation = job.generation
+    first = job.first
     try:
-        ws = job.workspace if job.workspace is not None else Workspace.load(job.settings)
+        if job.workspace is not None:
+            ws = job.workspace
+        else:
+            ws = first.workspace() if first is not None else Workspace.load(job.settings)
     except InputError as exc:
         post(LoadFailed(exc.message, generation))
         return
@@ -152,6 +160,7 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
         model = (
             job.embedder
             or job.models.get(ws.settings.model or "")
+            or (first.model() if first is not None else None)
             or BackgroundEmbedder(
                 ws.settings.model, ws.settings.embedding_backend, ws.settings.cache_dir
             )
@@ -163,11 +172,12 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
     try:
         # Every ranking in the results cache: the first screen needs no embedding at all; the
         # retrievers (for new questions and ad-hoc queries) are built after it is shown.
-        early = ws.cached_vectors(model)
+        early = first.cached() if first is not None else ws.cached_vectors(model)
     except Exception:  # a cache that cannot be read is computed below
         early = None
     if early is not None:
-        # Still this worker's workspace: evaluate the lists here, not on the UI thread.
+        # Still this worker's workspace: evaluate the lists here, not on the UI thread (the
+        # first load has; applying the same rankings again changes nothing).
         ws.apply_vectors(early)
         announce(early)
         # The retrievers (for new questions and ad-hoc queries) are built once the first

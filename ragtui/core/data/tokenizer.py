@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -190,25 +189,6 @@ def token_counter(model: str | None = None) -> TokenCounter:
     """The token counter of ``model`` (default: the bundled all-MiniLM-L6-v2)."""
     resolved = resolve_model(model)
     return TokenCounter(_find_tokenizer_file(resolved), model or DEFAULT_MODEL)
-
-
-def warm_model_files(model: str | None) -> threading.Thread:
-    """Parse ``model``'s tokenizer and take its fingerprint in a daemon thread, now: what a load
-    asks for first, done ahead (the app's start calls this before importing the app). Parsing the
-    tokenizer (20-40 ms) and reading the model's files let go of the interpreter lock, so on a
-    second core this costs the imports running meanwhile nothing. What fails here is left for the
-    load to find and report (a failed parse is not cached)."""
-
-    def warm() -> None:
-        try:
-            token_counter(model)
-            model_fingerprint(model)
-        except Exception:  # the load asks again and reports it
-            pass
-
-    thread = threading.Thread(target=warm, daemon=True, name="warm-model-files")
-    thread.start()
-    return thread
 
 
 class TokenIndex:

@@ -107,7 +107,7 @@ def test_the_command_starts_the_app_with_collection_off(monkeypatch: pytest.Monk
 
     seen: list[bool] = []
 
-    def run_app(settings: object, mouse: bool = True, first_load: object = None) -> int:
+    def run_app(settings: object, mouse: bool = True, first: object = None) -> int:
         seen.append(gc.isenabled())
         return 0
 

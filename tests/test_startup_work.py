@@ -240,9 +240,9 @@ def test_the_command_starts_the_first_load_before_it_imports_the_app(
         "        order.append('first load started')\n"
         "        super().__init__(settings)\n"
         "fl.FirstLoad = Probe\n"
-        "def run_app(settings, mouse=True, first_load=None):\n"
-        "    seen['same_settings'] = first_load.settings is settings\n"
-        "    seen['questions'] = len(first_load.workspace().questions)\n"
+        "def run_app(settings, mouse=True, first=None):\n"
+        "    seen['same_settings'] = first.settings is settings\n"
+        "    seen['questions'] = len(first.workspace().questions)\n"
         "    seen['order'] = order\n"
         "    print(json.dumps(seen))\n"
         "    return 0\n"
@@ -271,3 +271,28 @@ def test_the_command_starts_the_first_load_before_it_imports_the_app(
         "same_settings": True,
         "questions": len((mini / "golden" / "questions.jsonl").read_text().splitlines()),
     }
+
+
+def test_a_first_load_of_other_settings_or_for_another_embedder_is_not_taken(
+    tui_settings: Settings,
+) -> None:
+    import dataclasses
+
+    from ragtui.core.workspace.first_load import FirstLoad
+    from ragtui.tui import loading
+    from ragtui.tui.messages import WorkspaceLoaded
+    from tests.test_tui import FakeEmbedder
+
+    settings = dataclasses.replace(tui_settings, retrievers=("bm25",))
+    first = FirstLoad(settings)
+    other = dataclasses.replace(settings, k=settings.k + 1)
+    for job in (
+        loading.LoadJob(other, 1, first=first),  # a reload of other settings
+        loading.LoadJob(settings, 1, embedder=FakeEmbedder(), first=first),  # tests' embedder
+    ):
+        (loaded,) = _worker_messages(job)
+        assert isinstance(loaded, WorkspaceLoaded)
+        assert loaded.workspace is not first.workspace()
+        assert loaded.workspace.settings.k == job.settings.k
+    (taken,) = _worker_messages(loading.LoadJob(settings, 1, first=first))
+    assert isinstance(taken, WorkspaceLoaded) and taken.workspace is first.workspace()

@@ -605,7 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             first = FirstLoad(settings)
             from ragtui.tui.app import run_app
 
-            return run_app(settings, mouse=not args.no_mouse, first_load=first)
+            return run_app(settings, mouse=not args.no_mouse, first=first)
         if args.command == "config":
             from ragtui.cli.project import run_config
 

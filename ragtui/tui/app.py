@@ -117,8 +117,7 @@ class RagtuiApp(AppCommands, App[int]):
         workspace: Workspace | None = None,
         first_load: FirstLoad | None = None,
     ) -> None:
-        """The app for ``settings``; tests may inject an embedder (``encode``) or a loaded workspace;
-        ``ragtui`` gives the load it started on ``settings`` before importing the app."""
+        """The app for ``settings``; tests may inject an embedder (``encode``) or a loaded workspace."""
         super().__init__()
         self.register_theme(ANSI_THEME)
         #: The state and the rules for changing it.
@@ -129,8 +128,7 @@ class RagtuiApp(AppCommands, App[int]):
         #: Loaded models by name, so that a reload does not load one again (a variant may name another).
         self.models: dict[str, TextEncoder] = {}
         self._given_workspace = workspace
-        #: The command line's load of ``settings``, taken by the first load (then dropped).
-        self._first_load = first_load
+        self._first_load = first_load  # ``ragtui``'s load of ``settings``, for the first load
         #: Every change the app made; screens subscribe and redraw what it touched.
         self.changed: Signal[Changed] = Signal(self, "changed")
         #: The status line's message; screens with a status line subscribe.
@@ -346,8 +344,6 @@ class RagtuiApp(AppCommands, App[int]):
         """Load (or reload) in a worker; a newer load replaces an older one."""
         self.generation += 1
         first, self._first_load = self._first_load, None
-        if first is not None and (first.settings is not settings or self.embedder is not None):
-            first = None  # a load of other settings, or of another embedder's rankings
         job = loading.LoadJob(
             settings,
             self.generation,
@@ -685,9 +681,7 @@ class RagtuiApp(AppCommands, App[int]):
         self.say(f"{message.what}: {message.message}", error=True)
 
 
-def run_app(
-    settings: Settings, mouse: bool = True, first_load: FirstLoad | None = None
-) -> NoReturn:
+def run_app(settings: Settings, mouse: bool = True, first: FirstLoad | None = None) -> NoReturn:
     """Run the app until the user quits, then end the process with its exit code (2 when the data
     could not be loaded).
 
@@ -696,7 +690,7 @@ def run_app(
     down torch (a second or more). The app runs on a loop of its own instead, and once the terminal
     is restored (every label was fsynced when it was made) the process ends at once.
     """
-    app = RagtuiApp(settings, first_load=first_load)
+    app = RagtuiApp(settings, first_load=first)
     app.run(mouse=mouse, loop=asyncio.new_event_loop())
     code = app.return_code or 0
     if app.load_error:

@@ -127,6 +127,8 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
     """Read and chunk the data and build BM25, report it, then embed for vector and hybrid."""
     generation = job.generation
     first = job.first
+    if first is not None and (first.settings is not job.settings or job.embedder is not None):
+        first = None  # a load of other settings, or of another embedder's rankings
     try:
         if job.workspace is not None:
             ws = job.workspace

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.widgets import ProgressBar
 
 from ragtui.core.data import tokenizer
 from ragtui.core.settings import Settings
@@ -100,11 +101,11 @@ async def test_the_progress_bar_is_made_when_first_shown(tui_settings: Settings)
         assert not row.display and not screen.query("#progress")
         screen.show_progress(5, 20, "")
         await pilot.pause()
-        bar = screen.query_one("#progress")
-        assert row.display and bar.total == 20 and bar.progress == 5  # type: ignore[attr-defined]
+        bar = screen.query_one("#progress", ProgressBar)
+        assert row.display and bar.total == 20 and bar.progress == 5
         screen.show_progress(10, 20, "")
         await pilot.pause()
-        assert screen.query_one("#progress") is bar and bar.progress == 10  # type: ignore[attr-defined]
+        assert screen.query_one("#progress", ProgressBar) is bar and bar.progress == 10
         screen.hide_progress()
         await pilot.pause()
         assert not row.display
@@ -220,6 +221,7 @@ def test_a_first_load_that_fails_is_reported_as_the_worker_reports_it(
     from ragtui.tui import loading
     from ragtui.tui.messages import LoadFailed
 
+    assert tui_settings.golden is not None
     broken = dataclasses.replace(tui_settings, golden=Path(tui_settings.golden) / "missing")
     with_first = _worker_messages(loading.LoadJob(broken, 1, first=FirstLoad(broken)))
     without = _worker_messages(loading.LoadJob(broken, 1))

@@ -146,7 +146,11 @@ class Controller:
         """Vector and hybrid rankings arrived: evaluate them. None when nothing on screen changes
         (the lists were shown from the results cache; only the retrievers were built)."""
         ws = self.ws
+        windows_before = ws.windows is not None and ws.windows.plan is not None
         changed = ws.apply_vectors(result)
+        # Windows built now change what the vector retriever reads, so the causes of misses the
+        # question list shows (a chunk cut off by the model is read whole through its windows).
+        changed |= windows_before != (ws.windows is not None and ws.windows.plan is not None)
         self.embedding_progress = None
         for name in VECTOR_RETRIEVERS:
             if name in self.retriever_status and self.retriever_status[name] != "ready":

@@ -173,7 +173,8 @@ class QuestionPane(Vertical):
     def why(self, ws: Workspace) -> WhyIndex:
         """Why each question was missed, by every shown retriever (each question computed when
         first asked for)."""
-        if self._why is None or self._why.ws is not ws or self._why.k != ws.settings.k:
+        why = self._why
+        if why is None or why.ws is not ws or why.k != ws.settings.k or why.stale:
             self._why = WhyIndex(ws, lazy=True)
         return self._why
 

@@ -25,10 +25,19 @@ class WhyIndex:
         does for the rows it shows)."""
         self.ws = ws
         self._ctx = Context(ws, coverage if coverage is not None else vector_coverage(ws))
+        # What the vector retriever read when the index was made: the app makes it before the
+        # long-chunk windows are built, and must make it again once they are (see ``stale``).
+        self._read_by = None if coverage is not None else _reader(ws)
         self._by_question: dict[str, QuestionWhy] = {}
         if not lazy:
             for q in ws.questions:
                 self.update(q.id)
+
+    @property
+    def stale(self) -> bool:
+        """Whether the workspace's vector retriever now reads chunks otherwise than when the index
+        was made (its windows were built since, or the retriever was replaced)."""
+        return self._read_by is not None and self._read_by != _reader(self.ws)
 
     @property
     def k(self) -> int:
@@ -141,3 +150,9 @@ def cause_summary(index: WhyIndex, qids: Iterable[str] | None = None) -> dict[st
             _mean(every),
         )
     return out
+
+
+def _reader(ws: Workspace) -> tuple[int, bool]:
+    """What decides how the vector retriever reads a chunk: the retriever, and whether long chunks
+    are read as windows."""
+    return id(ws.vector), ws.windows is not None and ws.windows.plan is not None

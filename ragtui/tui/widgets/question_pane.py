@@ -175,8 +175,8 @@ class QuestionPane(Vertical):
         first asked for)."""
         why = self._why
         if why is None or why.ws is not ws or why.k != ws.settings.k or why.stale:
-            self._why = WhyIndex(ws, lazy=True)
-        return self._why
+            why = self._why = WhyIndex(ws, lazy=True)
+        return why
 
     def forget_why(self, regraded: Iterable[str] | None = None) -> None:
         """Grades of the ``regraded`` questions changed: their causes are computed again; None

@@ -328,10 +328,12 @@ def env(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> dict[str, 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Iterator[Served]:
-    """The default server (a random token, localhost only), with room for two app sessions."""
+    """The default server (a random token, localhost only), with room for two app sessions, and no
+    spare app (each socket starts its own, so the processes counted are the sessions': the spare
+    is tested in tests/test_serve_spare.py)."""
     folder = tmp_path_factory.mktemp("served")
     _project(folder)
-    server = Served(folder, env, "--max-sessions", "2")
+    server = Served(folder, env, "--max-sessions", "2", "--no-spare")
     try:
         yield server
     finally:
@@ -502,7 +504,14 @@ def test_no_token_beyond_loopback_warns_and_stopping_the_server_ends_its_apps(tm
     # --no-token on the command line wins over a token in the environment.
     env = {**env, TOKEN_ENV: "a-token-in-the-environment"}
     server = Served(
-        tmp_path, env, "--host", "0.0.0.0", "--no-token", "--public-url", f"http://{public}"
+        tmp_path,
+        env,
+        "--host",
+        "0.0.0.0",
+        "--no-token",
+        "--public-url",
+        f"http://{public}",
+        "--no-spare",
     )
     try:
         out = server.output()

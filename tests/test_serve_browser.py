@@ -202,6 +202,17 @@ def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterato
         "XDG_DATA_HOME": str(folder / "xdg"),
     }
     env.pop("RAGTUI_SERVE_TOKEN", None)  # a random token, printed with the address
+    # A warm cache, as a user's is once they have run ragtui on their data (the spare app that
+    # serve starts at once then reads every ranking from it).
+    warm = subprocess.run(
+        [sys.executable, "-m", "ragtui", "eval"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert warm.returncode == 0, warm.stderr
     log = (folder / "serve.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "ragtui", "serve", "--port", str(port)],
@@ -339,6 +350,54 @@ def test_the_page_shows_the_question_list(page, served, tmp_path):
     assert terminal_colour(x, first) != terminal_colour(x, second)
     # Nothing was fetched from anywhere but the server.
     assert terminal.requests and all(u.startswith(served["base"]) for u in terminal.requests)
+
+
+#: The screen is full when the hybrid pane has a first relevant rank and the metric panel a hybrid
+#: value (bench.startup's test): every list and the metrics are drawn.
+FULL = (re.compile(r"hybrid · first relevant #\d"), re.compile(r"hybrid\s+all\s+\d\.\d{3}"))
+#: The question bar, right of the question list's top border: "╮ m01  How much ...".
+QUESTION_BAR = re.compile(r"╮ (\S+) ")
+
+
+def test_a_new_tab_is_usable_within_seconds_on_the_app_started_ahead(browser, served, capsys):
+    """The page opened (warm cache: the tests before filled it) to a usable app: the question
+    list, every list and the metric panel drawn, then down moves the question list. The time is
+    printed (bench.browser measures it precisely); the bound is only generous. The app the tab
+    runs was started before the page was opened: the server's spare, which ends with the tab."""
+    ws = _mini_workspace(served["folder"])
+    ids = [q.id for q in ws.questions]
+    deadline = time.monotonic() + 60
+    while not live_children(served["pid"]):
+        assert time.monotonic() < deadline, "the server keeps no app started ahead"
+        time.sleep(0.2)
+    before = live_children(served["pid"])
+    tab = browser.new_page()
+    terminal = Terminal(tab)
+    started = time.monotonic()
+    tab.goto(served["url"])
+    terminal.wait_for(
+        lambda s: (
+            all(p.search("\n".join(s.display)) for p in FULL)
+            and len(_question_rows(s, ids)) == len(ids)
+        )
+    )
+    drawn = time.monotonic() - started
+    tab.keyboard.press("ArrowDown")
+
+    def moved(screen: Any) -> bool:
+        found = QUESTION_BAR.search("\n".join(screen.display))
+        return found is not None and found.group(1) == ids[1]
+
+    terminal.wait_for(moved)
+    usable = time.monotonic() - started
+    with capsys.disabled():
+        print(f"\nragtui serve in Chromium: drawn {drawn:.2f} s, usable {usable:.2f} s")
+    assert usable < 30, usable
+    tab.close()
+    deadline = time.monotonic() + 20
+    while all(Path(f"/proc/{pid}").exists() for pid in before):
+        assert time.monotonic() < deadline, "no app started before the page ended with its tab"
+        time.sleep(0.2)
 
 
 def _chunk_on_screen(screen: Any) -> str | None:

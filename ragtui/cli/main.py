@@ -517,6 +517,11 @@ def _project_commands(sub: Any) -> None:
         action="store_true",
         help="serve without the token in the printed address (any local user can then use the app)",
     )
+    p_serve.add_argument(
+        "--no-spare",
+        action="store_true",
+        help="start each tab's app when the tab opens, instead of keeping one started ahead",
+    )
     _shared_options(p_serve)
 
 
@@ -620,6 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 public_url=args.public_url,
                 max_sessions=args.max_sessions,
                 token_required=not args.no_token,
+                spare=not args.no_spare,
             )
         return _run(args, settings)
     except InputError as exc:

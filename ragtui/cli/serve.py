@@ -16,6 +16,14 @@ Who may use it (docs/serve.md has the threat model):
 - at most ``--max-sessions`` app processes run at once, and each ends with its socket: asked to quit,
   then its process group is terminated, then killed.
 
+A tab opens on an app that is already running (``--no-spare`` turns this off): the server keeps one
+spare app process started ahead, its screen kept until a browser's websocket (past every check
+above) takes it, then replayed to that browser and redrawn at its size; a new spare is started
+for the next tab. The spare counts toward ``--max-sessions`` (it is started only while fewer
+sessions than that are open). A spare whose inputs changed since it started (the project file,
+the corpus, the golden set but its label journal, which every app follows by itself) is ended
+and the tab gets an app started for it.
+
 Refusals are HTTP 403 (503 for a full server) with one plain line, also printed on the server's
 stderr; nothing reaches a log with a traceback, and the access log (which would show tokens) is off.
 """
@@ -70,6 +78,18 @@ PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
 }
+#: The size a spare app starts at (then the size of the last browser that took one).
+SPARE_SIZE = (120, 40)
+#: Bytes of screen a spare app may write before a browser takes it (its first screens: about
+#: 100 KB); one that writes more is ended when a tab comes, which gets an app of its own.
+SPARE_OUTPUT_LIMIT = 8 << 20
+#: Files looked at to tell whether a spare's inputs changed; with more, no spare is kept.
+STAMP_FILES = 20_000
+#: A spare is asked to quit once it has drawn its first screen (or after this many seconds): an
+#: app asked to quit while it mounts its screen fails with a traceback (NoMatches).
+SPARE_PAINT_WAIT = 10.0
+#: Bytes of one write that are a screen, not a terminal mode switch (those are under 20 bytes).
+SCREEN_BYTES = 512
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{16,256}")
 _AUTHORIZATION = re.compile(r"(?:token|bearer)\s+(\S+)\s*", re.IGNORECASE)
 
@@ -99,6 +119,130 @@ def app_argv(args: argparse.Namespace) -> list[str]:
     if given.get("no_project"):
         argv.append("--no-project")
     return argv
+
+
+# ---- the spare app ------------------------------------------------------------------------------
+
+
+def _followed(name: str) -> bool:
+    """Files an app follows while it runs (the label journal and its backups) or that say nothing
+    about its inputs (locks and other dot-files)."""
+    return name.startswith((".", "labels.jsonl.")) or name == "labels.jsonl"
+
+
+def _files_stamp(path: Path, left: list[int]) -> list[tuple[str, int, int]] | None:
+    """(name, size, modification time) of ``path``: the file, or every file under the folder (in
+    name order); None once more than ``left[0]`` files were looked at."""
+    try:
+        if not path.is_dir():
+            st = path.stat()
+            return [(str(path), st.st_size, st.st_mtime_ns)]
+    except OSError:
+        return [(str(path), -1, -1)]
+    found: list[tuple[str, int, int]] = []
+    for root, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if _followed(name):
+                continue
+            left[0] -= 1
+            if left[0] < 0:
+                return None
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(root, name))
+                found.append((os.path.join(root, name), st.st_size, st.st_mtime_ns))
+    return found
+
+
+def input_stamp(args: argparse.Namespace) -> object | None:
+    """What an app started now would read: the project file and the data it names (the paths,
+    and each file's size and time; the label journal aside, which a running app follows). None
+    when that cannot be told (a project file that does not read, over ``STAMP_FILES`` files)."""
+    from ragtui.core.project import effective_settings, project_for
+
+    names = {o.name for o in OPTIONS}
+    flags = {k: v for k, v in vars(args).items() if k in names}
+    try:
+        project = project_for(
+            Path.cwd(), getattr(args, "project", None), disabled=getattr(args, "no_project", False)
+        )
+        settings = effective_settings(flags, project).settings.resolved()
+    except (InputError, OSError, ValueError):
+        return None
+    paths = [
+        project.path if project is not None else None,
+        settings.corpus,
+        settings.golden,
+        settings.beir,
+        settings.chunks,
+    ]
+    left = [STAMP_FILES]
+    stamp: list[object] = []
+    for path in paths:
+        files = _files_stamp(Path(path), left) if path is not None else []
+        if files is None:
+            return None
+        stamp.append((str(path), files))
+    return tuple(stamp)
+
+
+class Tap:
+    """Where a spare app's output goes: kept (in order, up to ``limit`` bytes) until a browser's
+    websocket takes it, then replayed to it and passed on as it comes."""
+
+    def __init__(self, limit: int = SPARE_OUTPUT_LIMIT) -> None:
+        self.limit = limit
+        self.kept: list[bytes | str] = []
+        self.size = 0
+        self.websocket: web.WebSocketResponse | None = None
+        #: The app closed its side (it ended) or wrote more than ``limit`` before a browser came.
+        self.gone = False
+        #: Set once the app has drawn a screen (it is mounted: it may be asked to quit).
+        self.painted = asyncio.Event()
+        self._turn = asyncio.Lock()
+
+    async def write_bytes(self, data: bytes) -> None:
+        if len(data) >= SCREEN_BYTES:
+            self.painted.set()
+        async with self._turn:
+            if self.websocket is not None:
+                await self.websocket.send_bytes(data)
+            else:
+                self._keep(data)
+
+    async def write_str(self, data: str) -> None:
+        async with self._turn:
+            if self.websocket is not None:
+                await self.websocket.send_str(data)
+            else:
+                self._keep(data)
+
+    async def close(self) -> None:
+        async with self._turn:
+            if self.websocket is not None:
+                await self.websocket.close()
+            else:
+                self.gone = True
+        self.painted.set()  # an app that ended is not asked to quit
+
+    def _keep(self, data: bytes | str) -> None:
+        self.size += len(data)
+        if self.size > self.limit:
+            self.gone = True
+            self.kept.clear()
+        elif not self.gone:
+            self.kept.append(data)
+
+    async def attach(self, websocket: web.WebSocketResponse) -> None:
+        """Send ``websocket`` everything kept, then everything that comes."""
+        async with self._turn:
+            for item in self.kept:
+                if isinstance(item, bytes):
+                    await websocket.send_bytes(item)
+                else:
+                    await websocket.send_str(item)
+            self.kept.clear()
+            self.websocket = websocket
 
 
 # ---- who may use the server ---------------------------------------------------------------------
@@ -258,12 +402,19 @@ def _service_class() -> type:
             super().__init__(shlex.join(argv), **kwargs)
             self.argv = argv
             self._ending: asyncio.Future[None] | None = None
+            #: The start of a spare app (its process is being made while the server goes on).
+            self.starting: asyncio.Future[None] | None = None
+            #: The terminal size the app was last given.
+            self.size: tuple[int, int] | None = None
+            #: A spare's output, until a browser takes it.
+            self.tap: Tap | None = None
 
         async def _open_app_process(
             self, width: int = 80, height: int = 24
         ) -> asyncio.subprocess.Process:
             environment = self._build_environment(width=width, height=height)
             environment.pop(TOKEN_ENV, None)  # the app has no use for it
+            self.size = (width, height)
             process = await asyncio.create_subprocess_exec(
                 *self.argv,
                 stdin=asyncio.subprocess.PIPE,
@@ -275,6 +426,15 @@ def _service_class() -> type:
             self._process = process
             self._stdin = process.stdin
             return process
+
+        async def set_terminal_size(self, width: int, height: int) -> None:
+            """Tell the app its new size; the size it has already is not sent again (a resize
+            lays out and redraws the whole screen: a spare app taken by a browser of the size it
+            was started at would redraw for nothing while the first keys wait)."""
+            if (width, height) == self.size:
+                return
+            self.size = (width, height)
+            await super().set_terminal_size(width, height)
 
         @property
         def pid(self) -> int | None:
@@ -298,6 +458,13 @@ def _service_class() -> type:
             await asyncio.shield(self._ending)
 
         async def _end(self) -> None:
+            if self.starting is not None:
+                with contextlib.suppress(Exception):
+                    await self.starting  # a process still being made is ended once made
+            if self.tap is not None:
+                # A spare still mounting its screen is let finish first (see SPARE_PAINT_WAIT).
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.tap.painted.wait(), SPARE_PAINT_WAIT)
             process = self._process
             if process is None:
                 return
@@ -352,7 +519,13 @@ def _server_class() -> type:
 
     class RagtuiServer(Server):
         def __init__(
-            self, argv: list[str], *, guard: Guard, max_sessions: int, **kwargs: Any
+            self,
+            argv: list[str],
+            *,
+            guard: Guard,
+            max_sessions: int,
+            stamp: Callable[[], object | None] | None = None,
+            **kwargs: Any,
         ) -> None:
             super().__init__(shlex.join(argv), title="ragtui", templates_path=TEMPLATES, **kwargs)
             self.argv = argv
@@ -362,6 +535,15 @@ def _server_class() -> type:
             #: The open sessions: each app process and its browser's socket.
             self.sessions: dict[Any, web.WebSocketResponse] = {}
             self.refusals_shown: set[str] = set()
+            #: What the apps' inputs look like now (``input_stamp``); None: no spare app is kept.
+            self.stamp = stamp
+            #: The spare app, its output and the stamp of its inputs when it started.
+            self.spare: tuple[Any, Tap, object] | None = None
+            self.spare_size = SPARE_SIZE
+            #: Apps being ended (a spare whose inputs changed): they count until they have ended.
+            self.ending: set[Any] = set()
+            self.endings: set[asyncio.Future[None]] = set()
+            self.closing = False
 
         # -- serving
 
@@ -411,8 +593,12 @@ def _server_class() -> type:
                     web.static("/static", self.statics_path, name="static"),
                 ]
             )
+            app.on_startup.append(self._first_spare)
             app.on_shutdown.append(self.on_shutdown)
             return app
+
+        async def _first_spare(self, app: web.Application) -> None:
+            self.keep_spare()
 
         def refuse(self, status: int, what: str, reason: str) -> web.Response:
             """A plain one-line refusal, also said on stderr (each kind once, the first few kinds)."""
@@ -426,15 +612,66 @@ def _server_class() -> type:
                 status=status, text=f"ragtui serve refused this: {reason}\n", headers=PAGE_HEADERS
             )
 
+        def running(self) -> int:
+            """App processes of sessions and being ended (the spare aside)."""
+            return sum(1 for service in [*self.sessions, *self.ending] if not service.ended)
+
         def full(self) -> str | None:
             """Why no other app may start now, or None (an app that has ended frees its place)."""
-            running = sum(1 for service in self.sessions if not service.ended)
+            running = self.running()
             if running < self.max_sessions:
                 return None
             return (
                 f"{running} app sessions are open, the most --max-sessions allows; "
                 "close a tab (its app ends with it), then reload"
             )
+
+        # -- the spare app
+
+        def keep_spare(self) -> None:
+            """Start a spare app, unless there is one, the server is stopping, or it would make
+            more app processes than ``--max-sessions``."""
+            if self.stamp is None or self.spare is not None or self.closing:
+                return
+            if self.running() + 1 > self.max_sessions:
+                return
+            stamp = self.stamp()
+            if stamp is None:
+                return
+            tap = Tap()
+            service = app_process(
+                self.argv,
+                write_bytes=tap.write_bytes,
+                write_str=tap.write_str,
+                close=tap.close,
+                download_manager=self.download_manager,
+            )
+            service.tap = tap
+            service.starting = asyncio.ensure_future(service.start(*self.spare_size))
+            self.spare = (service, tap, stamp)
+
+        def take_spare(self) -> tuple[Any, Tap] | None:
+            """The spare app for a tab, if there is one still running on unchanged inputs; a
+            spare that is not is ended (it counts until it has ended)."""
+            spare, self.spare = self.spare, None
+            if spare is None:
+                return None
+            service, tap, stamp = spare
+            alive = not (service.ended or tap.gone)
+            if alive and self.stamp is not None and self.stamp() == stamp:
+                return service, tap
+            self.ending.add(service)
+
+            async def end() -> None:
+                try:
+                    await service.stop()
+                finally:
+                    self.ending.discard(service)
+
+            task = asyncio.ensure_future(end())
+            self.endings.add(task)
+            task.add_done_callback(self.endings.discard)
+            return None
 
         # -- the page
 
@@ -463,22 +700,34 @@ def _server_class() -> type:
             problem = self.full()
             if problem is not None:
                 return self.refuse(503, "a websocket", problem)
-            service = app_process(
-                self.argv,
-                write_bytes=websocket.send_bytes,
-                write_str=websocket.send_str,
-                close=websocket.close,
-                download_manager=self.download_manager,
-            )
+            width = _bounded(request.query.get("width"), 80, 10, 1000)
+            height = _bounded(request.query.get("height"), 24, 5, 1000)
+            taken = self.take_spare()
+            tap = None
+            if taken is not None:
+                service, tap = taken
+            else:
+                service = app_process(
+                    self.argv,
+                    write_bytes=websocket.send_bytes,
+                    write_str=websocket.send_str,
+                    close=websocket.close,
+                    download_manager=self.download_manager,
+                )
             self.sessions[service] = (
                 websocket  # counted before the first await: no race past the cap
             )
             try:
                 await websocket.prepare(request)
-                await service.start(
-                    _bounded(request.query.get("width"), 80, 10, 1000),
-                    _bounded(request.query.get("height"), 24, 5, 1000),
-                )
+                if tap is not None:
+                    # The spare's screen so far, then the app redraws it at this browser's size.
+                    await service.starting
+                    await tap.attach(websocket)
+                    await service.set_terminal_size(width, height)
+                else:
+                    await service.start(width, height)
+                self.spare_size = (width, height)
+                self.keep_spare()
                 messages = asyncio.ensure_future(self._messages(websocket, service))
                 ended = service.running
                 waiting = {messages, ended} if ended is not None else {messages}
@@ -490,6 +739,7 @@ def _server_class() -> type:
                 await service.stop()
                 del self.sessions[service]
                 await websocket.close()
+                self.keep_spare()
             return websocket
 
         async def _messages(self, websocket: web.WebSocketResponse, service: Any) -> None:
@@ -519,14 +769,18 @@ def _server_class() -> type:
                     await service.focus()
 
         async def on_shutdown(self, app: web.Application) -> None:
-            """Close every socket and end every app process before the server exits."""
+            """Close every socket and end every app process (the spare too) before the server exits."""
+            self.closing = True
             sessions = list(self.sessions.items())
+            spare = [self.spare[0]] if self.spare is not None else []
+            self.spare = None
             await asyncio.gather(
                 *(
                     websocket.close(code=1001, message=b"ragtui serve stopped")
                     for _, websocket in sessions
                 ),
-                *(service.stop() for service, _ in sessions),
+                *(service.stop() for service in [*(s for s, _ in sessions), *spare]),
+                *(service.stop() for service in list(self.ending)),
                 return_exceptions=True,
             )
 
@@ -540,6 +794,7 @@ def run_serve(
     public_url: str | None = None,
     max_sessions: int = 3,
     token_required: bool = True,
+    spare: bool = True,
 ) -> int:
     """Serve the app until interrupted (ctrl+c)."""
     try:
@@ -578,7 +833,13 @@ def run_serve(
     argv = app_argv(args)
     base = public_url.rstrip("/") if public_url else f"http://{_shown((host.strip('[]'), port))}"
     server = server_class(
-        argv, host=host, port=port, public_url=base, guard=guard, max_sessions=max_sessions
+        argv,
+        host=host,
+        port=port,
+        public_url=base,
+        guard=guard,
+        max_sessions=max_sessions,
+        stamp=(lambda: input_stamp(args)) if spare else None,
     )
     if token is None:
         url = f"{base}/"

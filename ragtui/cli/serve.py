@@ -725,6 +725,9 @@ def _server_class() -> type:
                     await tap.attach(websocket)
                     await service.set_terminal_size(width, height)
                 else:
+                    if self.endings:
+                        # An out-of-date spare ends first: never more apps than --max-sessions.
+                        await asyncio.wait(list(self.endings))
                     await service.start(width, height)
                 self.spare_size = (width, height)
                 self.keep_spare()

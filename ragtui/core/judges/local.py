@@ -186,7 +186,8 @@ class SimilarityJudge(_ScoringJudge):
     def __init__(self, spec: JudgeSpec, settings: JudgeSettings) -> None:
         super().__init__(spec, settings, model_name(settings.model))
         self.model = settings.model
-        self._embedder = Embedder(settings.model)
+        # The backend the workspace embeds with (its cache is keyed by it: the same vectors).
+        self._embedder = Embedder(settings.model, settings.embedding_backend, settings.cache_dir)
         self._cache: EmbeddingCache | None = None
         self._pending: dict[str, np.ndarray] = {}
         self._counter: TokenCounter | None = None
@@ -220,7 +221,9 @@ class SimilarityJudge(_ScoringJudge):
         """Each text's embedding: from the workspace's embedding cache, else encoded once and kept
         until ``close`` (or :data:`FLUSH_TEXTS` of them) adds them to the cache in one write."""
         if self._cache is None:
-            self._cache = EmbeddingCache(self.model, self._settings.cache_dir)
+            self._cache = EmbeddingCache(
+                self.model, self._settings.cache_dir, self._settings.embedding_backend
+            )
         cache = self._cache
         todo = [t for t in cache.missing(texts) if t not in self._pending]
         if todo:

@@ -118,6 +118,9 @@ class JudgeSettings(Protocol):
     def cache_dir(self) -> Path | None: ...
 
     @property
+    def embedding_backend(self) -> str: ...
+
+    @property
     def windows(self) -> str: ...
 
     @property

@@ -52,7 +52,12 @@ from ragtui.core.judges.base import (
 )
 from ragtui.core.judges.spec import judge_where
 from ragtui.core.retrieval.live_base import one_line
-from ragtui.core.retrieval.plugins import describe_exception, module_version, plain_value
+from ragtui.core.retrieval.plugins import (
+    describe_exception,
+    entry_points_named,
+    module_version,
+    plain_value,
+)
 
 __all__ = ["DEFAULT_TIMEOUT", "PluginJudge", "judge_entry_point_names", "load_judge_plugin"]
 
@@ -217,11 +222,7 @@ class PluginJudge:
         """The factory the spec names, imported (plugin code runs here, in the caller's thread of ``_within``)."""
         spec = self.spec
         if spec.kind == "entry-point":
-            found = [
-                ep
-                for ep in importlib.metadata.entry_points(group=JUDGE_ENTRY_POINT_GROUP)
-                if ep.name == spec.target
-            ]
+            found = entry_points_named(JUDGE_ENTRY_POINT_GROUP, spec.target)
             if not found:
                 raise JudgeError(f"no entry point {spec.target} in group {JUDGE_ENTRY_POINT_GROUP}")
             value: Any = found[0].load()
@@ -375,11 +376,7 @@ def _version(spec: JudgeSpec) -> str | None:
     of the distribution that ships it (when known)."""
     where = judge_where(spec)
     if spec.kind == "entry-point":
-        found = [
-            ep
-            for ep in importlib.metadata.entry_points(group=JUDGE_ENTRY_POINT_GROUP)
-            if ep.name == spec.target
-        ]
+        found = entry_points_named(JUDGE_ENTRY_POINT_GROUP, spec.target)
         if not found:
             known = ", ".join(judge_entry_point_names()) or "none installed"
             raise InputError(

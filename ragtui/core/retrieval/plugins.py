@@ -162,6 +162,11 @@ def _plain_hits(hits: Sequence[Hit]) -> list[Hit]:
 # ---- finding the factory -------------------------------------------------------------------------
 
 
+def entry_points_named(group: str, name: str) -> list[importlib.metadata.EntryPoint]:
+    """The installed entry points of ``group`` called ``name`` (loading none of them)."""
+    return [ep for ep in importlib.metadata.entry_points(group=group) if ep.name == name]
+
+
 def _where(spec: LiveSpec) -> str:
     return f"{spec.source}: {spec.target}"
 
@@ -171,11 +176,7 @@ def _check_findable(spec: LiveSpec) -> str | None:
     distribution that ships it (when known)."""
     where = _where(spec)
     if spec.kind == "entry-point":
-        found = [
-            ep
-            for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-            if ep.name == spec.target
-        ]
+        found = entry_points_named(ENTRY_POINT_GROUP, spec.target)
         if not found:
             known = ", ".join(entry_point_names()) or "none installed"
             raise InputError(
@@ -217,11 +218,7 @@ def _import_factory(spec: LiveSpec) -> Callable[..., Any]:
     """
     where = spec.target
     if spec.kind == "entry-point":
-        found = [
-            ep
-            for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-            if ep.name == spec.target
-        ]
+        found = entry_points_named(ENTRY_POINT_GROUP, spec.target)
         if not found:
             raise LiveError(f"no entry point {where} in group {ENTRY_POINT_GROUP}")
         ep = found[0]

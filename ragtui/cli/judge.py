@@ -4,7 +4,6 @@ progress on stderr (a bar on a terminal, lines in a log) and the summary on stdo
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -113,7 +112,9 @@ class _Progress:
         self.done = 0
         self.cached = 0
         self.tokens = 0
-        self.period = _period()
+        from ragtui.cli.output import progress_period
+
+        self.period = progress_period()
 
     def _rates(self) -> tuple[float, float, float]:
         """Seconds since judging started, and the judges' pairs and tokens per second (the
@@ -174,17 +175,6 @@ class _Progress:
                 f"ragtui: judging: {self.done} of {self.total} pairs{cached} in {elapsed:.1f} s "
                 f"({pairs_s:.1f} pairs/s, {tokens_s:,.0f} tokens/s)"
             )
-
-
-def _period() -> float:
-    from ragtui.cli.output import PROGRESS_SECONDS
-
-    raw = os.environ.get("RAGTUI_PROGRESS_SECONDS", "")
-    try:
-        value = float(raw)
-    except ValueError:
-        return PROGRESS_SECONDS
-    return value if value >= 0 else PROGRESS_SECONDS
 
 
 # ---- the summary -----------------------------------------------------------------------------------

@@ -191,7 +191,7 @@ def _rich_bar(label: str, unit: str) -> Progress:
 PROGRESS_SECONDS = 10.0
 
 
-def _progress_period() -> float:
+def progress_period() -> float:
     raw = os.environ.get("RAGTUI_PROGRESS_SECONDS", "")
     try:
         value = float(raw)
@@ -209,7 +209,7 @@ def _line_progress(label: str, unit: str) -> Progress:
     The clock starts at the first call: a step reports ``(0, total)`` before it begins. Work
     already done at the first call (answers from a cache) is not counted in the rate.
     """
-    period = _progress_period()
+    period = progress_period()
     started = 0.0
     last = 0.0
     first = -1

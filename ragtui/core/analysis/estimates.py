@@ -34,9 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import shares_model_with
 from ragtui.core.judges.spec import judge_shares
 from ragtui.core.labelling.judging import pool_question
 from ragtui.core.labelling.labels import Label, PairLabels
@@ -350,13 +348,7 @@ def _judges_read(ws: Workspace, grades: _Grades) -> tuple[tuple[str, ...], tuple
 
 def _shares(ws: Workspace, models: Sequence[str]) -> tuple[str, ...]:
     """The retrievers that use one of the judges' models (a judge favours them)."""
-    settings = ws.settings
-    found: set[str] = set()
-    resolved = resolve_model(settings.model)
-    for model in models:
-        found.update(judge_shares(model, settings))
-        if model.rstrip("/") == resolved.rstrip("/"):
-            found.update(shares_model_with(resolved, resolved, None, ws.retrievers))
+    found = {r for model in models for r in judge_shares(model, ws.settings)}
     return tuple(r for r in ws.retrievers if r in found)
 
 

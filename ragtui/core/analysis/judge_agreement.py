@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtui.core.analysis.slices import slice_names
-from ragtui.core.data.tokenizer import resolve_model
-from ragtui.core.judges.base import shares_model_with
 from ragtui.core.judges.spec import judge_shares
 from ragtui.core.labelling.agreement import cohen_kappa, weighted_kappa
 from ragtui.core.labelling.labels import Label, PairLabels, judge_annotator
@@ -216,16 +214,11 @@ def _shared(ws: Workspace, models: Iterable[str]) -> tuple[tuple[str, ...], str]
     """The retrievers that use one of the judge's models (``judge_shares``, as the estimates mark
     it), and that model's name as the settings give it.
 
-    A verdict naming the folder the bundled model resolves to (not named after it) is the
-    embedding model too.
+    A verdict naming the folder the bundled model resolves to is the embedding model too
+    (``judge_shares``).
     """
     settings = ws.settings
-    found: set[str] = set()
-    resolved = resolve_model(settings.model)
-    for model in models:
-        found.update(judge_shares(model, settings))
-        if model.rstrip("/") == resolved.rstrip("/"):
-            found.update(shares_model_with(resolved, resolved, None, settings.retrievers))
+    found = {r for model in models for r in judge_shares(model, settings)}
     if not found:
         return (), ""
     retrievers = [*settings.retrievers, *(r for r in sorted(found) if r not in settings.retrievers)]

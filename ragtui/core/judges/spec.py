@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ragtui.core.data.paths import safe_filename
+from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.errors import InputError
 from ragtui.core.judges.base import JudgeKind, JudgeSpec, shares_model_with
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
@@ -139,13 +140,18 @@ class JudgeSettings(Protocol):
 def judge_shares(model_id: str, settings: JudgeSettings) -> tuple[str, ...]:
     """The retrievers in force that use the model ``model_id`` (a judge's, or a verdict's ``model``
     in the journal): the embedding model's (vector, hybrid) and the reranker's (``<over>+rerank``).
-    A judge favours the retriever it shares its model with; agreement and estimates mark it."""
+    A judge favours the retriever it shares its model with; agreement and estimates mark it. A
+    verdict naming the folder the embedding model resolves to (the bundled model's, not named
+    after it) names the embedding model too."""
     retrievers = list(settings.retrievers)
     if settings.rerank:
         reranked = f"{settings.rerank_over}+rerank"
         if reranked not in retrievers:
             retrievers.append(reranked)
-    return shares_model_with(model_id, settings.model, settings.rerank, retrievers)
+    embedding = settings.model
+    if model_id.rstrip("/") == resolve_model(embedding).rstrip("/"):
+        embedding = model_id
+    return shares_model_with(model_id, embedding, settings.rerank, retrievers)
 
 
 class JudgeSectionError(ValueError):

@@ -47,6 +47,12 @@ def _argparse_type(parse: Any) -> Any:
 _positive = _argparse_type(whole_number(1))
 
 
+def _help_text(text: str) -> str:
+    """An option's help as argparse takes it: a literal ``%`` ("95 % interval") is doubled, since
+    argparse %-formats every help string."""
+    return text.replace("%", "%%")
+
+
 def _shared_options(parser: argparse.ArgumentParser) -> None:
     """The options every command takes, from ``ragtui.core.options.OPTIONS``.
 
@@ -66,7 +72,7 @@ def _shared_options(parser: argparse.ArgumentParser) -> None:
                 dest=option.name,
                 action="store_true",
                 default=argparse.SUPPRESS,
-                help=option.help,
+                help=_help_text(option.help),
             )
             continue
         group.add_argument(
@@ -76,7 +82,7 @@ def _shared_options(parser: argparse.ArgumentParser) -> None:
             default=argparse.SUPPRESS,
             metavar=option.metavar,
             action="append" if option.repeatable else "store",
-            help=option.help,
+            help=_help_text(option.help),
         )
     project = groups.get("project file") or parser.add_argument_group("project file")
     project.add_argument(

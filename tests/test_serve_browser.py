@@ -50,7 +50,7 @@ VIEWPORT = {"width": 1280, "height": 800}
 def _missing() -> str | None:
     """What the browser test lacks, or None."""
     if not Path(CHROMIUM).exists():
-        return f"{CHROMIUM} is not installed (.ci/run installs Debian's chromium)"
+        return f"{CHROMIUM} is not installed: apt-get install chromium (.ci/run does)"
     for module in ("playwright", "pyte", "textual_serve"):
         try:
             __import__(module)

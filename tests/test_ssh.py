@@ -30,6 +30,17 @@ from tests.tmux import Pane, needs_tmux
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
+#: What the test lacks on this machine (it then skips, saying how to install it), or None.
+MISSING = next(
+    (
+        f"{tool} is not installed: apt-get install openssh-server openssh-client (.ci/run does)"
+        for tool, present in (("sshd", Path(SSHD).exists()), ("ssh", shutil.which("ssh")))
+        if not present
+    ),
+    None,
+)
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -40,7 +51,6 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
     """A real sshd on 127.0.0.1 (its own host key, config and authorized key): (port, client key)."""
-    assert Path(SSHD).exists(), "sshd is missing: .ci/run installs openssh-server"
     folder = tmp_path_factory.mktemp("sshd")
     for name in ("host", "client"):
         subprocess.run(

@@ -51,9 +51,13 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
     pane.start(shell_command(args, env), 80, 24)
     try:
         screen = pane.wait_for(
-            lambda s: "questions 68" in s and re.search(r"bm25\s+all\s+\d\.\d{3}", s) is not None,
+            # The footer too: it may be drawn after the metrics (the bottom row is the chunk view
+            # until then), and the assertion below reads it.
+            lambda s: "questions 68" in s
+            and re.search(r"bm25\s+all\s+\d\.\d{3}", s) is not None
+            and "^p palette" in footer(s),
             STARTUP_SECONDS,
-            "the question list and the metrics",
+            "the question list, the metrics and the footer",
         )
         assert "k=3" in screen
         line = footer(screen)

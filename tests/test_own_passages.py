@@ -87,12 +87,15 @@ def _without_live_keys(report: dict, name: str) -> dict:
 def test_a_plugin_passage_moves_no_builtin_number_on_the_bundled_set(
     bundled, plugins, capsys, cli_cache_env
 ):
-    before = _eval_json(bundled, capsys)
+    # A retriever with passages of its own makes every row evidence-level (docs/metrics.md#units):
+    # the built-in rows are then those of --unit evidence without it, to the last digit.
+    before = _eval_json([*bundled, "--unit", "evidence"], capsys)
     after = _eval_json([*bundled, "--retriever", "extra=extra_plugin:make"], capsys)
+    assert after["unit"] == before["unit"] == "evidence"
     for name in ("bm25", "vector", "hybrid"):
         # Every mean and every question's values and rankings, to the last digit.
         assert _without_live_keys(after, name) == _without_live_keys(before, name), name
-        assert after["retrievers"][name]["recall_definition"] == "chunks"
+        assert after["retrievers"][name]["recall_definition"] == "evidence"
         assert "passages" not in after["retrievers"][name]
     extra = after["retrievers"]["extra"]
     assert extra["passages"] == {"returned": 1, "chunk_ids": 0, "mapped": 0, "own": 1, "unknown": 0}
@@ -108,9 +111,10 @@ def test_a_plugin_passage_moves_no_builtin_number_on_the_bundled_set(
     # The plain table says it, with the pointer to --chunks.
     assert main(["eval", *bundled, "--retriever", "extra=extra_plugin:make"]) == 0
     printed = capsys.readouterr().out
-    assert "* extra: 1 passage returned: 0 by ragtui's chunk id, 0 mapped" in printed
+    assert "extra: 1 passage returned: 0 by ragtui's chunk id, 0 mapped" in printed
     assert "1 its own" in printed and "--chunks FILE.jsonl" in printed
-    assert "evidence recall" in printed
+    assert "evidence recall@3" in printed.splitlines()[1]
+    assert "evidence level, every row (extra returns passages of its own)" in printed
     # docs/retrievers.md shows this run's output as printed.
     page = (ROOT / "docs" / "retrievers.md").read_text(encoding="utf-8")
     shown = page.split("$ ragtui eval --retriever extra=extra_plugin:make\n", 1)[1].split("```")[0]

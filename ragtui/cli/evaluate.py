@@ -21,7 +21,7 @@ from ragtui.core.analysis.attribution import (
 )
 from ragtui.core.analysis.curve import recall_curves
 from ragtui.core.analysis.eval_report import eval_report
-from ragtui.core.analysis.export import export_trec
+from ragtui.core.analysis.export import export_claims, export_trec
 from ragtui.core.analysis.gate import GateResult, Threshold, check_thresholds
 from ragtui.core.analysis.reports import (
     comparison_report,
@@ -301,4 +301,5 @@ def run_export(settings: Settings, folder: Path) -> int:
     ws = open_workspace(settings)
     for path in export_trec(ws, folder):
         out(str(path))
+    err(export_claims(ws))
     return 0

@@ -21,6 +21,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.judges.base import JudgeSpec
 from ragtui.core.judges.spec import judge_text, parse_judge_flag
 from ragtui.core.labelling.labels import GRADES_MODES
+from ragtui.core.metrics.evaluation import UNIT_CHUNKS, UNIT_EVIDENCE
 from ragtui.core.retrieval.bm25 import BM25_BACKENDS
 from ragtui.core.retrieval.external import parse_run_spec
 from ragtui.core.retrieval.live import LiveSpec, parse_retriever_spec
@@ -236,6 +237,7 @@ def milvus_field(raw: Any) -> tuple[str, str]:
 
 #: The levels qrels can be evaluated at.
 LEVELS = ("document", "chunk")
+UNITS = (UNIT_CHUNKS, UNIT_EVIDENCE)
 
 
 # ---- the table ------------------------------------------------------------------------------------------
@@ -406,6 +408,16 @@ OPTIONS: tuple[Option, ...] = (
         "documents and the corpus is chunked; a document ranks at its best chunk's rank)",
         "LEVEL",
         example="document",
+    ),
+    Option(
+        "unit",
+        choice(UNITS),
+        "the unit of every row's measures: chunks (recall over ragtui's relevant chunks) or "
+        "evidence (over the evidence strings, or a question's relevant documents, whatever "
+        "passages a retriever returns); default: chunks, evidence when a retriever returns "
+        "passages of its own (docs/metrics.md)",
+        "UNIT",
+        example="evidence",
     ),
     Option(
         "live_retrievers",

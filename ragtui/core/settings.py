@@ -95,6 +95,9 @@ class Settings:
     #: ``document`` or ``chunk``: the level qrels are evaluated at; None chooses (document when
     #: document-level qrels meet a chunked corpus).
     level: str | None = None
+    #: ``chunks`` or ``evidence``: the unit every row's measures are in; None chooses (chunks when
+    #: every retriever searches ragtui's chunks, evidence when one returns passages of its own).
+    unit: str | None = None
     #: Long chunks as overlapping token windows: ``max`` (a chunk scores its best window), ``mean``
     #: or ``off`` (``ragtui.core.retrieval.windows``).
     windows: str = DEFAULT_WINDOWS

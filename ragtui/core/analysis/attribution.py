@@ -176,8 +176,19 @@ def explain_hybrid(ws: Workspace, qid: str) -> HybridExplanation:
         relevant=len(relevant),
         relevant_in_pool=len(relevant & pool),
         pool_ceiling=_ceiling(relevant, pool, k),
-        hybrid_recall=recall_at_k([cid for cid, _ in fused], relevant, k) if relevant else 0.0,
+        hybrid_recall=_hybrid_recall(ws, qid, [cid for cid, _ in fused], relevant, k),
     )
+
+
+def _hybrid_recall(
+    ws: Workspace, qid: str, fused: list[str], relevant: frozenset[str] | set[str], k: int
+) -> float:
+    """hybrid's recall@k of a question as the evaluation holds it (every view shows that one);
+    computed from the fused list only where the evaluation has no hybrid row."""
+    ev = ws.evaluation
+    if ev is not None and "hybrid" in ev.per_question and qid in ev.evaluated and k == ev.k:
+        return ev.per_question["hybrid"][qid].recall
+    return recall_at_k(fused, relevant, k) if relevant else 0.0
 
 
 def pool_ceilings(ws: Workspace) -> PoolCeiling:
@@ -193,7 +204,10 @@ def pool_ceilings(ws: Workspace) -> PoolCeiling:
         relevant = relevant_set(ws.effective_grades(qid), ws.settings.threshold)
         pool = {cid for cid, _ in bm25} | {cid for cid, _ in vector}
         fused = [cid for cid, _ in rrf_fuse([bm25, vector], ws.chunk_order, depth, rrf_k)]
-        per_question[qid] = (_ceiling(relevant, pool, k), recall_at_k(fused, relevant, k))
+        per_question[qid] = (
+            _ceiling(relevant, pool, k),
+            _hybrid_recall(ws, qid, fused, relevant, k),
+        )
     n = len(per_question)
     if n == 0:
         return PoolCeiling(k, 0, 0.0, 0.0, per_question)

@@ -212,6 +212,7 @@ def _evaluation(ws: Workspace, grades: Callable[[str], dict[str, int]]) -> Evalu
         ev.k,
         ev.threshold,
         own=dict(ev.own),
+        units=ev.units,
     )
 
 
@@ -229,7 +230,6 @@ def _ranges(ws: Workspace, name: str) -> dict[str, tuple[float, float] | None]:
     ev = ws.evaluation
     assert ev is not None
     k, threshold, top = ev.k, ev.threshold, _max_grade(ws)
-    own = ev.own.get(name)
     lows: dict[str, list[float]] = {m: [] for m, _, _ in METRICS}
     highs: dict[str, list[float]] = {m: [] for m, _, _ in METRICS}
     foreign = ws.foreign
@@ -250,8 +250,8 @@ def _ranges(ws: Workspace, name: str) -> dict[str, tuple[float, float] | None]:
             highs[metric].append(high)
     out: dict[str, tuple[float, float] | None] = {}
     for metric, _, _ in METRICS:
-        if metric == "recall" and own is not None and own.recall is not None:
-            out[metric] = None  # evidence recall: not a function of the grades
+        if metric == "recall" and ev.units is not None:
+            out[metric] = None  # evidence recall: not a function of the chunks' grades alone
         elif lows[metric]:
             out[metric] = (float(np.mean(lows[metric])), float(np.mean(highs[metric])))
         else:

@@ -8,6 +8,7 @@ from ragtui.core.analysis.attribution import pool_ceilings
 from ragtui.core.analysis.slices import slices_json
 from ragtui.core.analysis.why import CAUSES, WhyIndex
 from ragtui.core.labelling.judging import judged_summaries
+from ragtui.core.metrics.evaluation import definitions
 from ragtui.core.workspace import Workspace
 
 
@@ -42,8 +43,7 @@ def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
             "judged": judged[name].mean,
             "thinly_judged": judged[name].thin,
         }
-        # Which recall the row holds: "chunks", "evidence" (a live retriever with passages of its
-        # own: the share of evidence strings found) or "judged" (on qrels: over the judged passages).
+        # Which recall the row holds: the table's unit, "chunks" or "evidence" (every row alike).
         retrievers[name]["recall_definition"] = ev.recall_definition(name)
         counts = ws.passages.get(name)
         if counts is not None:
@@ -73,6 +73,9 @@ def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
         "chunks": len(ws.chunks),
         # What the metrics rank and judge: "chunk", or "document" (each at its best chunk's rank).
         "level": ws.level,
+        # The unit of every row's measures ("chunks" or "evidence") and what each figure is.
+        "unit": ev.unit,
+        "definitions": definitions(ev.unit, ws.settings.k),
         # Which grades count: "human", or "human+model" (a model judge's where no person graded).
         "grades": ws.settings.counted_grades,
         "retrievers": retrievers,
@@ -87,18 +90,28 @@ def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
 
 
 def passage_notes(ws: Workspace) -> list[str]:
-    """Per live retriever: how many returned passages were ragtui's chunks (by id or by text) and
-    how many its own, and (``*``) which recall its row holds."""
+    """The unit line of an evidence-level table (why every row is evidence-level and what that
+    is), then per live retriever how many returned passages were ragtui's chunks (by id or by
+    text) and how many its own."""
     ev = ws.evaluation
     assert ev is not None
     notes = []
+    if ev.units is not None:
+        own = [name for name in ws.retrievers if name in ev.own]
+        why = (
+            f"{', '.join(own)} return{'s' if len(own) == 1 else ''} passages of {'its' if len(own) == 1 else 'their'} own"
+            if own
+            else "--unit evidence"
+        )
+        notes.append(
+            f"evidence level, every row ({why}): {definitions(ev.unit, ws.settings.k)['recall']}; "
+            "nDCG's ideal and the precision ceiling are over what each retriever could return "
+            "(docs/metrics.md#units)"
+        )
     for name in ws.retrievers:
         counts = ws.passages.get(name)
-        if counts is None:
-            continue
-        definition = ev.recall_definition(name)
-        line = counts.describe(name, ws.settings.k, definition == "evidence")
-        notes.append(("* " if definition != "chunks" else "") + line)
+        if counts is not None:
+            notes.append(counts.describe(name))
     return notes
 
 

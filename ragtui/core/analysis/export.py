@@ -39,7 +39,13 @@ def qrels_lines(ws: Workspace, retriever: str | None = None) -> list[str]:
     ev = ws.evaluation
     for q in exported_questions(ws):
         if retriever is not None and ev is not None and q.id in ev.rankings.get(retriever, {}):
+            if q.id not in ev.evaluated:
+                continue  # skipped by every mean (no judgement on ragtui's chunks), as in eval
             grades = dict(ev.gains_for(retriever, q.id))
+            # ragtui's other judged chunks at grade 0: the question stays judged (trec_eval averages
+            # over the questions with a judgement, as eval does) and no measure moves.
+            for cid in ws.evaluation_grades(q.id):
+                grades.setdefault(cid, 0)
         else:
             grades = ws.evaluation_grades(q.id)
         for cid in sorted(
@@ -61,6 +67,32 @@ def run_lines(ws: Workspace, name: str) -> list[str]:
                 f"{trec_id(q.id)} Q0 {trec_id(cid)} {rank} {depth - rank + 1} ragtui-{name}"
             )
     return lines
+
+
+def export_claims(ws: Workspace) -> str:
+    """Which of ``ragtui eval``'s numbers trec_eval (or pytrec_eval) gives back from the exported
+    files, and which it cannot: one line."""
+    ev = ws.evaluation
+    k, threshold = ws.settings.k, ws.settings.threshold
+    level = f" -l {threshold}" if threshold != 1 else ""
+    measures = f"P_{k}, recip_rank and ndcg_cut_{k}"
+    own = [] if ev is None else [n for n in ws.retrievers if n in ev.own]
+    against = (
+        f" ({', '.join(own)} against qrels-NAME.trec: {'its' if len(own) == 1 else 'their'} own passages)"
+        if own
+        else ""
+    )
+    if ev is not None and ev.units is not None:
+        return (
+            f"trec_eval{level} on these files gives eval's precision@{k}, MRR and nDCG@{k} "
+            f"({measures}) for every retriever{against}; not recall@{k}: the table is "
+            "evidence-level and evidence recall is no TREC measure (ragtui eval --json has it "
+            "per question)"
+        )
+    return (
+        f"trec_eval{level} on these files gives eval's recall@{k}, precision@{k}, MRR and "
+        f"nDCG@{k} (recall_{k}, {measures}) for every retriever{against}"
+    )
 
 
 def export_trec(ws: Workspace, folder: str | Path) -> list[Path]:

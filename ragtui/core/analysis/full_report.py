@@ -105,8 +105,7 @@ def _metrics(ws: Workspace) -> Section:
         rows.append(
             (
                 name,
-                # ``*``: evidence recall (a live retriever with passages of its own; see the notes).
-                fmt(s.recall) + ("*" if ev.recall_definition(name) != "chunks" else ""),
+                fmt(s.recall),
                 fmt(s.precision),
                 fmt(s.precision_ceiling),
                 fmt(s.mrr),
@@ -114,7 +113,14 @@ def _metrics(ws: Workspace) -> Section:
             )
         )
     return table(
-        ("retriever", f"recall@{k}", f"precision@{k}", "precision ceiling", "MRR", f"nDCG@{k}"),
+        (
+            "retriever",
+            f"evidence recall@{k}" if ev.units is not None else f"recall@{k}",
+            f"precision@{k}",
+            "precision ceiling",
+            "MRR",
+            f"nDCG@{k}",
+        ),
         rows,
         heading="Metrics",
         notes=[

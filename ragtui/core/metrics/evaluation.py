@@ -22,7 +22,12 @@ from typing import TypeVar
 import numpy as np
 
 from ragtui.core.metrics.batch import batch_metrics, duplicate_rows
-from ragtui.core.metrics.formulas import QuestionMetrics, judged_at_k, question_metrics
+from ragtui.core.metrics.formulas import (
+    QuestionMetrics,
+    evidence_recall,
+    judged_at_k,
+    question_metrics,
+)
 from ragtui.core.metrics.sums import fsum_array
 from ragtui.core.metrics.tables import GradeArrays, RankingTable, gather_rows, source_rows
 
@@ -38,13 +43,58 @@ class OwnPassages:
     """How to judge a retriever that returns passages of its own (a live retriever's passages that
     ragtui does not hold): they count for it alone, never for the retrievers that search ragtui's chunks.
 
-    ``gains(qid, ranked, shared)`` gives the grades it is judged by: the shared ones (ragtui's
-    chunks) and those of its own passages in ``ranked``. ``recall(qid, top, gains)``, when set,
-    replaces recall@k (``top`` is the top k; the evidence recall of docs/retrievers.md).
+    ``gains(qid, ranked, shared)`` gives the grades it is judged by: those of what it could return
+    (its own passages in ``ranked``, and ragtui's chunks when it returns any of them), so that
+    nDCG's ideal and the precision ceiling are over its own collection.
     """
 
     gains: Callable[[str, Sequence[str], Mapping[str, int]], Mapping[str, int]]
-    recall: Callable[[str, Sequence[str], Mapping[str, int]], float] | None = None
+
+
+#: The units a table's measures are computed in: ragtui's chunks, or the evidence (docs/metrics.md).
+UNIT_CHUNKS = "chunks"
+UNIT_EVIDENCE = "evidence"
+
+
+def definitions(unit: str, k: int) -> dict[str, str]:
+    """What each figure of a table in ``unit`` is, by its JSON name (``ragtui eval --json``'s
+    ``definitions``; docs/metrics.md#units has the table)."""
+    if unit == UNIT_EVIDENCE:
+        recall = (
+            f"evidence recall@{k}: the share of the question's evidence units (its evidence "
+            "strings; without any, the documents of its relevant chunks) held by a relevant "
+            f"passage of the top {k}"
+        )
+        ideal = (
+            "what the retriever could return (its own passages; ragtui's chunks if it returns any)"
+        )
+    else:
+        recall = f"recall@{k}: the share of the question's relevant chunks in the top {k}"
+        ideal = "ragtui's judged chunks"
+    return {
+        "recall": recall,
+        "precision": f"precision@{k}: relevant passages in the top {k} / {k}",
+        "precision_ceiling": f"the best precision@{k} with the question's relevant passages among {ideal}",
+        "rr": "1 / the rank of the first relevant passage (0 when none is returned)",
+        "ndcg": f"nDCG@{k}, linear gain, log2 discount, the ideal over every grade among {ideal}",
+    }
+
+
+@dataclass(frozen=True)
+class EvidenceUnits:
+    """Evidence-level measures, defined for every retriever whatever passages it returns.
+
+    ``ranks(qid, ranked, gains, shared)`` gives, for each evidence unit of the question (its
+    evidence strings; a question without any: the documents of its relevant chunks), the rank
+    (1-based) of the first relevant passage of ``ranked`` that holds it, None when none does.
+    ``gains`` are the retriever's grades, ``shared`` the question's grades of ragtui's chunks.
+    Evidence recall@k is then :func:`evidence_recall` of those ranks (DPR's top-k accuracy per
+    string, pyserini's ``has_answers``).
+    """
+
+    ranks: Callable[
+        [str, Sequence[str], Mapping[str, int], Mapping[str, int]], tuple[int | None, ...]
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +242,7 @@ class Evaluation:
         regraded: Iterable[str] = (),
         own: Mapping[str, OwnPassages] | None = None,
         rows: Mapping[str, int] | None = None,
+        units: EvidenceUnits | None = None,
     ) -> None:
         if rows is not None and isinstance(question_ids, list):
             self.question_ids = question_ids
@@ -209,6 +260,10 @@ class Evaluation:
         self._values: dict[str, _Values] = {}
         #: Retrievers judged with passages of their own (see ``OwnPassages``).
         self.own: dict[str, OwnPassages] = {}
+        #: Evidence-level measures for every retriever (None: chunk level, see ``unit``).
+        self.units = units
+        #: Each retriever's evidence ranks per evaluated question (evidence level only).
+        self._unit_ranks: dict[str, dict[str, tuple[int | None, ...]]] = {}
         self._sums: dict[str, list[float]] = {}
         self._judged_sums: dict[str, float] = {}
         if grade_arrays is None:
@@ -332,7 +387,8 @@ class Evaluation:
         if not distinct:
             redo |= set(np.flatnonzero(duplicate_rows(matrix)).tolist())
         redo |= {self._rows[q] for q in self._gains}
-        if own is not None:
+        self._unit_ranks[name] = {}
+        if own is not None or self.units is not None:
             redo = set(range(len(self.question_ids)))
         for i in sorted(redo):
             qid = self.question_ids[i]
@@ -348,10 +404,29 @@ class Evaluation:
         ranked = self._ranked(name, qid)
         gains = self.gains_for(name, qid)
         metrics = question_metrics(ranked, gains, self.k, self.threshold)
-        own = self.own.get(name)
-        if own is not None and own.recall is not None:
-            metrics = replace(metrics, recall=own.recall(qid, ranked[: self.k], gains))
+        if self.units is not None:
+            ranks = self.units.ranks(qid, ranked, gains, self.gains(qid))
+            self._unit_ranks.setdefault(name, {})[qid] = ranks
+            metrics = replace(metrics, recall=evidence_recall(ranks, self.k))
         return metrics
+
+    @property
+    def unit(self) -> str:
+        """The unit every row's measures are in: ``chunks`` (recall over ragtui's relevant chunks)
+        or ``evidence`` (recall over the evidence units, for every retriever alike)."""
+        return UNIT_CHUNKS if self.units is None else UNIT_EVIDENCE
+
+    def set_units(self, units: EvidenceUnits | None) -> None:
+        """Change the unit of every row (a live retriever with passages of its own arrived): every
+        retriever's values are computed again."""
+        self.units = units
+        for name in list(self.rankings):
+            self.set_rankings(name, self.rankings[name], self.own.get(name))
+
+    def unit_ranks(self, name: str) -> Mapping[str, tuple[int | None, ...]] | None:
+        """At evidence level, each question's evidence ranks for ``name`` (see ``EvidenceUnits``);
+        None at chunk level."""
+        return None if self.units is None else self._unit_ranks.get(name, {})
 
     def _judged(self, name: str, qid: str) -> float:
         return judged_at_k(self._ranked(name, qid), self.gains_for(name, qid), self.k)
@@ -366,13 +441,9 @@ class Evaluation:
         return own.gains(qid, self._ranked(name, qid), shared)
 
     def recall_definition(self, name: str) -> str:
-        """``chunks`` (the share of the relevant set in the top k), ``evidence`` (the share of the
-        evidence strings found in the top k) or ``judged`` (over ragtui's judgements and the
-        retriever's own judged passages): which recall a retriever's row holds."""
-        own = self.own.get(name)
-        if own is None:
-            return "chunks"
-        return "evidence" if own.recall is not None else "judged"
+        """``chunks`` (the share of the relevant chunks in the top k) or ``evidence`` (the share of
+        the evidence units found in a relevant passage of the top k): every row holds the table's."""
+        return self.unit
 
     def _add(self, name: str, qid: str, sign: int) -> None:
         values = self._values[name]

@@ -148,6 +148,16 @@ def recall_at_k(ranked: Sequence[Hashable], relevant: Iterable[Hashable], k: int
     return hits / len(rel)
 
 
+def evidence_recall(ranks: Sequence[int | None], k: int) -> float:
+    """Evidence recall@k: the share of a question's evidence units whose first relevant passage
+    is within the top k (``ranks``: one rank or None per unit, as ``EvidenceUnits`` gives them);
+    0.0 for a question without any unit."""
+    _check_k(k)
+    if not ranks:
+        return 0.0
+    return sum(1 for rank in ranks if rank is not None and rank <= k) / len(ranks)
+
+
 def precision_at_k(ranked: Sequence[Hashable], relevant: Iterable[Hashable], k: int) -> float:
     """precision@k = |relevant ∩ top-k| / k, dividing by k even when fewer than k results came
     back, as trec_eval's P_k."""

@@ -30,9 +30,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragtui.core.errors import InputError
-from ragtui.core.metrics.evaluation import Evaluation, Ranking
+from ragtui.core.metrics.evaluation import UNIT_CHUNKS, UNIT_EVIDENCE, Evaluation, Ranking
 from ragtui.core.metrics.formulas import (
     average_precision,
+    evidence_recall,
     judged_at_k,
     ndcg_at_k,
     precision_at_k,
@@ -209,6 +210,24 @@ class System:
     grades: Mapping[str, Mapping[str, int]]
     question_ids: Sequence[str]
     threshold: int = 1
+    #: At evidence level, each question's evidence ranks (``EvidenceUnits``): recall is then
+    #: evidence recall at any cut-off; None: chunk level, recall over the relevant ids.
+    unit_ranks: Mapping[str, Sequence[int | None]] | None = None
+    #: The questions its means are over, when the grades alone do not say (a retriever judged on
+    #: passages of its own may have no grade on a question every other row is judged on).
+    averaged: frozenset[str] | None = None
+
+    @property
+    def unit(self) -> str:
+        """``chunks`` or ``evidence``: the unit its recall is in (docs/metrics.md#units)."""
+        return UNIT_CHUNKS if self.unit_ranks is None else UNIT_EVIDENCE
+
+    def value(self, measure: Measure, qid: str) -> float:
+        """One measure for one question: evidence recall at evidence level, else ``Measure.value``."""
+        if measure.family == "R" and self.unit_ranks is not None and measure.rel is None:
+            assert measure.cutoff is not None
+            return evidence_recall(self.unit_ranks.get(qid, ()), measure.cutoff)
+        return measure.value(self.ranked(qid), self.gains(qid), self.threshold)
 
     def ranked(self, qid: str) -> Sequence[str]:
         """The ranked ids of a question, best first (empty when the system returned nothing)."""
@@ -220,14 +239,13 @@ class System:
 
     def evaluated(self) -> list[str]:
         """Questions with at least one judgement (any grade), in golden-set order: the ones averaged, as trec_eval does."""
+        if self.averaged is not None:
+            return [q for q in self.question_ids if q in self.averaged]
         return [q for q in self.question_ids if self.gains(q)]
 
     def values(self, measure: Measure, questions: Sequence[str]) -> np.ndarray:
         """The measure for each of ``questions``, as a float array in that order."""
-        return np.array(
-            [measure.value(self.ranked(q), self.gains(q), self.threshold) for q in questions],
-            dtype=np.float64,
-        )
+        return np.array([self.value(measure, q) for q in questions], dtype=np.float64)
 
     def recall_curve(self, depth: int, questions: Sequence[str] | None = None) -> list[float]:
         """Mean recall@k for k = 1..depth over ``questions`` (default: the evaluated ones)."""
@@ -235,6 +253,11 @@ class System:
         if not chosen or depth < 1:
             return [0.0] * max(depth, 0)
         total = np.zeros(depth, dtype=np.float64)
+        if self.unit_ranks is not None:
+            for cut in range(1, depth + 1):
+                recall = Measure("R", cut)
+                total[cut - 1] = sum(self.value(recall, q) for q in chosen)
+            return [float(v) for v in total / len(chosen)]
         for qid in chosen:
             relevant = relevant_set(self.gains(qid), self.threshold)
             if not relevant:
@@ -280,7 +303,15 @@ def system_from_workspace(ws: EvaluatedRuns, retriever: str) -> System:
     grades = {
         q: ev.gains_for(retriever, q) if q in ev.evaluated else ev.gains(q) for q in ev.question_ids
     }
-    return System(retriever, rankings, grades, tuple(ev.question_ids), ev.threshold)
+    return System(
+        retriever,
+        rankings,
+        grades,
+        tuple(ev.question_ids),
+        ev.threshold,
+        ev.unit_ranks(retriever),
+        frozenset(ev.evaluated),
+    )
 
 
 def measure_means(

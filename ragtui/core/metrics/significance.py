@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ragtui.core.errors import InputError
 from ragtui.core.metrics.measures import Measure, System
 
 __all__ = [
@@ -206,7 +207,17 @@ def compare_systems(
     n_resamples: int = N_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> Comparison:
-    """Compare B against A on every measure, over the questions both evaluate (golden-set order of A)."""
+    """Compare B against A on every measure, over the questions both evaluate (golden-set order of A).
+
+    Both must be in one unit (docs/metrics.md#units): a chunk-level and an evidence-level system
+    are refused with one line (InputError), since their recall has two definitions.
+    """
+    if a.unit != b.unit:
+        raise InputError(
+            None,
+            f"{a.label} is {a.unit}-level and {b.label} {b.unit}-level: their recall has two "
+            "definitions; evaluate both with --unit evidence (docs/metrics.md#units)",
+        )
     evaluated_a = a.evaluated()
     evaluated_b = set(b.evaluated())
     common = [q for q in evaluated_a if q in evaluated_b]

@@ -14,8 +14,13 @@ from typing import Protocol
 
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, normalize_ws
-from ragtui.core.metrics.evaluation import Evaluation, OwnPassages
-from ragtui.core.metrics.formulas import recall_at_k, relevant_ids
+from ragtui.core.metrics.evaluation import (
+    UNIT_CHUNKS,
+    UNIT_EVIDENCE,
+    Evaluation,
+    EvidenceUnits,
+    OwnPassages,
+)
 from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.live import (
     LiveError,
@@ -59,7 +64,7 @@ class PassageCounts:
             "unknown": self.unknown,
         }
 
-    def describe(self, name: str, k: int, evidence: bool) -> str:
+    def describe(self, name: str) -> str:
         """One line: what was mapped, what is its own, and how it is scored."""
         parts = [f"{self.chunk_ids} by ragtui's chunk id"]
         parts.append(f"{self.mapped} mapped onto ragtui's chunks by their text")
@@ -73,14 +78,9 @@ class PassageCounts:
             + ", ".join(parts)
         )
         if self.own:
-            recall = (
-                f"its recall@{k} is evidence recall (the share of evidence strings found in a relevant passage of its top {k})"
-                if evidence
-                else f"its recall@{k} is over ragtui's judgements and its own judged passages"
-            )
             line += (
-                f"; its own passages are judged for {name} alone and {recall}; to score it on "
-                "ragtui's chunks, give ragtui the service's chunks with --chunks FILE.jsonl"
+                f"; its own passages are judged for {name} alone; to score it on ragtui's "
+                "chunks, give ragtui the service's chunks with --chunks FILE.jsonl"
             )
         return line
 
@@ -258,11 +258,15 @@ def apply_live(ws: LiveAnswered, result: LiveResult) -> None:
                 by_question[q.id] = previous.get(q.id, [])
         ws.rankings[name] = by_question
         _warn_unknown(ws, name, counts["unknown"])
-    for name, run in result.runs.items():
-        if run.hits and name in ws.rankings:
-            ws.evaluation.set_rankings(
-                name, ws.evaluated_rankings(ws.rankings[name]), own_passages(ws, name)
-            )
+    changed = [name for name, run in result.runs.items() if run.hits and name in ws.rankings]
+    own = {name: own_passages(ws, name) for name in changed}
+    if ws.evaluation.units is None and any(own.values()):
+        # Rows of different units: every row becomes evidence-level (docs/metrics.md#units).
+        for name in changed:
+            ws.evaluation.own.pop(name, None)
+        ws.evaluation.set_units(evidence_units(ws, own=True))
+    for name in changed:
+        ws.evaluation.set_rankings(name, ws.evaluated_rankings(ws.rankings[name]), own[name])
 
 
 def search_live(ws: LiveAnswered, name: str, text: str, depth: int | None = None) -> Ranking:
@@ -381,22 +385,41 @@ def add_foreign(ws: LiveAnswered, hits: Iterable[Hit], origin: str) -> None:
 
 def own_passages(ws: LiveAnswered, name: str) -> OwnPassages | None:
     """How ``name`` is judged when its golden rankings hold passages of its own (None: like
-    ragtui's retrievers, on ragtui's chunks alone): their grades count for it, and its recall is
-    evidence recall (or, on qrels, over the judged passages)."""
+    ragtui's retrievers, on ragtui's chunks alone): by the grades of what it could return, its own
+    passages, and ragtui's chunks only when it returns some of them."""
     if ws.level != LEVEL_CHUNK or name not in ws.live:
         return None
-    if not any(
-        cid in ws.foreign for ranking in ws.rankings.get(name, {}).values() for cid, _ in ranking
-    ):
+    ids = {cid for ranking in ws.rankings.get(name, {}).values() for cid, _ in ranking}
+    if not any(cid in ws.foreign for cid in ids):
         return None
+    returns_chunks = any(cid not in ws.foreign for cid in ids)
 
     def gains(qid: str, ranked: Iterable[str], shared: Mapping[str, int]) -> Mapping[str, int]:
-        return _own_gains(ws, qid, ranked, shared)
+        return _own_gains(ws, qid, ranked, shared if returns_chunks else {})
 
-    def recall(qid: str, top: Iterable[str], graded: Mapping[str, int]) -> float:
-        return _evidence_recall(ws, qid, top, graded)
+    return OwnPassages(gains)
 
-    return OwnPassages(gains, recall if ws.base_source == SOURCE_EVIDENCE else None)
+
+def evidence_units(ws: LiveAnswered, own: bool) -> EvidenceUnits | None:
+    """The evaluation's unit: evidence-level measures (for every retriever) when the settings ask
+    for them or when a retriever returns passages of its own (``own``), else None (chunks)."""
+    unit = ws.settings.unit
+    if own and unit == UNIT_CHUNKS:
+        note = (
+            "--unit chunks: a retriever returns passages of its own, so every row is "
+            "evidence-level (docs/metrics.md#units)"
+        )
+        if note not in ws.warnings:
+            ws.warnings.append(note)
+    if not own and unit != UNIT_EVIDENCE:
+        return None
+
+    def ranks(
+        qid: str, ranked: Sequence[str], gains: Mapping[str, int], shared: Mapping[str, int]
+    ) -> tuple[int | None, ...]:
+        return _evidence_ranks(ws, qid, ranked, gains, shared)
+
+    return EvidenceUnits(ranks)
 
 
 def _own_gains(
@@ -417,24 +440,46 @@ def _own_gains(
     return grades
 
 
-def _evidence_recall(
-    ws: LiveAnswered, qid: str, top: Iterable[str], gains: Mapping[str, int]
-) -> float:
-    """The share of a question's evidence strings found in a relevant passage of ``top`` (the top k).
+def _evidence_ranks(
+    ws: LiveAnswered,
+    qid: str,
+    ranked: Sequence[str],
+    gains: Mapping[str, int],
+    shared: Mapping[str, int],
+) -> tuple[int | None, ...]:
+    """For each evidence unit of a question, the rank of the first relevant passage of ``ranked``
+    that holds it (None: none does).
 
-    A question without evidence strings (its grades all by hand) falls back to recall over its
-    judged passages.
+    The units are the question's evidence strings (white space collapsed; a passage holds one when
+    its text contains it), else the documents of the question's relevant chunks (``shared``; a
+    passage holds one when it comes from that document). A passage below the threshold holds
+    nothing, so one graded 0 by hand finds nothing.
     """
-    question = ws.question_by_id.get(qid)
-    needles = [] if question is None else [n for n in map(normalize_ws, question.evidence) if n]
-    ranked = list(top)
     threshold = ws.settings.threshold
-    if not needles:
-        return recall_at_k(ranked, relevant_ids(gains, threshold), max(len(ranked), 1))
-    texts = [
-        ws.chunk_texts.normalized(cid, ws.chunk_by_id)
-        for cid in dict.fromkeys(ranked)
-        if gains.get(cid, 0) >= threshold
-    ]
-    found = sum(1 for needle in needles if any(needle in text for text in texts))
-    return found / len(needles)
+    question = ws.question_by_id.get(qid)
+    needles: tuple[str, ...] = ()
+    if question is not None and ws.level == LEVEL_CHUNK:
+        needles = tuple(dict.fromkeys(n for n in map(normalize_ws, question.evidence) if n))
+    passages = ws.chunk_by_id
+
+    def doc_of(cid: str) -> str:
+        passage = passages.get(cid)
+        return passage.doc if passage is not None else cid
+
+    units: tuple[str, ...] = needles or tuple(
+        dict.fromkeys(doc_of(cid) for cid, grade in shared.items() if grade >= threshold)
+    )
+    found: dict[str, int] = {}
+    for rank, cid in enumerate(dict.fromkeys(ranked), start=1):
+        if gains.get(cid, 0) < threshold:
+            continue
+        if needles:
+            text = ws.chunk_texts.normalized(cid, passages)
+            held = [n for n in needles if n not in found and n in text]
+        else:
+            held = [d for d in (doc_of(cid),) if d not in found]
+        for unit in held:
+            found[unit] = rank
+        if len(found) == len(units):
+            break
+    return tuple(found.get(unit) for unit in units)

@@ -283,6 +283,7 @@ class Workspace:
             arrays = self.base_grades.arrays
             regraded = self.base_grades.changed() | set(self.labels.pairs)
         ids = [q.id for q in self.questions if not q.retired]
+        owned = {n: own for n in shown if (own := self.own_passages(n)) is not None}
         rows = None
         if ids == self.loaded_ids:
             # The questions as loaded: the rankings tables' own rows (no lookup per question).
@@ -295,8 +296,9 @@ class Workspace:
             self.settings.threshold,
             grade_arrays=arrays,
             regraded=regraded,
-            own={n: own for n in shown if (own := self.own_passages(n)) is not None},
+            own=owned,
             rows=rows,
+            units=live_answers.evidence_units(self, own=bool(owned)),
         )
         return self.evaluation
 

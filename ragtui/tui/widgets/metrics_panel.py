@@ -55,7 +55,8 @@ def metrics_text(
     k = evaluation.k
     widths = [VALUE_WIDTH] * 4 + [max(VALUE_WIDTH, len(f"nDCG@{k}") + 1)]
     out = Text()
-    heads = [f"R@{k}", f"P@{k}", "ceil", "MRR", f"nDCG@{k}"]
+    recall = "eR" if evaluation.units is not None else "R"  # evidence recall: every row's
+    heads = [f"{recall}@{k}", f"P@{k}", "ceil", "MRR", f"nDCG@{k}"]
     out.append(
         " " * (NAME_WIDTH + SCOPE_WIDTH)
         + "".join(h.rjust(w) for h, w in zip(heads, widths, strict=True)),
@@ -97,7 +98,8 @@ def metrics_text(
         out.append("\n" + note, "italic")
     if legend:
         out.append(
-            f"\n\nR recall, P precision at k={k}; ceil: the best P@{k} reachable, "
+            f"\n\n{'eR evidence recall (evidence level, every row)' if evaluation.units is not None else 'R recall'}"
+            f", P precision at k={k}; ceil: the best P@{k} reachable, "
             f"min({k}, relevant)/{k}; MRR over the whole run (depth {ws.settings.depth}). "
             "Press ? for what each metric means.",
             "dim",

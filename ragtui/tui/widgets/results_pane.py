@@ -328,11 +328,6 @@ def _own_note(ws: Workspace | None, name: str) -> str | None:
     counts = ws.passages.get(name) if ws is not None else None
     if ws is None or ws.evaluation is None or counts is None or not counts.own:
         return None
-    definition = ws.evaluation.recall_definition(name)
-    recall = (
-        "recall counts the evidence strings found"
-        if definition == "evidence"
-        else "recall is over the judged passages"
-    )
+    recall = "every row's recall counts the evidence found (evidence level)"
     plural = "s" if counts.own != 1 else ""
     return f"{name}: {counts.own} passage{plural} of its own, judged for {name} alone; {recall}"

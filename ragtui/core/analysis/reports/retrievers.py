@@ -102,7 +102,7 @@ def eval_table_report(
         return Report(_eval_summary(ws), (*_level_sections(ws), section))
     columns = [
         "retriever",
-        f"recall@{k}",
+        f"evidence recall@{k}" if ev.units is not None else f"recall@{k}",
         f"precision@{k} (ceiling)",
         "MRR",
         f"nDCG@{k}",
@@ -111,7 +111,7 @@ def eval_table_report(
     rows = []
     for name in ws.retrievers:
         s = ev.summary(name)
-        recall = fmt(s.recall) + ("*" if ev.recall_definition(name) != "chunks" else "")
+        recall = fmt(s.recall)
         cells = [name, recall, f"{fmt(s.precision)} ({fmt(s.precision_ceiling)})"]
         cells += [fmt(s.mrr), fmt(s.ndcg)]
         thin = False

@@ -18,6 +18,7 @@ from ragtui.core.analysis.why import WhyIndex
 from ragtui.core.data.corpus import utf8_name
 from ragtui.core.errors import InputError
 from ragtui.core.files import read_regular
+from ragtui.core.metrics.evaluation import UNIT_EVIDENCE
 from ragtui.core.metrics.measures import System
 from ragtui.core.retrieval.hybrid import RRF_K
 from ragtui.core.workspace import Workspace
@@ -65,6 +66,8 @@ def manifest(ws: Workspace) -> dict[str, Any]:
         extra["chunks_file"] = _path_text(s.chunks)
     if ws.level != "chunk":
         extra["level"] = ws.level
+    if ws.evaluation is not None and ws.evaluation.units is not None:
+        extra["unit"] = ws.evaluation.unit
     return {
         **extra,
         "ragtui_version": __version__,
@@ -137,12 +140,21 @@ class SavedRun:
                 self.path,
                 f"saved run {self.name!r} has no retriever {retriever!r}; it has {', '.join(self.retrievers)}",
             )
+        values = self.values.get(retriever, {})
+        # A retriever judged on passages of its own was saved with its own grades.
+        grades = {q: values.get(q, {}).get("grades", g) for q, g in self.grades.items()}
+        unit_ranks = None
+        if self.manifest.get("unit") == UNIT_EVIDENCE:
+            unit_ranks = {q: v.get("evidence_ranks", ()) for q, v in values.items()}
+        averaged = [q for q, info in self.questions.items() if info.get("evaluated")]
         return System(
             f"{self.name}:{retriever}",
             self.rankings[retriever],
-            self.grades,
+            grades,
             self.question_ids,
             self.threshold,
+            unit_ranks,
+            frozenset(averaged) if any("evaluated" in i for i in self.questions.values()) else None,
         )
 
     def causes(self, retriever: str) -> dict[str, list[str]] | None:
@@ -197,11 +209,18 @@ def saved_run_from_workspace(ws: Workspace, name: str, why: WhyIndex | None = No
         summaries[r] = {**summary.as_dict(), "questions": summary.questions}
         rankings[r] = {q: [cid for cid, _ in ev.rankings[r].get(q, ())] for q in ev.question_ids}
         values[r] = {}
+        ranks = ev.unit_ranks(r)
         for q in ev.question_ids:
             if q not in ev.evaluated:
                 continue
             m = ev.per_question[r][q]
+            extra: dict[str, Any] = {}
+            if r in ev.own:
+                extra["grades"] = dict(ev.gains_for(r, q))
+            if ranks is not None:
+                extra["evidence_ranks"] = list(ranks.get(q, ()))
             values[r][q] = {
+                **extra,
                 "first_relevant_rank": m.first_relevant_rank,
                 "recall": m.recall,
                 "precision": m.precision,
@@ -270,6 +289,15 @@ def _check_values(values: dict[str, Any], where: str) -> None:
             _whole(value, f"{where}.{key}", 1)
         elif key == "questions":
             _whole(value, f"{where}.{key}", 0)
+        elif key == "evidence_ranks":
+            if not isinstance(value, list):
+                raise _Malformed(f"{where}.{key} must be a list")
+            for i, rank in enumerate(value):
+                if rank is not None:
+                    _whole(rank, f"{where}.{key}[{i}]", 1)
+        elif key == "grades":
+            for c, g in _mapping(value, f"{where}.{key}").items():
+                _whole(g, f"{where}.{key}.{c}")
 
 
 def load_run(path: Path | str) -> SavedRun:

@@ -406,10 +406,15 @@ class RetrieverWhy:
     #: chunk relevant by a label that may be wrong, else the missed chunk that came closest to the
     #: top k); None: the earliest of the causes in the order of precedence.
     lead: str | None = None
+    #: The question's recall@k as the evaluation holds it (in the table's unit), which every view
+    #: shows; None: not evaluated there (computed here from the counts).
+    evaluated_recall: float | None = None
 
     @property
     def recall(self) -> float | None:
         """Recall@k (0 when judged with nothing relevant; None when not judged at all: skipped)."""
+        if self.evaluated_recall is not None:
+            return self.evaluated_recall
         if self.relevant:
             return self.hits / self.relevant
         return 0.0 if self.judged else None
@@ -441,6 +446,10 @@ class RetrieverWhy:
         """Recall@k with the misses that have ``cause`` fixed (see :func:`fixed_recall`); a judged
         question that would still have nothing relevant counts 0, as in the means."""
         value = fixed_recall(k, self.hits, self.relevant, self.misses, cause)
+        if value is not None and self.evaluated_recall is not None:
+            # The gain of the fix, on top of the value the table shows (equal at chunk level).
+            counted = min(k, self.hits) / self.relevant if self.relevant else 0.0
+            value = min(1.0, max(self.evaluated_recall, self.evaluated_recall + value - counted))
         return 0.0 if value is None and self.judged else value
 
 

@@ -229,17 +229,18 @@ class _Question:
         candidates: set[str] = set(self.relevant - set(top))
         room_of: int | None = None
         ev = self.ws.evaluation
-        if ev is not None and name in ev.own:
-            # A live retriever with passages of its own is judged with them too (as eval judges
-            # it): its own relevant passages in the top k are hits, and with evidence recall a
-            # relevant chunk whose evidence strings it found elsewhere is no miss.
+        if ev is not None and (name in ev.own or ev.units is not None):
+            # Judged as eval judges it: a live retriever with passages of its own by them too (its
+            # own relevant passages in the top k are hits), and at evidence level a relevant chunk
+            # whose evidence strings were found elsewhere in the top k is no miss.
             own_relevant = relevant_set(ev.gains_for(name, self.q.id), ctx.threshold)
             hits = sum(1 for cid in top if cid in own_relevant)
-            if ev.recall_definition(name) == "evidence":
+            if ev.units is not None:
                 found = self._found_strings([c for c in top if c in own_relevant])
                 candidates = {c for c in candidates if not set(self.strings_of(c)) & found}
                 strings = [e for e in self.q.evidence if e.split()]
-                room_of = max(0, min(ctx.k, len(strings)) - len(found & set(strings)))
+                if strings:
+                    room_of = max(0, min(ctx.k, len(strings)) - len(found & set(strings)))
         order = self.ws.chunk_order
         outside = [
             Miss(
@@ -275,6 +276,10 @@ class _Question:
             bool(self.gains),
             len(outside) - len(counted),
             lead,
+            # The value every view shows: the evaluation's, in the table's unit.
+            ev.per_question[name][self.q.id].recall
+            if ev is not None and name in ev.per_question and self.q.id in ev.evaluated
+            else None,
         )
 
     def _found_strings(self, passages: Sequence[str]) -> set[str]:

@@ -292,11 +292,17 @@ def test_index_and_eval_from_the_command_line(tmp_path, capsys, cache_dir, monke
         )
         == 0
     )
-    report = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
     assert (
         report["retrievers"]["milvus-bm25"]["per_question"]
         == report["retrievers"]["bm25"]["per_question"]
     )
+    assert "Milvus's BM25" not in captured.err  # the same formula: nothing to say
+    # With rank-bm25 (the default) beside it, the output says the two BM25s differ.
+    assert main(["eval", "--retrievers", "bm25,milvus-bm25", *args]) == 0
+    said = capsys.readouterr().err
+    assert "milvus-bm25 ranks with Milvus's BM25" in said and "--bm25-backend bm25s" in said
     # Another chunking is refused; --replace drops the collection and indexes afresh.
     assert main(["index", *args, "--chunk-size", "32"]) == 2
     assert (

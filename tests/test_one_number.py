@@ -227,3 +227,27 @@ def test_compare_refuses_runs_of_two_units(tmp_path: Path, capsys, cli_cache_env
     assert main(["eval", "--compare", "chunky", "evident", *runs, *args]) == 2
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and "--unit evidence" in said[0] and "Traceback" not in said[0]
+
+
+def test_hand_grades_that_do_not_apply_are_counted(tmp_path: Path, capsys, cli_cache_env) -> None:
+    """Hand grades made on ragtui's chunks do not apply under --chunks (other ids): eval and report
+    say how many, with the pointer to ragtui check, and --json counts them."""
+    golden = tmp_path / "golden"
+    shutil.copytree(ROOT / "golden", golden)
+    labels = [
+        {"question": "q01", "chunk": "pumping-stations.md#0", "grade": 2, "annotator": "ann"},
+        {"question": "q02", "chunk": "pumping-stations.md#1", "grade": 0, "annotator": "ann"},
+    ]
+    (golden / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels))
+    base = ["--golden", str(golden), "--retrievers", "bm25", "--no-project"]
+    plain = json.loads(_run(["eval", "--json", "--corpus", str(ROOT / "corpus"), *base], capsys)[0])
+    assert plain["grades_not_applying"] == 0
+    ws = Workspace.load(Settings(corpus=ROOT / "corpus", golden=golden, retrievers=("bm25",)))
+    chunks_file = tmp_path / "chunks.jsonl"
+    chunks_file.write_text("".join(json.dumps(r) + "\n" for r in _halves(ws.chunks)))
+    args = ["--chunks", str(chunks_file), *base]
+    _, said = _run(["eval", *args], capsys)
+    assert "2 hand grades do not apply to the chunking in use" in said
+    assert "ragtui check lists them" in said
+    assert json.loads(_run(["eval", "--json", *args], capsys)[0])["grades_not_applying"] == 2
+    assert "2 hand grades do not apply" in _run(["report", *args], capsys)[0]

@@ -75,6 +75,8 @@ def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
         "level": ws.level,
         # The unit of every row's measures ("chunks" or "evidence") and what each figure is.
         "unit": ev.unit,
+        # Hand grades that do not apply to the chunking in use (ragtui check lists them).
+        "grades_not_applying": len(ws.stale_labels()),
         "definitions": definitions(ev.unit, ws.settings.k),
         # Which grades count: "human", or "human+model" (a model judge's where no person graded).
         "grades": ws.settings.counted_grades,

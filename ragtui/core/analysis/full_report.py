@@ -23,6 +23,7 @@ from ragtui.core.metrics.measures import default_measures, system_from_workspace
 from ragtui.core.metrics.significance import compare_systems
 from ragtui.core.report_model import Report, Row, Section, fmt, signed, table, text_section
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.workspace import not_applying_notes
 
 __all__ = ["FullReport", "full_report"]
 
@@ -129,6 +130,7 @@ def _metrics(ws: Workspace) -> Section:
                 f"nDCG with linear gain"
             ),
             *passage_notes(ws),
+            *not_applying_notes(ws),
         ],
         right=range(1, 6),
     )

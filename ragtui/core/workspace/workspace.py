@@ -32,11 +32,40 @@ from ragtui.core.retrieval.results_cache import TextKeys
 from ragtui.core.retrieval.vector import VectorRetriever
 from ragtui.core.retrieval.windows import ChunkWindows, WindowPlan
 from ragtui.core.settings import Settings
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import grading, live_answers, loading, question_set, vectors
 from ragtui.core.workspace.grading import LEVEL_CHUNK, GradeChange, StaleLabel
 from ragtui.core.workspace.live_answers import ChunkTexts, LiveResult, PassageCounts
 from ragtui.core.workspace.loading import Shared
 from ragtui.core.workspace.vectors import VectorResult
+
+
+def not_applying_notes(ws: Workspace) -> list[str]:
+    """Lines for what counts nowhere or differently than it seems: hand grades that do not apply
+    to the chunking in use, and Milvus's BM25 beside ragtui's of another formula."""
+    out = []
+    stale = grading.stale_labels(ws)
+    if stale:
+        chunks = ws.settings.chunks
+        why = (
+            f" (--chunks {visible_line(str(chunks))} names chunks otherwise)"
+            if chunks is not None
+            else ""
+        )
+        many = len(stale) != 1
+        out.append(
+            f"{len(stale)} hand grade{'s' if many else ''} do{'' if many else 'es'} not apply to "
+            f"the chunking in use{why} and count{'' if many else 's'} nowhere: ragtui check lists "
+            f"{'them' if many else 'it'}"
+        )
+    shown = set(ws.settings.retrievers) | set(ws.live)
+    if ws.settings.bm25_backend != "bm25s" and shown & {"milvus-bm25", "milvus-hybrid"}:
+        out.append(
+            "milvus-bm25 ranks with Milvus's BM25 (Lucene's formula, as bm25s), not rank-bm25's: "
+            "its numbers (and milvus-hybrid's) differ from bm25's (and hybrid's); "
+            "--bm25-backend bm25s makes them equal (docs/retriever-milvus.md)"
+        )
+    return out
 
 
 @dataclass
@@ -131,6 +160,7 @@ class Workspace:
         ws.warnings = loading.load_warnings(ws, data)
         ws.labels.take_touched()  # everything is evaluated below
         loading.add_live_retrievers(ws)
+        ws.warnings += not_applying_notes(ws)
         vectors.add_bm25(ws)
         loading.add_runs(ws)
         ws.evaluate_all()

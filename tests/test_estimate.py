@@ -90,7 +90,10 @@ def test_the_human_only_interval_by_hand():
     # mean 0.625, S^2 = (0.140625 * 2 + 0.390625 + 0.015625) / 3 = 0.229167; df 3.
     variance = (2 * 0.375**2 + 0.625**2 + 0.125**2) / 3 / 4 * (1 - 4 / 6)
     assert got.estimate == 0.625
-    assert got.half_width == pytest.approx(3.182446305284263 * math.sqrt(variance), abs=1e-12)
+    half = 3.182446305284263 * math.sqrt(variance)
+    # 0.625 + half passes 1: the upper end is brought to 1, and the note says so.
+    assert got.low == pytest.approx(0.625 - half, abs=1e-12) and got.high == 1.0
+    assert got.note is not None and f"{0.625 + half:.3f}" in got.note
 
 
 def test_degrees_of_freedom_fall_with_the_kurtosis():
@@ -571,3 +574,32 @@ def test_under_human_and_model_grades_the_value_is_the_model_filled_one(cran):
         assert m.value != m.human  # the people's value leaves the verdicts out
         # No pair of a run is unjudged (the judge graded every top 10): the range is the value.
         assert m.unjudged == (pytest.approx(m.value, abs=1e-12),) * 2
+
+
+def test_estimates_and_interval_ends_stay_inside_the_measures_range():
+    # People say 0 on the sample; the model says 0.4 there and 0 elsewhere: unbounded, the
+    # estimate is (0 + 0) / 10 - (6/10) * 0.1 < 0 and the interval reaches below 0.
+    got = ppi_mean([0, 0, 0, 0], [0.4, 0.0, 0.0, 0.0], [0.0] * 6)
+    assert got.estimate == 0.0 and got.low == 0.0 and 0.0 < got.high <= 1.0
+    assert got.note is not None and "brought inside the measure's range 0-1" in got.note
+    assert "-0.060" in got.note  # the unbounded estimate, named
+    # The same at the top: MRR-like values at 1 with a model too low on the sample.
+    top = ppi_mean([1, 1, 1, 1], [0.6, 1.0, 1.0, 1.0], [1.0] * 6)
+    assert top.estimate == 1.0 and top.high == 1.0 and top.low < 1.0
+    people = mean_interval([1.0, 1.0, 1.0, 0.9], 10)
+    assert people.high <= 1.0 and people.low >= 0.0
+    # Inside the range nothing is said.
+    assert ppi_mean([1.0, 0.0, 1.0, 0.5], [1.0, 0.5, 0.5, 0.5], [0.2, 0.4]).note is None
+
+
+def test_an_interval_without_width_says_why():
+    # People and the judge differ by the same 0.2 on every sampled question: zero variance.
+    got = ppi_mean([0.2, 0.4, 0.6, 0.3], [0.4, 0.6, 0.8, 0.5], [0.5] * 6)
+    assert got.width == 0.0
+    assert (
+        got.note is not None and "differ by the same amount on every sampled question" in got.note
+    )
+    same = mean_interval([0.5] * 5, 9)
+    assert same.width == 0.0 and same.note is not None and "the same value" in same.note
+    exact = ppi_mean([1, 0, 1, 0], [1, 1, 1, 1], [])
+    assert exact.note is not None and "every question is in the sample" in exact.note

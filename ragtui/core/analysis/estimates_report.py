@@ -26,6 +26,7 @@ def _interval_json(
         "n": interval.n,
         "population": interval.population,
         "df": interval.df,
+        "note": interval.note,
     }
     if differing is not None:
         out["differing"] = differing
@@ -81,6 +82,9 @@ _LABELS = {"recall": "recall@{k}", "precision": "precision@{k}", "mrr": "MRR", "
 
 
 def _plus_minus(interval: Interval) -> str:
+    """``0.330 ± 0.040``, or ``0.010 (0.000–0.047)`` when the range of the measure cut it."""
+    if abs((interval.estimate - interval.low) - (interval.high - interval.estimate)) > 1e-12:
+        return f"{fmt(interval.estimate)} ({fmt(interval.low)}–{fmt(interval.high)})"
     return f"{fmt(interval.estimate)} ± {fmt(interval.half_width)}"
 
 
@@ -134,6 +138,15 @@ def estimates_report(est: Estimates) -> Report:
             "of the others'"
         )
     notes += [f"no prediction-powered estimate: {reason}" for reason in reasons]
+    said: dict[str, None] = {}
+    for name, r in est.retrievers.items():
+        for metric, m in r.metrics.items():
+            for kind, interval in (("PPI", m.ppi), ("people only", m.human_only)):
+                if interval is not None and interval.note is not None:
+                    said.setdefault(
+                        f"{name} {_LABELS[metric].format(k=est.k)} {kind}: {interval.note}"
+                    )
+    notes += list(said)
     agreeing = [
         m for r in est.retrievers.values() for m in r.metrics.values() if m.ppi and not m.differing
     ]

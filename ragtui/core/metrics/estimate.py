@@ -175,6 +175,9 @@ class Interval:
     n: int
     population: int
     df: int
+    #: Why the interval is as it is when that needs saying: an estimate or an end outside the
+    #: measure's range was brought inside it, or the interval has no width (zero variance).
+    note: str | None = None
 
     @property
     def half_width(self) -> float:
@@ -257,7 +260,43 @@ def ppi_mean(
         (population - n) / population
     ) * float(np.mean(r))
     spread, df = _spread(r, population, confidence)
-    return Interval(estimate, estimate - spread, estimate + spread, n, population, df)
+    zero = (
+        "no width: the judge and the people differ by the same amount on every sampled question, "
+        "so the sample shows no uncertainty (a larger sample, or a judge that errs unevenly, will)"
+    )
+    return _bounded(estimate, spread, n, population, df, zero)
+
+
+def _bounded(
+    estimate: float, spread: float, n: int, population: int, df: int, zero: str
+) -> Interval:
+    """The interval ``estimate +/- spread`` with the estimate and both ends inside [0, 1] (every
+    measure's range), saying so when that moved them, and why when it has no width."""
+    notes = []
+    if spread <= 1e-12 * max(1.0, abs(estimate)):
+        spread = 0.0  # rounding of equal differences, not uncertainty
+    low, high = estimate - spread, estimate + spread
+    inside = min(max(estimate, 0.0), 1.0)
+    if low < 0.0 or high > 1.0 or inside != estimate:
+        notes.append(
+            f"brought inside the measure's range 0-1 (unbounded: {estimate:.3f} "
+            f"[{low:.3f}, {high:.3f}])"
+        )
+    if spread <= 0.0:
+        notes.append(
+            "no width: every question is in the sample, so the mean is exact"
+            if n == population
+            else zero
+        )
+    return Interval(
+        inside,
+        min(max(low, 0.0), 1.0),
+        min(max(high, 0.0), 1.0),
+        n,
+        population,
+        df,
+        "; ".join(notes) or None,
+    )
 
 
 def mean_interval(
@@ -270,7 +309,8 @@ def mean_interval(
     _checked(n, population)
     estimate = float(np.mean(y))
     spread, df = _spread(y, population, confidence)
-    return Interval(estimate, estimate - spread, estimate + spread, n, population, df)
+    zero = "no width: every sampled question has the same value, so the sample shows no uncertainty"
+    return _bounded(estimate, spread, n, population, df, zero)
 
 
 # ---- the range the unjudged pairs allow ------------------------------------------------------

@@ -251,3 +251,47 @@ def test_hand_grades_that_do_not_apply_are_counted(tmp_path: Path, capsys, cli_c
     assert "ragtui check lists them" in said
     assert json.loads(_run(["eval", "--json", *args], capsys)[0])["grades_not_applying"] == 2
     assert "2 hand grades do not apply" in _run(["report", *args], capsys)[0]
+
+
+def test_the_apps_panel_shows_evals_numbers_beside_a_plugin(
+    tmp_path: Path, plugin: str, capsys, cli_cache_env, cache_dir: Path
+) -> None:
+    """The app's metric panel reads the same evaluation: evidence-level (``eR@3``) beside a plugin
+    with a passage of its own, each retriever's whole-set row equal to eval's means."""
+    import asyncio
+    from dataclasses import replace
+
+    from ragtui.core.retrieval.live import parse_retriever_spec
+    from tests.test_tui import make_app, metric_rows, wait_ready
+
+    golden = tmp_path / "golden"
+    shutil.copytree(ROOT / "golden", golden)
+    args = ["--corpus", str(ROOT / "corpus"), "--golden", str(golden), "--retrievers", "bm25"]
+    report = json.loads(
+        _run(["eval", "--json", *args, "--no-project", "--retriever", f"plug={plugin}"], capsys)[0]
+    )
+    assert report["unit"] == "evidence"
+    settings = Settings(
+        corpus=ROOT / "corpus",
+        golden=golden,
+        retrievers=("bm25",),
+        cache_dir=cache_dir,
+        live_retrievers=(parse_retriever_spec(f"plug={plugin}"),),
+    )
+
+    async def run() -> None:
+        app = make_app(replace(settings))
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ready(pilot)
+            header = app.main_screen.metrics.plain.splitlines()[0]
+            assert "eR@3" in header.split()
+            rows = metric_rows(app)
+            for name in ("bm25", "plug"):
+                means = report["retrievers"][name]
+                shown = rows[(name, "all")]
+                expected = [
+                    means[f] for f in ("recall", "precision", "precision_ceiling", "mrr", "ndcg")
+                ]
+                assert shown == [f"{v:.3f}" for v in expected], name
+
+    asyncio.run(run())

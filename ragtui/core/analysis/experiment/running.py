@@ -292,7 +292,8 @@ def _rows(results: Sequence[VariantResult], comparing: _Comparing) -> list[Exper
 def _subset(system: System, questions: set[str]) -> System:
     """A system restricted to some questions."""
     kept = [q for q in system.question_ids if q in questions]
-    return System(system.label, system.rankings, system.grades, kept, system.threshold)
+    averaged = None if system.averaged is None else system.averaged & questions
+    return replace(system, question_ids=kept, averaged=averaged)
 
 
 def _tail_means(

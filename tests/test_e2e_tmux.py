@@ -20,10 +20,24 @@ def test_real_app_in_tmux_grade_and_quit(mini: Path, tmp_path: Path) -> None:
     pane = Pane()
     pane.start(shell_command(args, app_env(tmp_path / "cache")), 100, 30)
     try:
+        shown = (
+            "m01",
+            "How much is a return ferry ticket?",
+            "ferry.md#1",
+            "evidence",
+            "Quit",
+            "Help",
+        )
         screen = pane.wait_for(
-            lambda s: "questions 7" in s and re.search(r"vector\s+all\s+\d\.\d{3}", s) is not None,
+            # All that is read below: the lists, the chunk, the metrics and the footer are drawn apart.
+            lambda s: (
+                "questions 7" in s
+                and re.search(r"vector\s+all\s+\d\.\d{3}", s) is not None
+                and re.search(r"bm25\s+all\s+\d\.\d{3}", s) is not None
+                and all(text in s for text in shown)
+            ),
             STARTUP_SECONDS,
-            "the question list and the vector results",
+            "the question list, the vector results, the chunk and the footer",
         )
         assert "m01" in screen and "How much is a return ferry ticket?" in screen
         assert "ferry.md#1" in screen and "evidence" in screen
@@ -33,7 +47,15 @@ def test_real_app_in_tmux_grade_and_quit(mini: Path, tmp_path: Path) -> None:
         pane.keys("Tab")
         pane.wait_for(lambda s: "Grade" in s, 30, "the result list's keys in the footer")
         pane.keys("0")
-        screen = pane.wait_for(lambda s: "grade 0 (hand)" in s, 30, "the hand grade on screen")
+        screen = pane.wait_for(
+            # m01's metrics too: they may be redrawn after the grade line.
+            lambda s: (
+                "grade 0 (hand)" in s
+                and re.search(r"m01\s+0\.000\s+0\.000\s+0\.000\s+0\.000\s+0\.000", s) is not None
+            ),
+            30,
+            "the hand grade and m01's metrics on screen",
+        )
         assert re.search(r"m01\s+0\.000\s+0\.000\s+0\.000\s+0\.000\s+0\.000", screen)
         journal = [
             json.loads(line) for line in (mini / "golden" / "labels.jsonl").read_text().splitlines()

@@ -29,8 +29,13 @@ def test_the_app_fills_the_pane_whatever_columns_and_lines_say(
     pane = Pane()
     pane.start(shell_command(args, app_env(tmp_path / "cache")), 110, 32)
     try:
-        screen = pane.wait_for("questions 7", 60, "the app")
-        screen = pane.settled()
+        # Until the bottom row is drawn (the question list is drawn before the footer): a wait for
+        # the screen to settle could end in a pause between the two.
+        screen = pane.wait_for(
+            lambda s: "questions 7" in s and len(s.rstrip("\n").splitlines()) == 32,
+            60,
+            "the app down to the pane's bottom row",
+        )
         rows = screen.rstrip("\n").splitlines()
         assert len(rows) == 32 and max(len(row.rstrip()) for row in rows) > 100, screen
         pane.keys("C-q")

@@ -47,7 +47,18 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
         pane.keys("/", "m08", "Enter")
         pane.wait_for(lambda s: "questions 1/8 · m08" in s, 20, "the filter on m08")
         pane.keys("j")
-        screen = pane.wait_for(lambda s: "pair 1 of 3" in s, 20, "the judging view on m08")
+        shown = (
+            f"{CORS_CHUNK}  FastAPI › … › Allowed hosts",
+            "bm25 #1  ·  grade 1 (hand) · unjudged by bob",
+            "annotators: alice 1",
+            "judged 0/3 by bob",
+        )
+        screen = pane.wait_for(
+            # The pair's rows too: the assertions below read them.
+            lambda s: "pair 1 of 3" in s and all(text in s for text in shown),
+            20,
+            "the judging view on m08 with its pair's rows",
+        )
         rows = screen.splitlines()
         assert len(rows) <= 24
         assert any(f"{CORS_CHUNK}  FastAPI › … › Allowed hosts" in row for row in rows), screen

@@ -44,7 +44,12 @@ def test_ctrl_q_during_the_first_adhoc_query_ends_the_process_promptly(
         # A query never asked before: its embedding is not cached, so the model must load.
         pane.type(f"ferry ticket price {uuid.uuid4().hex[:8]}")
         pane.keys("Enter")
-        screen = pane.wait_for(lambda s: "loading model" in s, 30, "the model loading")
+        screen = pane.wait_for(
+            # bm25's list too, on the same screen: it may be drawn apart from the loading note.
+            lambda s: "loading model" in s and "ferry.md#" in s,
+            30,
+            "bm25's list while the model loads",
+        )
         assert "ferry.md#" in screen, "bm25's list is shown while the model loads"
         started = time.monotonic()
         pane.keys("C-q")

@@ -51,14 +51,29 @@ def test_verify_at_80x24_over_tmux(mini_settings: Settings, tmp_path: Path) -> N
         pane.keys("j")
         pane.wait_for(lambda s: "pair 1 of" in s, 20, "the judging view")
         pane.keys("v")
-        screen = pane.wait_for(lambda s: "verify · pair 1 of 2" in s, 20, "verify mode")
+        screen = pane.wait_for(
+            # The judge's rows and the counts too: the assertions below read them.
+            lambda s: (
+                "verify · pair 1 of 2" in s
+                and "⏎ accepts" in s
+                and "Gives the fare.\\x1b[2J Clear?" in s
+                and "verified 0/2" in s
+            ),
+            20,
+            "verify mode with the judge's grade and reason",
+        )
         rows = screen.splitlines()
         assert len(rows) <= 24
         assert any("llm: grade 2 (answers fully)" in r and "⏎ accepts" in r for r in rows), screen
         assert any("Gives the fare.\\x1b[2J Clear?" in r for r in rows), screen
         assert "verified 0/2" in screen and "m01" in screen
         pane.keys("Enter")
-        screen = pane.wait_for(lambda s: "verified 1/2" in s, 20, "the judge's grade accepted")
+        screen = pane.wait_for(
+            # The next pair's verdict too: it may be drawn after the count.
+            lambda s: "verified 1/2" in s and "Mentions ferries." in s,
+            20,
+            "the judge's grade accepted and the next pair's verdict",
+        )
         assert "llm: grade 1 (partly)" in screen and "Mentions ferries." in screen
         pane.keys("0")
         pane.wait_for(lambda s: "verified 2/2" in s, 20, "the judge's 1 overridden with 0")

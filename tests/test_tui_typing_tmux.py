@@ -53,9 +53,11 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
         screen = pane.wait_for(
             # The footer too: it may be drawn after the metrics (the bottom row is the chunk view
             # until then), and the assertion below reads it.
-            lambda s: "questions 68" in s
-            and re.search(r"bm25\s+all\s+\d\.\d{3}", s) is not None
-            and "^p palette" in footer(s),
+            lambda s: (
+                "questions 68" in s
+                and re.search(r"bm25\s+all\s+\d\.\d{3}", s) is not None
+                and "^p palette" in footer(s)
+            ),
             STARTUP_SECONDS,
             "the question list, the metrics and the footer",
         )
@@ -65,7 +67,14 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
 
         # A result list: its keys, then help, whole.
         pane.keys("Tab")
-        screen = pane.wait_for(lambda s: "0-9 Grade" in footer(s), 20, "the result list's keys")
+        screen = pane.wait_for(
+            lambda s: (
+                "0-9 Grade" in footer(s)
+                and re.search(r"j Judge \^q Quit \? Help\s*▏\^p palette", footer(s)) is not None
+            ),
+            20,
+            "the result list's keys",
+        )
         assert re.search(r"j Judge \^q Quit \? Help\s*▏\^p palette", footer(screen)), footer(screen)
         pane.keys("BTab")
         pane.wait_for(lambda s: "s Sort" in footer(s), 20, "the question list's keys")
@@ -93,7 +102,15 @@ def test_filter_types_minus_and_the_footer_fits_80x24(tmp_path: Path) -> None:
         # The why column's mark, and a result list's footer with the filter on.
         filter_again(pane, "why:fuse", "why:fuse")
         pane.keys("Tab")
-        screen = pane.wait_for(lambda s: "0-9 Grade" in footer(s), 20, "the result list's keys")
+        screen = pane.wait_for(
+            lambda s: (
+                "0-9 Grade" in footer(s)
+                and "esc Clear" in footer(s)
+                and re.search(r"\? Help\s*▏\^p palette", footer(s)) is not None
+            ),
+            20,
+            "the result list's keys with the filter on",
+        )
         line = footer(screen)
         assert "esc Clear" in line and re.search(r"\? Help\s*▏\^p palette", line), line
 

@@ -27,7 +27,8 @@ TMUX = shutil.which("tmux")
 
 #: Mark a test (or a module, as ``pytestmark``) that needs tmux.
 needs_tmux = pytest.mark.skipif(
-    TMUX is None, reason="tmux is not installed: apt-get install tmux (.ci/run does); this test drives the real app in a tmux pane"
+    TMUX is None,
+    reason="tmux is not installed: apt-get install tmux (.ci/run does); this test drives the real app in a tmux pane",
 )
 
 #: How long to wait for the app (the first start imports torch and encodes with the real model).

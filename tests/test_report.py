@@ -183,7 +183,8 @@ def test_markdown_and_html_show_the_evaluations_numbers(hostile_mini, mini_setti
     assert shown == "<script>alert(1)</script> | *x* \\x1b]0;pwned\\x07 &amp;"
     curve = tables["Recall@k curve"]
     curves = recall_curves(ws)
-    assert [r[0] for r in curve[1:]] == [str(k) for k in range(1, ws.settings.depth + 1)]
+    depth = min(ws.settings.depth, len(ws.chunks))  # no ranking holds more than every chunk
+    assert [r[0] for r in curve[1:]] == [str(k) for k in range(1, depth + 1)]
     for j, name in enumerate(ws.retrievers, start=1):
         assert [r[j] for r in curve[1:]] == [fmt(v) for v in curves[name]]
     # No control character and no live markup reaches either format.

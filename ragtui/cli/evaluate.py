@@ -53,6 +53,7 @@ from ragtui.core.metrics.measures import (
     parse_measures,
 )
 from ragtui.core.metrics.significance import Comparison, compare_systems
+from ragtui.core.options import MAX_COUNT
 from ragtui.core.report_model import Report
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
@@ -76,9 +77,28 @@ class EvalOptions:
     estimate_judge: str | None = None
 
 
+def parse_metrics(text: str | None) -> list[Measure] | None:
+    """The measures of ``--metrics`` (None when it was not given); InputError for a list that
+    names no measure, an unknown name, or a cut-off or level beyond ``MAX_COUNT`` (or of
+    thousands of digits)."""
+    if text is None:
+        return None
+    try:
+        measures = parse_measures(text)
+    except ValueError:  # int() of a cut-off of thousands of digits
+        raise InputError(None, "--metrics: a cut-off or level has too many digits") from None
+    for measure in measures:
+        for value in (measure.cutoff, measure.rel):
+            if value is not None and abs(value) > MAX_COUNT:
+                raise InputError(
+                    None, f"--metrics: {measure.family}: {value} must be at most {MAX_COUNT}"
+                )
+    return measures
+
+
 def parse_options_measures(options: EvalOptions) -> list[Measure] | None:
     """The measures of ``--metrics``, or None when it was not given."""
-    return parse_measures(options.metrics) if options.metrics else None
+    return parse_metrics(options.metrics)
 
 
 # ---- commands -------------------------------------------------------------------------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragtui.cli.evaluate import parse_metrics
 from ragtui.cli.output import err, print_json, print_notices, print_report, rich_progress, warn_all
 from ragtui.core.analysis.experiment import run_experiment
-from ragtui.core.metrics.measures import parse_measures
 from ragtui.core.settings import Settings
 
 
@@ -23,7 +23,7 @@ def run_experiment_command(
     replace: bool = False,
 ) -> int:
     """Evaluate every variant, print the table (or its JSON) on stdout, progress and notes on stderr."""
-    measures = parse_measures(metrics) if metrics else None
+    measures = parse_metrics(metrics)
     result = run_experiment(
         settings,
         measures=measures,

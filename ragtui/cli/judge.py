@@ -23,8 +23,11 @@ def _question_ids(raw: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def add_judge_parser(sub: Any, positive: Callable[[str], int]) -> argparse.ArgumentParser:
-    """The ``judge`` command's own options (the caller adds the shared ones)."""
+def add_judge_parser(
+    sub: Any, positive: Callable[[str], int], seed: Callable[[str], int]
+) -> argparse.ArgumentParser:
+    """The ``judge`` command's own options (the caller adds the shared ones): ``positive`` and
+    ``seed`` read a count and a seed."""
     p_judge: argparse.ArgumentParser = sub.add_parser(
         "judge",
         help="grade the pool (every retriever's top --depth) with model judges: verdicts into the "
@@ -58,7 +61,7 @@ def add_judge_parser(sub: Any, positive: Callable[[str], int]) -> argparse.Argum
     )
     p_judge.add_argument(
         "--seed",
-        type=int,
+        type=seed,
         default=None,
         metavar="S",
         help="the seed of --sample (default 0): the same seed draws the same questions",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ragtui import __version__
 from ragtui.core.errors import InputError
-from ragtui.core.options import OPTIONS, OptionError, whole_number
+from ragtui.core.options import OPTIONS, OptionError, path, seed, whole_number
 from ragtui.core.project import Effective, effective_settings, project_for
 from ragtui.core.settings import Settings
 from ragtui.core.text import not_utf8, visible_line
@@ -44,7 +44,12 @@ def _argparse_type(parse: Any) -> Any:
     return convert
 
 
-_positive = _argparse_type(whole_number(1))
+#: A count of the command's own (``--limit``, ``--batch``, ``--sample``): up to a thousand million.
+_positive = _argparse_type(whole_number(1, 1_000_000_000))
+#: A file or folder named on the command line (not empty, no NUL).
+_path = _argparse_type(path)
+#: A seed of the randomisation tests and samples: 0 to 2**32 - 1.
+_seed = _argparse_type(seed)
 
 
 def _help_text(text: str) -> str:
@@ -87,7 +92,7 @@ def _shared_options(parser: argparse.ArgumentParser) -> None:
     project = groups.get("project file") or parser.add_argument_group("project file")
     project.add_argument(
         "--project",
-        type=Path,
+        type=_path,
         default=argparse.SUPPRESS,
         metavar="FILE",
         help="read this project file (default: ragtui.toml, or pyproject.toml with [tool.ragtui], "
@@ -145,7 +150,7 @@ def _analysis_options(p_eval: argparse.ArgumentParser) -> None:
     )
     more.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         default=0,
         metavar="N",
         help="seed of the randomisation test and the bootstrap (default 0)",
@@ -163,7 +168,7 @@ def _analysis_options(p_eval: argparse.ArgumentParser) -> None:
     )
     more.add_argument(
         "--runs-dir",
-        type=Path,
+        type=_path,
         default=None,
         metavar="DIR",
         help="where saved runs live (default <golden>/runs)",
@@ -223,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     _gate_option(p_eval)
     _shared_options(p_eval)
     p_export = sub.add_parser("export", help="write TREC qrels and one run per retriever to DIR")
-    p_export.add_argument("dir", type=Path, metavar="DIR")
+    p_export.add_argument("dir", type=_path, metavar="DIR")
     _shared_options(p_export)
     p_check = sub.add_parser(
         "check", help="validate the golden set against the chunked corpus; exit 1 on problems"
@@ -242,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_diff.add_argument("run_b", metavar="B", help="saved run name or file")
     p_diff.add_argument(
         "--runs-dir",
-        type=Path,
+        type=_path,
         default=None,
         metavar="DIR",
         help="where saved runs live (default <golden>/runs)",
@@ -374,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     _experiment_command(sub)
     from ragtui.cli.judge import add_judge_parser
 
-    _shared_options(add_judge_parser(sub, _positive))
+    _shared_options(add_judge_parser(sub, _positive, _seed))
     return parser
 
 
@@ -405,14 +410,14 @@ def _experiment_command(sub: Any) -> None:
     )
     p_exp.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         default=0,
         metavar="N",
         help="seed of the randomisation tests and the bootstraps (default 0)",
     )
     p_exp.add_argument(
         "--runs-dir",
-        type=Path,
+        type=_path,
         default=None,
         metavar="DIR",
         help="where each variant is saved as a run named after it (default <golden>/runs)",
@@ -437,7 +442,7 @@ def _project_commands(sub: Any) -> None:
         "init",
         help="create a project in DIR: ragtui.toml (commented), corpus/, golden/questions.jsonl",
     )
-    p_init.add_argument("dir", type=Path, metavar="DIR")
+    p_init.add_argument("dir", type=_path, metavar="DIR")
     p_init.add_argument(
         "--handbook",
         action="store_true",
@@ -445,7 +450,7 @@ def _project_commands(sub: Any) -> None:
     )
     p_init.add_argument(
         "--from-beir",
-        type=Path,
+        type=_path,
         default=None,
         metavar="BEIR_DIR",
         help="start from a BEIR dataset (corpus.jsonl, queries.jsonl, qrels/test.tsv); labels go to DIR/golden",
@@ -462,7 +467,7 @@ def _project_commands(sub: Any) -> None:
         help="markdown (default: for a pull request or a step summary) or html (one self-contained page with an SVG plot)",
     )
     p_report.add_argument(
-        "--output", type=Path, default=None, metavar="FILE", help="write here (default: stdout)"
+        "--output", type=_path, default=None, metavar="FILE", help="write here (default: stdout)"
     )
     p_report.add_argument(
         "--baseline",
@@ -472,14 +477,14 @@ def _project_commands(sub: Any) -> None:
     )
     p_report.add_argument(
         "--runs-dir",
-        type=Path,
+        type=_path,
         default=None,
         metavar="DIR",
         help="where saved runs live (default <golden>/runs)",
     )
     p_report.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         default=0,
         metavar="N",
         help="seed of the significance tests (default 0)",
@@ -513,7 +518,7 @@ def _project_commands(sub: Any) -> None:
     )
     p_serve.add_argument(
         "--max-sessions",
-        type=_argparse_type(whole_number(1)),
+        type=_argparse_type(whole_number(1, 1000)),
         default=3,
         metavar="N",
         help="at most N app processes (browser tabs) at once (default 3)",

@@ -41,6 +41,7 @@ import re
 import secrets
 import shlex
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -790,6 +791,36 @@ def _server_class() -> type:
     return RagtuiServer
 
 
+def check_listen(host: str, port: int) -> None:
+    """InputError when the server could not listen on ``host``:``port`` (a name that resolves to
+    nothing, an address not of this machine, a port taken), found before anything is printed: each
+    address the host resolves to is bound once, as the server binds them, and let go."""
+    where = f"cannot listen on {_shown((host.strip('[]'), port))}"
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(None, f"{where}: {why} (--host)") from None
+    probes: list[socket.socket] = []
+    try:
+        bound = set()
+        for family, kind, proto, _, address in found:
+            if (family, address) in bound:
+                continue
+            bound.add((family, address))
+            probe = socket.socket(family, kind, proto)
+            probes.append(probe)
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise InputError(None, f"{where}: {exc.strerror or exc} (--host, --port)") from None
+    finally:
+        for probe in probes:
+            probe.close()
+
+
 def run_serve(
     args: argparse.Namespace,
     host: str = "127.0.0.1",
@@ -810,11 +841,20 @@ def run_serve(
     if port > 65535:
         raise InputError(None, f"--port: {port} is not a port (1-65535)")
     if public_url is not None:
-        parts = urlsplit(public_url)
-        if parts.scheme not in ("http", "https") or parse_address(parts.netloc) is None:
+        try:
+            parts = urlsplit(public_url)
+            scheme, address = parts.scheme, parse_address(parts.netloc)
+        except ValueError:  # a bracket that does not close: http://[::1/x
+            scheme, address = "", None
+        if scheme not in ("http", "https") or address is None:
             raise InputError(
                 None, f"--public-url: {public_url!r} is not an http:// or https:// address"
             )
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # [::1] as a URL writes it
+    if not host.strip():
+        raise InputError(None, "--host: give an address (0.0.0.0 or :: for every interface)")
+    check_listen(host, port)
     token, from_environment = server_token(token_required)
     guard = Guard.build(host, port, public_url, token)
     if not is_loopback(host):

@@ -58,6 +58,27 @@ class Option:
     """The flag without dashes when it differs from the key (``run`` for ``runs``, one run a flag)."""
     unparse: Callable[[Any], str] | None = None
     """One value (one item of a repeatable option) back as the text its flag takes (default: generic)."""
+    toml: tuple[type, ...] = ()
+    """The TOML types a project file must give the value in (``(int,)``: ``k = 3``, not ``k = "3"``);
+    empty: any value the parser takes."""
+
+    def parse_file(self, raw: Any) -> Any:
+        """The value a project file gives: one value, or for a repeatable option a list (or one
+        item); a number, or true or false, must be one in TOML, not text."""
+        if self.repeatable:
+            items = raw if isinstance(raw, list) else [raw]
+            return tuple(self._file_item(item) for item in items)
+        return self._file_item(raw)
+
+    def _file_item(self, raw: Any) -> Any:
+        value = self.parse(raw)
+        if self.toml and not isinstance(raw, self.toml):
+            meant = "true or false" if self.toml == (bool,) else "a number"
+            if not isinstance(raw, str):
+                raise OptionError(f"expected {meant}, not {_shown(raw)}")
+            hint = "" if self.toml == (bool,) else " (write it without quotes)"
+            raise OptionError(f"expected {meant}, not the text {_shown(raw)}{hint}")
+        return value
 
     def args(self, value: Any) -> list[str]:
         """The command-line arguments that give the option ``value`` (``["--k", "5"]``): parse's inverse."""
@@ -96,8 +117,23 @@ def value_text(value: Any) -> str:
 # ---- value parsers (each accepts a command-line string or a project-file value) -------------------
 
 
-def whole_number(minimum: int) -> Callable[[Any], int]:
-    """A whole number no smaller than ``minimum``."""
+#: The largest count an option takes unless it says otherwise (``--k``, ``--depth``, ``--chunk-size``):
+#: far above any sensible value, and far below what an array or a JSON number can hold.
+MAX_COUNT = 1_000_000
+#: The largest ``--max-file-mb``: one tebibyte.
+MAX_FILE_MB = 1_048_576
+#: The largest seed (``--seed``): the seeds a 32-bit generator takes.
+MAX_SEED = 2**32 - 1
+
+
+def _shown(raw: Any) -> str:
+    """A value as a message quotes it, cut to 40 characters (a 100-digit number stays one line)."""
+    shown = repr(raw) if isinstance(raw, str) else str(raw)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def whole_number(minimum: int, maximum: int = MAX_COUNT) -> Callable[[Any], int]:
+    """A whole number from ``minimum`` to ``maximum``."""
 
     def parse(raw: Any) -> int:
         if isinstance(raw, bool):
@@ -108,9 +144,30 @@ def whole_number(minimum: int) -> Callable[[Any], int]:
             try:
                 value = int(str(raw).strip())
             except ValueError:
-                raise OptionError(f"{raw!r} is not a whole number") from None
+                raise OptionError(f"{_shown(raw)} is not a whole number") from None
         if value < minimum:
-            raise OptionError(f"{value} must be at least {minimum}")
+            raise OptionError(f"{_shown(value)} must be at least {minimum}")
+        if value > maximum:
+            raise OptionError(f"{_shown(value)} must be at most {maximum}")
+        return value
+
+    return parse
+
+
+def positive_up_to(maximum: float) -> Callable[[Any], float]:
+    """A finite number above 0 and at most ``maximum``."""
+
+    def parse(raw: Any) -> float:
+        if isinstance(raw, bool):
+            raise OptionError(f"{raw!r} is not a number")
+        try:
+            value = float(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise OptionError(f"{_shown(raw)} is not a number") from None
+        if not value > 0 or math.isinf(value):
+            raise OptionError(f"{_shown(raw)} must be a positive number")
+        if value > maximum:
+            raise OptionError(f"{_shown(raw)} must be at most {maximum:.15g}")
         return value
 
     return parse
@@ -118,15 +175,11 @@ def whole_number(minimum: int) -> Callable[[Any], int]:
 
 def positive_number(raw: Any) -> float:
     """A finite number above 0."""
-    if isinstance(raw, bool):
-        raise OptionError(f"{raw!r} is not a number")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise OptionError(f"{raw!r} is not a number") from None
-    if not value > 0 or math.isinf(value):
-        raise OptionError(f"{raw} must be a positive number")
-    return value
+    return positive_up_to(math.inf)(raw)
+
+
+seed = whole_number(0, MAX_SEED)
+"""A seed: a whole number from 0 to 2**32 - 1."""
 
 
 def _nonempty(raw: Any) -> str:
@@ -146,8 +199,12 @@ def text(raw: Any) -> str:
 
 
 def path(raw: Any) -> Path:
-    """A file or folder path (``~`` expanded); its bytes need not be UTF-8, as a file name's need not."""
-    return Path(_nonempty(raw)).expanduser()
+    """A file or folder path (``~`` expanded); its bytes need not be UTF-8, as a file name's need
+    not, but it holds no NUL (no file name can; a project file's ``"\u0000"`` could)."""
+    value = _nonempty(raw)
+    if "\x00" in value:
+        raise OptionError(f"{_shown(value)}: a path cannot hold a NUL character")
+    return Path(value).expanduser()
 
 
 def name_list(raw: Any) -> tuple[str, ...]:
@@ -269,8 +326,15 @@ OPTIONS: tuple[Option, ...] = (
         whole_number(1),
         f"chunk size in tokens (default {DEFAULT_CHUNK_SIZE}; BEIR: whole documents)",
         "N",
+        toml=(int,),
     ),
-    Option("overlap", whole_number(0), "tokens shared by consecutive chunks (default 0)", "N"),
+    Option(
+        "overlap",
+        whole_number(0),
+        "tokens shared by consecutive chunks (default 0)",
+        "N",
+        toml=(int,),
+    ),
     Option(
         "model",
         text,
@@ -285,8 +349,10 @@ OPTIONS: tuple[Option, ...] = (
         "auto|torch|onnx",
         example="auto",
     ),
-    Option("k", whole_number(1), "cut-off for recall, precision and nDCG (default 3)", "N"),
-    Option("depth", whole_number(1), "results per retriever (default 10)", "N"),
+    Option(
+        "k", whole_number(1), "cut-off for recall, precision and nDCG (default 3)", "N", toml=(int,)
+    ),
+    Option("depth", whole_number(1), "results per retriever (default 10)", "N", toml=(int,)),
     Option(
         "retrievers",
         name_list,
@@ -298,6 +364,7 @@ OPTIONS: tuple[Option, ...] = (
         whole_number(1),
         "lowest grade that counts as relevant (trec_eval -l; default 1)",
         "G",
+        toml=(int,),
     ),
     Option(
         "bm25_backend",
@@ -320,6 +387,7 @@ OPTIONS: tuple[Option, ...] = (
         "N",
         group="windows and reranking",
         example=127,
+        toml=(int,),
     ),
     Option(
         "rerank",
@@ -368,6 +436,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         group="model judges",
         example=True,
+        toml=(bool,),
     ),
     Option(
         "blind",
@@ -376,12 +445,14 @@ OPTIONS: tuple[Option, ...] = (
         "grade and its highlight (b in the view toggles it)",
         None,
         example=True,
+        toml=(bool,),
     ),
     Option(
         "max_file_mb",
-        positive_number,
+        positive_up_to(MAX_FILE_MB),
         f"largest corpus document read, in MB (default {MAX_FILE_BYTES // 1048576})",
         "MB",
+        toml=(int, float),
     ),
     Option(
         "runs",
@@ -438,6 +509,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         group="live retrievers",
         example=True,
+        toml=(bool,),
     ),
     Option(
         "milvus",

@@ -144,7 +144,7 @@ def _has_ragtui_table(pyproject: Path) -> bool:
         return False
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         # Someone else's broken pyproject.toml is not ours to report unless it is meant for us.
         return re.search(r"^\s*\[\s*tool\s*\.\s*ragtui\b", text, re.M) is not None
     tool = data.get("tool")
@@ -280,6 +280,9 @@ def _read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
         raise InputError(
             path, f"invalid TOML: {problem}", int(where.group(1)) if where else None
         ) from None
+    except RecursionError:
+        # tomllib reads nested arrays and tables by recursion: thousands of ``[`` exhaust the stack.
+        raise InputError(path, "invalid TOML: arrays or tables nested too deeply to read") from None
     return data, text.splitlines()
 
 
@@ -316,11 +319,9 @@ def _anchor(value: Any, folder: Path) -> Any:
 
 
 def _parse_option(option: Option, raw: Any) -> Any:
-    """An option's value from the file: one value, or for a repeatable option a list (or one item)."""
-    if option.repeatable:
-        items = raw if isinstance(raw, list) else [raw]
-        return tuple(option.parse(item) for item in items)
-    return option.parse(raw)
+    """An option's value from the file: one value, or for a repeatable option a list (or one item),
+    of the TOML type the option takes (``k = 3``, not ``k = "3"``)."""
+    return option.parse_file(raw)
 
 
 def _unknown(key: str, known: Sequence[str]) -> str:

@@ -57,11 +57,7 @@ class SectionContext(Protocol):
 
 def _value(key: str, raw: Any, context: SectionContext) -> Any:
     option = _BY_KEY[key]
-    if option.repeatable:
-        items = raw if isinstance(raw, list) else [raw]
-        value: Any = tuple(option.parse(item) for item in items)
-    else:
-        value = option.parse(raw)
+    value = option.parse_file(raw)
     if isinstance(value, Path):
         return context.resolve(value)
     return value

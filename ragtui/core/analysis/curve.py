@@ -7,7 +7,13 @@ from collections.abc import Iterable
 from ragtui.core.metrics.measures import system_from_workspace
 from ragtui.core.workspace import Workspace
 
-__all__ = ["recall_curves"]
+__all__ = ["curve_depth", "recall_curves"]
+
+
+def curve_depth(ws: Workspace) -> int:
+    """How deep the curve goes: ``--depth``, or the number of chunks (and of passages a live
+    retriever brought of its own) when there are fewer, since no ranking holds more."""
+    return max(0, min(ws.settings.depth, len(ws.chunks) + len(ws.foreign)))
 
 
 def recall_curves(
@@ -16,7 +22,7 @@ def recall_curves(
     """retriever -> [recall@1, ..., recall@depth], means over the evaluated questions (or those among ``questions``)."""
     ev = ws.evaluation
     assert ev is not None
-    depth = ws.settings.depth if depth is None else depth
+    depth = curve_depth(ws) if depth is None else depth
     wanted = None if questions is None else set(questions)
     chosen = [q for q in ev.question_ids if q in ev.evaluated and (wanted is None or q in wanted)]
     return {

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtui import __version__
-from ragtui.core.analysis.curve import recall_curves
+from ragtui.core.analysis.curve import curve_depth, recall_curves
 from ragtui.core.analysis.estimates import Estimates
 from ragtui.core.analysis.estimates_report import estimates_report
 from ragtui.core.analysis.eval_report import passage_notes
@@ -268,7 +268,7 @@ def full_report(
     curves = recall_curves(ws)
     baseline_curves: dict[str, list[float]] = {}
     if baseline is not None:
-        depth = min(ws.settings.depth, int(baseline.manifest.get("depth", ws.settings.depth)))
+        depth = min(curve_depth(ws), int(baseline.manifest.get("depth", ws.settings.depth)))
         baseline_curves = {
             name: baseline.system(name).recall_curve(depth)
             for name in ws.retrievers

@@ -100,6 +100,8 @@ def parse_threshold(text: str) -> Threshold:
         measure = parse_measure(name)
     except InputError as exc:
         raise InputError(None, "--fail-under: " + exc.problem.removeprefix("--metrics: ")) from None
+    except ValueError:  # int() of a cut-off of thousands of digits
+        raise InputError(None, "--fail-under: a cut-off or level has too many digits") from None
     low, high = measure_range(measure)
     if not low <= minimum <= high:
         consequence = "could never be met" if minimum > high else "would always pass"

@@ -6,10 +6,13 @@ lines were applied in order (``LabelJournal`` is a ``LabelSet`` read from and wr
 
 from __future__ import annotations
 
+import codecs
 import getpass
+import heapq
+import itertools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,6 +145,39 @@ class BadLine:
         return InputError(self.path, f"{self.problem} (line skipped)", self.line).message
 
 
+_ORDER = itertools.count()
+
+
+class _Latest:
+    """One kind of annotator's (the people's, or the model judges') labels of a pair, the latest
+    current one found in logarithmic time however many annotators graded the pair: a heap by line,
+    whose entries a later line replaced or withdrew are dropped when they reach the top, and all at
+    once when they outnumber the pair's current labels."""
+
+    __slots__ = ("_heap",)
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Label]] = []
+
+    def add(self, label: Label, current: Mapping[str, Label]) -> None:
+        """Take ``label``, now current in ``current`` (the pair's labels by annotator)."""
+        heap = self._heap
+        if len(heap) > 2 * len(current) + 16:
+            heap[:] = [entry for entry in heap if current.get(entry[2].annotator) is entry[2]]
+            heapq.heapify(heap)
+        heapq.heappush(heap, (-label.line, next(_ORDER), label))
+
+    def top(self, current: Mapping[str, Label]) -> Label | None:
+        """The latest label that is still current in ``current``, or None."""
+        heap = self._heap
+        while heap:
+            label = heap[0][2]
+            if current.get(label.annotator) is label:
+                return label
+            heapq.heappop(heap)
+        return None
+
+
 @dataclass(slots=True)
 class PairLabels:
     """The current labels of one (question, chunk): each annotator's latest grade and the adjudicated one.
@@ -157,6 +193,10 @@ class PairLabels:
 
     annotators: dict[str, Label] = field(default_factory=dict)
     adjudicated: Label | None = None
+    #: The people's and the model judges' labels by line, kept by ``LabelSet._apply``, which finds
+    #: the label that counts with them instead of a pass over every annotator.
+    _people: _Latest | None = field(default=None, repr=False, compare=False)
+    _models: _Latest | None = field(default=None, repr=False, compare=False)
 
     def labels(self) -> list[Label]:
         """Every current label of the pair, in journal order."""
@@ -285,7 +325,12 @@ _LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def loads_line(raw: bytes) -> Any:
-    """One JSON value; lines holding a surrogate escape (a non-UTF-8 name, see ``Label.to_json``) are read by the standard library."""
+    """One JSON value; lines holding a surrogate escape (a non-UTF-8 name, see ``Label.to_json``) are read by the standard library.
+
+    A byte-order mark before the value (an editor's, or files joined with ``cat``) is read past.
+    """
+    while raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -304,6 +349,35 @@ def is_json_object(raw: bytes) -> bool:
         return isinstance(loads_line(raw), dict)
     except orjson.JSONDecodeError:
         return False
+
+
+def _latest(pair: PairLabels, models: bool) -> Label | None:
+    """``pair.effective(models=models)`` from the heaps ``LabelSet._apply`` keeps."""
+    if pair.adjudicated is not None:
+        return pair.adjudicated
+    found = pair._people.top(pair.annotators) if pair._people is not None else None
+    if found is None and models and pair._models is not None:
+        found = pair._models.top(pair.annotators)
+    return found
+
+
+def _mark(label: Label | None) -> tuple[object, ...] | None:
+    """What ``PairLabels.state`` keeps of one label: its grade and chunk hash."""
+    return None if label is None else (label.grade, label.chunk_sha1)
+
+
+def _pair_state(pair: PairLabels) -> tuple[object, ...]:
+    """``pair.state()``, with the heaps ``LabelSet._apply`` keeps (the annotators as a set)."""
+    return (
+        _mark(pair.adjudicated),
+        frozenset((lab.annotator, lab.grade, lab.chunk_sha1) for lab in pair.annotators.values()),
+        _who(_latest(pair, models=True)),
+    )
+
+
+def _who(label: Label | None) -> str:
+    """Whose label counts, as ``PairLabels.state`` keeps it."""
+    return label.annotator if label is not None else ""
 
 
 class LabelSet:
@@ -337,23 +411,41 @@ class LabelSet:
         return touched
 
     def _apply(self, label: Label) -> None:
-        """Apply one line: the annotator's (or the adjudicated) label of its pair is replaced or withdrawn."""
+        """Apply one line: the annotator's (or the adjudicated) label of its pair is replaced or withdrawn.
+
+        In time that does not grow with how many annotators graded the pair (a journal of a
+        million lines on one pair is read in linear time): what ``PairLabels.state`` compares is
+        compared for the one label that changed, and the latest person's and model's labels come
+        from the pair's heaps (``_Latest``).
+        """
         self.history.append(label)
         question, chunk = label.question, label.chunk
         by_chunk = self.pairs.setdefault(question, {})
         pair = by_chunk.get(chunk)
         if pair is None:
             pair = by_chunk[chunk] = PairLabels()
-        before = pair.state()
+        latest_before = _latest(pair, models=True)
         if label.adjudicated:
-            pair.adjudicated = label if label.grade is not None else None
-        elif label.grade is None:
-            pair.annotators.pop(label.annotator, None)
+            old = pair.adjudicated
+            new = pair.adjudicated = label if label.grade is not None else None
         else:
-            pair.annotators[label.annotator] = label
-        if pair.state() != before:
+            name = label.annotator
+            old = pair.annotators.get(name)
+            if label.grade is None:
+                pair.annotators.pop(name, None)
+                new = None
+            else:
+                new = pair.annotators[name] = label
+                if label.is_model:
+                    pair._models = pair._models or _Latest()
+                    pair._models.add(label, pair.annotators)
+                else:
+                    pair._people = pair._people or _Latest()
+                    pair._people.add(label, pair.annotators)
+        latest_after = _latest(pair, models=True)
+        if _mark(old) != _mark(new) or _who(latest_before) != _who(latest_after):
             self._touched.add(question)
-        effective = pair.effective(models=self.count_models)
+        effective = _latest(pair, models=self.count_models)
         key = (question, chunk)
         if not pair.annotators and pair.adjudicated is None:
             del by_chunk[chunk]
@@ -389,6 +481,6 @@ class LabelSet:
     def _state(self) -> dict[str, object]:
         """Each labelled question's labels as ``PairLabels.state`` sees them, chunk by chunk."""
         return {
-            question: sorted((chunk, pair.state()) for chunk, pair in by_chunk.items())
+            question: {chunk: _pair_state(pair) for chunk, pair in by_chunk.items()}
             for question, by_chunk in self.pairs.items()
         }

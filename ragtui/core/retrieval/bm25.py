@@ -79,7 +79,11 @@ class BM25Retriever:
                 store = ArrayStore((cache_root or cache_dir()) / "bm25" / key[:40])
                 if self._read_index(store, key):
                     return
-            self._build_index([bm25_tokens(bm25_text(c)) for c in chunks])
+            tokenized = [bm25_tokens(bm25_text(c)) for c in chunks]
+            if any(tokenized):
+                self._build_index(tokenized)
+            else:
+                self._empty_index(tokenized)
             if store is not None:
                 self._write_index(store, key)
         else:
@@ -90,9 +94,10 @@ class BM25Retriever:
             vocab: dict[str, int] = {}
             ids = [[vocab.setdefault(t, len(vocab)) for t in toks] for toks in tokenized]
             self._vocab = vocab
-            self._bm25s.index(
-                bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False
-            )
+            if vocab:  # no word in any chunk: nothing to index, and every question finds nothing
+                self._bm25s.index(
+                    bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False
+                )
 
     # ---- the rank-bm25 index as arrays -------------------------------------------------------
 
@@ -119,6 +124,17 @@ class BM25Retriever:
         self._idf = np.asarray([okapi.idf[t] for t in vocab], dtype=np.float64)
         self._doc_len = np.asarray(okapi.doc_len, dtype=np.int64)
         self._avgdl = float(okapi.avgdl)
+
+    def _empty_index(self, tokenized: list[list[str]]) -> None:
+        """The index of chunks without a single word (or of no chunks), which rank-bm25 cannot
+        build (it divides by the number of terms): no term, so every question finds nothing."""
+        self._vocab = {}
+        self._offsets = np.zeros(1, dtype=np.int64)
+        self._docs = np.zeros(0, dtype=np.int32)
+        self._tf = np.zeros(0, dtype=np.int64)
+        self._idf = np.zeros(0, dtype=np.float64)
+        self._doc_len = np.asarray([len(t) for t in tokenized], dtype=np.int64)
+        self._avgdl = 0.0
 
     def _write_index(self, store: ArrayStore, key: str) -> None:
         try:

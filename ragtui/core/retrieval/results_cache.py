@@ -165,7 +165,9 @@ class RankingCache:
     ) -> None:
         self.kind = kind
         self.chunks = chunks
-        self.depth = depth
+        # No ranking holds more than every chunk: a depth beyond that is the number of chunks
+        # (--depth 1000000000 on a small corpus allocates rows of its chunks, not of a thousand million).
+        self.depth = depth = max(0, min(depth, chunks))
         self.key = digest("rankings", RESULTS_VERSION, kind, dict(key), chunks, depth)
         self.store = ArrayStore(_folder(root, kind, self.key))
         #: Why a cache on disk was not used, for the user to see.

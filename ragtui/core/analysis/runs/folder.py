@@ -4,6 +4,7 @@ given by name, by path or as ``RUN:RETRIEVER``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -156,6 +157,9 @@ def write_run(
         saved_run_from_workspace(ws, name, why).to_json(), option=orjson.OPT_INDENT_2
     )
     backup = None
+    # The folders this attempt makes (runs/, and any missing parent): removed again when the run
+    # cannot be written, so a failed save (a full disk) leaves no empty runs/ behind.
+    made = [f for f in (folder, *folder.parents) if not f.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         if not replace:
@@ -173,7 +177,12 @@ def write_run(
             backup = _write_backup(path, old)
         write_atomic(path, data)
     except OSError as exc:
-        raise InputError(folder, f"cannot write the saved run: {exc.strerror or exc}") from None
+        for made_folder in made:  # deepest first; one that holds anything stays
+            with contextlib.suppress(OSError):
+                made_folder.rmdir()
+        raise InputError(
+            path, f"cannot write the saved run ({exc.strerror or exc}); nothing was saved"
+        ) from None
     return WrittenRun(path, backup)
 
 

@@ -92,10 +92,12 @@ def test_json_is_the_only_thing_on_stdout(mini, cache_dir):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     # The original contract's six top-level keys, plus the keys added since (slices, level, retired,
-    # skipped_causes, grades); none removed or renamed.
+    # skipped_causes, grades, unit, definitions, grades_not_applying); none removed or renamed.
     assert report["level"] == "chunk"
     assert report["grades"] == "human"
-    assert set(report) - {"slices", "level", "retired", "skipped_causes", "grades"} == {
+    assert report["unit"] == "chunks" and report["grades_not_applying"] == 0
+    added = {"slices", "level", "retired", "skipped_causes", "grades", "unit", "definitions"}
+    assert set(report) - added - {"grades_not_applying"} == {
         "k",
         "depth",
         "questions",

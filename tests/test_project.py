@@ -70,6 +70,7 @@ max-file-mb = 2.5
 runs = ["mine=runs/mine.trec"]
 chunks = "team/chunks.jsonl"
 level = "chunk"
+unit = "evidence"
 live-retrievers = ["web=http://localhost:9200/search?q={query}"]
 refresh = true
 milvus = "milvus.db"
@@ -104,6 +105,7 @@ rerank-over = "bm25"
         "runs": (("mine", folder / "runs" / "mine.trec"),),
         "chunks": folder / "team" / "chunks.jsonl",
         "level": "chunk",
+        "unit": "evidence",
         "live_retrievers": project.values["live_retrievers"],
         "refresh": True,
         "milvus": "milvus.db",

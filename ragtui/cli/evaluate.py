@@ -321,5 +321,5 @@ def run_export(settings: Settings, folder: Path) -> int:
     ws = open_workspace(settings)
     for path in export_trec(ws, folder):
         out(str(path))
-    err(export_claims(ws))
+    err(f"ragtui: {export_claims(ws)}")
     return 0

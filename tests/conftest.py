@@ -61,6 +61,12 @@ def cli_cache_env(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGTUI_CACHE_DIR", str(cache_dir))
 
 
+def grade_of(labels: Any, question: str, chunk: str) -> int | None:
+    """The current hand grade of a pair in a label journal (the one that counts), or None."""
+    label = labels.current.get((question, chunk))
+    return label.grade if label else None
+
+
 def mini_args(mini: Path, *extra: str) -> list[str]:
     """Command-line options for the small corpus copy made by the ``mini`` fixture, then ``extra``."""
     return [

@@ -23,7 +23,7 @@ from ragtui.core.labelling.agreement import annotator_agreement, annotators, las
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, Workspace
-from tests.conftest import ROOT, mini_args
+from tests.conftest import ROOT, grade_of, mini_args
 
 
 def _args(mini: Path, *extra: str) -> list[str]:
@@ -43,30 +43,30 @@ def test_the_grade_that_counts_adjudicated_else_only_else_latest(tmp_path):
     ann, bob = LabelJournal(path, "ann"), LabelJournal(path, "bob")
     ann.set_grade("q1", "a#0", 2, "s")
     bob.refresh()
-    assert bob.grade_of("q1", "a#0") == 2 and not bob.disputed("q1", "a#0")  # the only one
+    assert grade_of(bob, "q1", "a#0") == 2 and not bob.disputed("q1", "a#0")  # the only one
     bob.set_grade("q1", "a#0", 0, "s")
     # The latest annotator's grade counts; the pair is disputed; both grades are kept.
-    assert bob.grade_of("q1", "a#0") == 0 and bob.disputed("q1", "a#0")
+    assert grade_of(bob, "q1", "a#0") == 0 and bob.disputed("q1", "a#0")
     pair = bob.pair("q1", "a#0")
     assert pair is not None and pair.grades() == {"ann": 2, "bob": 0}
     ann.refresh()
     ann.set_grade("q1", "a#0", 1, "s")  # ann changes her mind: still disputed, hers is latest
-    assert ann.grade_of("q1", "a#0") == 1 and ann.disputed("q1", "a#0")
+    assert grade_of(ann, "q1", "a#0") == 1 and ann.disputed("q1", "a#0")
     # An adjudicated grade wins, whoever writes later, and settles the dispute.
     bob.refresh()
     bob.set_grade("q1", "a#0", 2, "s", adjudicate=True)
     ann.refresh()
     ann.set_grade("q1", "a#0", 0, "s")
-    assert ann.grade_of("q1", "a#0") == 2 and not ann.disputed("q1", "a#0")
+    assert grade_of(ann, "q1", "a#0") == 2 and not ann.disputed("q1", "a#0")
     assert ann.pair("q1", "a#0").grades() == {"ann": 0, "bob": 0}
     # Withdrawing the adjudication: the latest annotator's grade counts again (both say 0 now).
     ann.set_grade("q1", "a#0", None, "s", adjudicate=True)
-    assert ann.grade_of("q1", "a#0") == 0 and not ann.disputed("q1", "a#0")
+    assert grade_of(ann, "q1", "a#0") == 0 and not ann.disputed("q1", "a#0")
     # A removal withdraws only that annotator's grade.
     ann.set_grade("q1", "a#0", None, "s")
-    assert ann.grade_of("q1", "a#0") == 0 and ann.pair("q1", "a#0").grades() == {"bob": 0}
+    assert grade_of(ann, "q1", "a#0") == 0 and ann.pair("q1", "a#0").grades() == {"bob": 0}
     reread = LabelJournal(path, "carl")
-    assert reread.grade_of("q1", "a#0") == 0 and reread.pair("q1", "a#0").grades() == {"bob": 0}
+    assert grade_of(reread, "q1", "a#0") == 0 and reread.pair("q1", "a#0").grades() == {"bob": 0}
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [line.get("adjudicated", False) for line in lines] == [
         False,
@@ -101,17 +101,20 @@ def test_undo_works_across_both_kinds(tmp_path):
     ann.set_grade("q1", "a#0", 0, "s")
     ann.set_grade("q1", "a#0", 1, "s", adjudicate=True)
     ann.set_grade("q1", "a#0", 1, "s")
-    assert ann.grade_of("q1", "a#0") == 1 and ann.pair("q1", "a#0").grades() == {"ann": 1, "bob": 2}
+    assert grade_of(ann, "q1", "a#0") == 1 and ann.pair("q1", "a#0").grades() == {
+        "ann": 1,
+        "bob": 2,
+    }
     ann.undo()  # ann's own grade back to 0; the adjudication stands
     assert ann.pair("q1", "a#0").grades() == {"ann": 0, "bob": 2}
-    assert ann.grade_of("q1", "a#0") == 1 and not ann.disputed("q1", "a#0")
+    assert grade_of(ann, "q1", "a#0") == 1 and not ann.disputed("q1", "a#0")
     ann.undo()  # the adjudication withdrawn: the latest annotator's grade (ann's 0), disputed
     assert ann.pair("q1", "a#0").adjudicated is None
-    assert ann.grade_of("q1", "a#0") == 0 and ann.disputed("q1", "a#0")
+    assert grade_of(ann, "q1", "a#0") == 0 and ann.disputed("q1", "a#0")
     ann.undo()  # ann had no grade before: hers is withdrawn, bob's 2 is the only one left
-    assert ann.grade_of("q1", "a#0") == 2 and ann.pair("q1", "a#0").grades() == {"bob": 2}
+    assert grade_of(ann, "q1", "a#0") == 2 and ann.pair("q1", "a#0").grades() == {"bob": 2}
     assert ann.undo() is None
-    assert LabelJournal(path).grade_of("q1", "a#0") == 2
+    assert grade_of(LabelJournal(path), "q1", "a#0") == 2
 
 
 def test_the_workspace_exposes_sources_disputes_and_adjudication(mini_settings):
@@ -240,7 +243,7 @@ def test_compact_keeps_every_annotators_label_and_every_backup(mini, mini_settin
     a.set_grade(*pairs[3], 2, adjudicate=True)
     a.labels.compact()
     reread = LabelJournal(journal)
-    assert reread.pair(*pairs[3]).adjudicated is not None and reread.grade_of(*pairs[3]) == 2
+    assert reread.pair(*pairs[3]).adjudicated is not None and grade_of(reread, *pairs[3]) == 2
 
 
 # ---- 3. another writer's bad line ---------------------------------------------------------------
@@ -328,11 +331,11 @@ def test_a_chunk_id_from_a_non_utf8_file_name_is_labelled_and_read_back(mini, mi
     # It survives a compaction, and the next grade after it.
     reread.set_grade("m07", cid, 1)
     reread.labels.compact()
-    assert LabelJournal(ws.labels.path).grade_of("m07", cid) == 1
+    assert grade_of(LabelJournal(ws.labels.path), "m07", cid) == 1
     # A chunk id holding a lone surrogate, given to the journal directly, is kept reversibly.
     LabelJournal(ws.labels.path, "x").set_grade("m07", f"{name}#0", 1, "")
     assert b"bad\\udcff.md#0" in ws.labels.path.read_bytes()
-    assert LabelJournal(ws.labels.path).grade_of("m07", f"{name}#0") == 1
+    assert grade_of(LabelJournal(ws.labels.path), "m07", f"{name}#0") == 1
 
 
 def test_a_non_utf8_login_name_does_not_crash_the_first_grade(mini, mini_settings, monkeypatch):
@@ -344,7 +347,7 @@ def test_a_non_utf8_login_name_does_not_crash_the_first_grade(mini, mini_setting
     assert ws.labels.annotator == login
     ws.set_grade("m01", "ferry.md#0", 2)
     reread = LabelJournal(ws.labels.path, "other")
-    assert reread.history[-1].annotator == login and reread.grade_of("m01", "ferry.md#0") == 2
+    assert reread.history[-1].annotator == login and grade_of(reread, "m01", "ferry.md#0") == 2
     assert annotators(reread.history) == {login: 1}
 
 

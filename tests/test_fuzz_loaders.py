@@ -23,6 +23,7 @@ from ragtui.core.data.golden import load_questions
 from ragtui.core.data.trec import read_trec_qrels, read_trec_run
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal
+from tests.conftest import grade_of
 
 #: Examples per loader; docs/reliability.md ("Fuzzing") quotes the total.
 EXAMPLES = int(os.environ.get("RAGTUI_FUZZ_EXAMPLES", "150"))
@@ -249,7 +250,7 @@ def test_fuzz_labels(data):
         before = len(journal.history)
         journal.set_grade("fuzz", "doc.md#0", 1, "s")
         again = LabelJournal(path)
-        assert len(again.history) == before + 1 and again.grade_of("fuzz", "doc.md#0") == 1
+        assert len(again.history) == before + 1 and grade_of(again, "fuzz", "doc.md#0") == 1
         # Lines that cannot be read stay skipped; a torn tail is gone.
         assert again.bad_lines == journal.bad_lines
         assert len(again.warnings) == len(again.bad_lines)

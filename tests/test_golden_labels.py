@@ -10,6 +10,7 @@ import pytest
 from ragtui.core.data.golden import EvidenceIndex, evidence_spans, load_questions, term_spans
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
+from tests.conftest import grade_of
 
 
 def _write(path: Path, text: str) -> Path:
@@ -76,9 +77,9 @@ def test_journal_last_line_wins_and_null_removes(tmp_path):
     journal.set_grade("q1", "a#0", 2, "s0")
     journal.set_grade("q1", "a#1", 0, "s1")
     journal.set_grade("q1", "a#0", 1, "s0")
-    assert journal.grade_of("q1", "a#0") == 1 and journal.grade_of("q1", "a#1") == 0
+    assert grade_of(journal, "q1", "a#0") == 1 and grade_of(journal, "q1", "a#1") == 0
     journal.set_grade("q1", "a#1", None, "s1")
-    assert journal.grade_of("q1", "a#1") is None
+    assert grade_of(journal, "q1", "a#1") is None
     reread = LabelJournal(tmp_path / "labels.jsonl")
     assert {k: v.grade for k, v in reread.current.items()} == {("q1", "a#0"): 1}
     assert len(reread.history) == 4 and reread.history[0].annotator == "ann"
@@ -90,12 +91,12 @@ def test_undo_writes_a_line_restoring_the_previous_grade(tmp_path):
     journal.set_grade("q1", "a#0", 2, "s")
     journal.set_grade("q1", "a#0", 0, "s")
     journal.undo()
-    assert journal.grade_of("q1", "a#0") == 2
+    assert grade_of(journal, "q1", "a#0") == 2
     journal.undo()
-    assert journal.grade_of("q1", "a#0") is None
+    assert grade_of(journal, "q1", "a#0") is None
     assert journal.undo() is None
     assert len(path.read_text().splitlines()) == 4
-    assert LabelJournal(path).grade_of("q1", "a#0") is None
+    assert grade_of(LabelJournal(path), "q1", "a#0") is None
 
 
 def test_torn_last_line_is_ignored_with_a_warning_and_repaired(tmp_path):
@@ -109,7 +110,7 @@ def test_torn_last_line_is_ignored_with_a_warning_and_repaired(tmp_path):
         and "torn last line" in journal.warnings[0]
         and ":2:" in journal.warnings[0]
     )
-    assert journal.grade_of("q1", "a#0") == 2
+    assert grade_of(journal, "q1", "a#0") == 2
     journal.set_grade("q2", "b#0", 1, "t")
     lines = path.read_text().splitlines()
     assert len(lines) == 2 and '"q2"' in lines[1]
@@ -120,7 +121,7 @@ def test_unterminated_but_whole_last_line_is_kept(tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_text('{"question": "q1", "chunk": "a#0", "grade": 1, "chunk_sha1": "s", "at": ""}')
     journal = LabelJournal(path)
-    assert journal.grade_of("q1", "a#0") == 1 and not journal.warnings
+    assert grade_of(journal, "q1", "a#0") == 1 and not journal.warnings
     journal.set_grade("q1", "a#1", 2, "s")
     assert len(path.read_text().splitlines()) == 2
 
@@ -150,7 +151,7 @@ def test_bad_label_lines_are_skipped_with_a_warning_naming_file_and_line(tmp_pat
     assert problem in journal.bad_lines[0].problem
     (warning,) = journal.warnings
     assert warning.startswith(f"{path}:2: ") and problem in warning and "line skipped" in warning
-    assert journal.grade_of("q1", "a#0") == 1 and journal.grade_of("q1", "a#1") == 2
+    assert grade_of(journal, "q1", "a#0") == 1 and grade_of(journal, "q1", "a#1") == 2
     assert journal.take_warnings() == [warning] and journal.take_warnings() == []
 
 
@@ -158,9 +159,9 @@ def test_another_writer_is_noticed_by_refresh(tmp_path):
     path = tmp_path / "labels.jsonl"
     mine, theirs = LabelJournal(path), LabelJournal(path)
     theirs.set_grade("q1", "a#0", 2, "s")
-    assert mine.grade_of("q1", "a#0") is None
+    assert grade_of(mine, "q1", "a#0") is None
     mine.refresh()
-    assert mine.grade_of("q1", "a#0") == 2
+    assert grade_of(mine, "q1", "a#0") == 2
 
 
 def test_compact_keeps_the_state_and_a_backup(tmp_path):
@@ -175,7 +176,7 @@ def test_compact_keeps_the_state_and_a_backup(tmp_path):
     assert backup.name.startswith("labels.jsonl.") and backup.name.endswith(".bak")
     assert len(backup.read_text().splitlines()) == 5
     assert len(path.read_text().splitlines()) == 1
-    assert LabelJournal(path).grade_of("q1", "a#0") == 2
+    assert grade_of(LabelJournal(path), "q1", "a#0") == 2
     # Compact already: nothing rewritten, no second backup.
     assert journal.compact() is None
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["labels.jsonl", backup.name])

@@ -21,7 +21,7 @@ from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.retrieval.bm25 import BM25Retriever
 from ragtui.core.retrieval.results_cache import RankingCache, TextKeys
 from ragtui.core.workspace import Workspace
-from tests.conftest import mini_args, settings_of
+from tests.conftest import grade_of, mini_args, settings_of
 
 pytestmark = pytest.mark.usefixtures("cli_cache_env")
 
@@ -371,11 +371,11 @@ def test_a_byte_order_mark_on_a_middle_line_keeps_its_label(tmp_path: Path) -> N
     path.write_bytes(bom + lines[0] + b"\n" + bom + lines[1] + b"\n" + bom + b"\n" + lines[2])
     journal = LabelJournal(path, "tester")
     assert journal.bad_lines == [] and journal.warnings == []
-    assert [journal.grade_of(f"q{i}", "c") for i in range(3)] == [2, 2, 2]
+    assert [grade_of(journal, f"q{i}", "c") for i in range(3)] == [2, 2, 2]
     # Appended after a BOM line without its newline: read too.
     path.write_bytes(path.read_bytes() + b"\n" + bom + lines[0].replace(b"q0", b"q3") + b"\n")
     journal.refresh()
-    assert journal.grade_of("q3", "c") == 2 and journal.bad_lines == []
+    assert grade_of(journal, "q3", "c") == 2 and journal.bad_lines == []
 
 
 # ---- 12. compacting a large journal: linear, and right ------------------------------------------------
@@ -496,7 +496,7 @@ def test_a_compacting_journal_takes_the_file_it_wrote_as_read(tmp_path: Path) ->
         out.write(orjson.dumps(extra) + b"\n")
     added = journal.refresh()
     assert [(lab.annotator, lab.grade) for lab in added] == [("late", 3)]
-    assert journal.grade_of(str(extra["question"]), str(extra["chunk"])) == 3
+    assert grade_of(journal, str(extra["question"]), str(extra["chunk"])) == 3
 
 
 # ---- the sweep: ~200 hostile argument lists, never a traceback -----------------------------------------

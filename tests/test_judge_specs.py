@@ -350,7 +350,10 @@ def test_judge_shares_names_the_retrievers_on_the_judges_model(tiny_cross_encode
     reranked = Settings(rerank=str(tiny_cross_encoder), rerank_over="bm25")
     assert judge_shares(tiny_cross_encoder.name, reranked) == ("bm25+rerank",)
     sim = build_judge(JudgeSpec("sim", "similarity"), default)
-    assert isinstance(sim, SimilarityJudge) and sim.shares_with == ("vector", "hybrid")
+    assert isinstance(sim, SimilarityJudge) and judge_shares(sim.model_id, default) == (
+        "vector",
+        "hybrid",
+    )
 
 
 def test_resolve_judges_keeps_the_order_given():

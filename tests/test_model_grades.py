@@ -25,7 +25,7 @@ from ragtui.core.labelling.labels import (
 from ragtui.core.labelling.sample import draw_sample, load_sample, save_sample
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import SOURCE_EVIDENCE, SOURCE_HAND, SOURCE_MODEL, Workspace
-from tests.conftest import ROOT, mini_args
+from tests.conftest import ROOT, grade_of, mini_args
 
 
 def _verdict(qid: str, cid: str, grade: int, sha1: str, judge: str = "llm") -> Label:
@@ -47,25 +47,25 @@ def test_a_person_wins_over_a_model_and_models_count_only_when_asked(tmp_path):
     people = LabelJournal(path, "ann")
     people.append_verdicts([_verdict("q1", "a#0", 2, "s"), _verdict("q1", "b#0", 1, "s")])
     # By default only people's grades count: the verdicts are kept but count for nothing.
-    assert people.grade_of("q1", "a#0") is None and people.grade_of("q1", "b#0") is None
+    assert grade_of(people, "q1", "a#0") is None and grade_of(people, "q1", "b#0") is None
     pair = people.pair("q1", "a#0")
     assert pair is not None and pair.grades() == {} and set(pair.verdicts()) == {"llm"}
     both = LabelJournal(path, "ann", models=True)
-    assert both.grade_of("q1", "a#0") == 2 and both.grade_of("q1", "b#0") == 1
+    assert grade_of(both, "q1", "a#0") == 2 and grade_of(both, "q1", "b#0") == 1
     # A person's grade wins over the model's, whichever was written later.
     people.set_grade("q1", "a#0", 0, "s")
     both.append_verdicts([_verdict("q1", "a#0", 2, "s")])
     both.refresh()
-    assert both.grade_of("q1", "a#0") == 0
+    assert grade_of(both, "q1", "a#0") == 0
     # Neither the verdict nor a second judge's different verdict makes a dispute.
     both.append_verdicts([_verdict("q1", "b#0", 2, "s", judge="other")])
     assert not both.disputed("q1", "a#0") and not both.disputed("q1", "b#0")
-    assert both.grade_of("q1", "b#0") == 2  # the latest model verdict
+    assert grade_of(both, "q1", "b#0") == 2  # the latest model verdict
     # Undo is the person's: it takes back ann's 0, not a verdict.
     people.refresh()
     people.undo()
     both.refresh()
-    assert both.grade_of("q1", "a#0") == 2 and people.grade_of("q1", "a#0") is None
+    assert grade_of(both, "q1", "a#0") == 2 and grade_of(people, "q1", "a#0") is None
 
 
 def test_verdict_lines_keep_model_prompt_and_reason_and_survive_compaction(tmp_path):
@@ -111,7 +111,7 @@ def test_a_person_cannot_write_as_a_model_and_verdicts_are_not_adjudicated(tmp_p
         + "\n"
     )
     journal.load()
-    assert journal.grade_of("q", "c") is None
+    assert grade_of(journal, "q", "c") is None
     assert "cannot be adjudicated" in journal.warnings[0] and ":1:" in journal.warnings[0]
 
 

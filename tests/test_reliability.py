@@ -25,7 +25,7 @@ import pytest
 from ragtui.cli import main
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
-from tests.conftest import ROOT, mini_args, settings_of
+from tests.conftest import ROOT, grade_of, mini_args, settings_of
 
 # ---- 1. crash safety: SIGKILL during bursts of grade changes -------------------------------------
 
@@ -275,7 +275,7 @@ def test_compaction_while_another_process_appends_loses_nothing(tmp_path):
     assert {c: lab.grade for (q, c), lab in journal.current.items() if q == "compactor"} == {
         f"doc.md#{n}": n % 10 for n in range(count.value)
     }
-    assert journal.grade_of("seed", "doc.md#0") == 1
+    assert grade_of(journal, "seed", "doc.md#0") == 1
     assert not list(tmp_path.glob("*.tmp")), "a temporary file was left behind"
     # Each compaction that changed the journal kept the old one in a backup of its own.
     assert 1 <= len(list(tmp_path.glob("labels.jsonl.*.bak"))) <= count.value
@@ -333,7 +333,7 @@ def test_a_writer_waiting_on_the_old_file_writes_to_the_compacted_one(tmp_path):
     finally:
         os.close(old)
     assert os.stat(path).st_ino != old_inode
-    assert LabelJournal(path).grade_of("late", "doc.md#1") == 3
+    assert grade_of(LabelJournal(path), "late", "doc.md#1") == 3
 
 
 def test_a_reader_is_not_fooled_by_a_reused_inode_number(tmp_path):
@@ -388,7 +388,7 @@ def test_refresh_sees_a_compaction_by_another_process(tmp_path):
     assert mine.refresh() == [], "a compaction changes no grade"
     theirs.set_grade("q1", "a#1", 4, "s")
     assert [(lab.chunk, lab.grade) for lab in mine.refresh()] == [("a#1", 4)]
-    assert mine.grade_of("q1", "a#0") == 3 and len(mine.history) == 2
+    assert grade_of(mine, "q1", "a#0") == 3 and len(mine.history) == 2
 
 
 def test_workspace_refresh_reports_the_questions_another_process_changed(mini_settings):
@@ -418,7 +418,7 @@ def test_labels_compact_command(mini, capsys):
     assert len(backup.read_text().splitlines()) == 4
     reread = LabelJournal(golden / "labels.jsonl")
     assert (
-        reread.grade_of("m01", "ferry.md#0") == 2 and reread.grade_of("nosuch", "ferry.md#0") == 1
+        grade_of(reread, "m01", "ferry.md#0") == 2 and grade_of(reread, "nosuch", "ferry.md#0") == 1
     )
     assert len(reread.history) == 2
 
@@ -604,8 +604,8 @@ def test_labels_for_unknown_questions_or_chunks_are_reported_stale_never_applied
     ws.set_grade("m02", ws.chunks[0].id, 1)
     ws.labels.compact()
     kept = LabelJournal(labels)
-    assert kept.grade_of("ghost", "ferry.md#0") == 2 and kept.grade_of("m01", "ferry.md#99") == 3
-    assert kept.grade_of("m01", relevant) == 0, "a stale label was dropped"
+    assert grade_of(kept, "ghost", "ferry.md#0") == 2 and grade_of(kept, "m01", "ferry.md#99") == 3
+    assert grade_of(kept, "m01", relevant) == 0, "a stale label was dropped"
     assert main(["check", *_args(mini, "--retrievers", "bm25")]) == 1
     out = capsys.readouterr().out
     assert "labels.jsonl:1: ghost: stale label for ferry.md#0 (grade 2): unknown question" in out

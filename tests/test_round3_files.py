@@ -35,7 +35,7 @@ from ragtui.core.labelling.journal import LabelJournal, WriteFailedError
 from ragtui.core.project import effective_settings, load_project
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
-from tests.conftest import mini_args, settings_of
+from tests.conftest import grade_of, mini_args, settings_of
 
 BOM = b"\xef\xbb\xbf"
 
@@ -231,7 +231,7 @@ def test_enospc_leaves_the_journal_as_it_was_and_a_later_grade_works(tiny_disk: 
     )
     assert "\n" not in message
     assert path.read_bytes() == before, "no partial line"
-    assert journal.grade_of("m02", "ferry.md#1") is None and not journal.can_undo
+    assert grade_of(journal, "m02", "ferry.md#1") is None and not journal.can_undo
     assert not (tiny_disk / "labels.jsonl.torn").exists()
     assert journal.refresh() == [] and journal.take_warnings() == []
     # Room again: the next grade is one whole line after the old ones, read back by a new reader.
@@ -239,7 +239,7 @@ def test_enospc_leaves_the_journal_as_it_was_and_a_later_grade_works(tiny_disk: 
     journal.set_grade("m02", "ferry.md#1", 2, "def")
     assert path.read_bytes().startswith(before)
     again = LabelJournal(path)
-    assert again.grade_of("m02", "ferry.md#1") == 2 and again.grade_of("m01", "ferry.md#0") == 1
+    assert grade_of(again, "m02", "ferry.md#1") == 2 and grade_of(again, "m01", "ferry.md#0") == 1
     assert again.warnings == []
 
 
@@ -280,7 +280,7 @@ def test_a_failed_write_efbig_leaves_the_journal_as_it_was(tmp_path: Path) -> No
     assert path.read_bytes() == before
     journal = LabelJournal(path, annotator="tester")
     journal.set_grade("m02", "ferry.md#1", 2, "def")
-    assert LabelJournal(path).grade_of("m02", "ferry.md#1") == 2
+    assert grade_of(LabelJournal(path), "m02", "ferry.md#1") == 2
     assert LabelJournal(path).warnings == []
 
 
@@ -342,21 +342,23 @@ def test_a_bom_before_the_journals_first_line_keeps_that_label(tmp_path: Path) -
     second = b'{"question":"m02","chunk":"ferry.md#1","grade":0,"chunk_sha1":"def","at":"t","annotator":"ana"}'
     path.write_bytes(BOM + line + b"\n" + second + b"\n")
     journal = LabelJournal(path, annotator="tester")
-    assert journal.grade_of("m01", "ferry.md#0") == 2 and journal.grade_of("m02", "ferry.md#1") == 0
+    assert (
+        grade_of(journal, "m01", "ferry.md#0") == 2 and grade_of(journal, "m02", "ferry.md#1") == 0
+    )
     assert journal.warnings == [] and journal.bad_lines == []
     # A single BOM line without its newline (an editor's save) is a whole line, not a torn one.
     path.write_bytes(BOM + line)
     journal = LabelJournal(path, annotator="tester")
-    assert journal.grade_of("m01", "ferry.md#0") == 2 and journal.warnings == []
+    assert grade_of(journal, "m01", "ferry.md#0") == 2 and journal.warnings == []
     journal.set_grade("m03", "library.md#0", 1, "ghi")
     assert not (tmp_path / "labels.jsonl.torn").exists()
     again = LabelJournal(path)
-    assert again.grade_of("m01", "ferry.md#0") == 2 and again.grade_of("m03", "library.md#0") == 1
+    assert grade_of(again, "m01", "ferry.md#0") == 2 and grade_of(again, "m03", "library.md#0") == 1
     assert again.warnings == []
     # Compaction writes it back without the mark (the old file is the backup).
     assert again.compact() is not None
     assert not path.read_bytes().startswith(BOM)
-    assert LabelJournal(path).grade_of("m01", "ferry.md#0") == 2
+    assert grade_of(LabelJournal(path), "m01", "ferry.md#0") == 2
 
 
 def test_a_bom_is_read_past_in_every_json_lines_file(mini: Path, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from ragtui.core.settings import Settings
 from ragtui.tui.screens.judging import JudgingScreen
 from ragtui.tui.screens.main import MainScreen
 from ragtui.tui.widgets.chunk_view import ChunkView
+from tests.conftest import grade_of
 from tests.test_tui import COMPACT, WIDE, labels, make_app, run_async, wait_ready
 from tests.test_tui_labelling import type_ahead
 
@@ -88,14 +89,14 @@ async def test_undo_clear_and_moves(tui_settings: Settings) -> None:
         await pilot.press("u")
         await pilot.pause()
         assert session.current == second
-        assert app.workspace.labels.grade_of(*second.key) is None
-        assert app.workspace.labels.grade_of(*first.key) == 2
+        assert grade_of(app.workspace.labels, *second.key) is None
+        assert grade_of(app.workspace.labels, *first.key) == 2
         await pilot.press("left")
         await pilot.pause()
         assert session.current == first
         await pilot.press("backspace")
         await pilot.pause()
-        assert app.workspace.labels.grade_of(*first.key) is None
+        assert grade_of(app.workspace.labels, *first.key) is None
         assert session.current == first, "clearing stays on the pair"
         count = len(labels(tui_settings))
         await pilot.press("right", "right")

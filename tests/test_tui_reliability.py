@@ -91,7 +91,7 @@ async def test_another_sessions_labels_update_rows_lists_and_metrics(
         assert rows[("bm25", "all")] != ["1.000", "0.389", "0.389", "1.000", "1.000"]
         assert question_row(app, "m01")[2] != "1"
         assert main_screen(app).result_list("bm25").qid == "m01"
-        assert "grade 0" in main_screen(app).chunk_view.header_text.plain
+        assert "grade 0" in main_screen(app).chunk_view._header_text.plain
         # Our own next grade goes on after the other session's line, nothing re-applied twice.
         await pilot.press("tab", "2")
         await pilot.pause()
@@ -184,7 +184,7 @@ async def test_resizes_while_grading(tui_settings: Settings) -> None:
             await pilot.pause()
             assert len(labels(tui_settings)) == i + 1
             assert labels(tui_settings)[-1]["grade"] == int(grade)
-            assert f"grade {grade} (hand)" in screen.chunk_view.header_text.plain
+            assert f"grade {grade} (hand)" in screen.chunk_view._header_text.plain
         assert not main_screen(app).query_one("#too-small").display
         assert app.is_running
 

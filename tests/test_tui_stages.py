@@ -94,7 +94,7 @@ async def test_causes_in_the_list_the_filter_the_chunk_view_and_attribution(
         shown = [c for c in relevant if results.select_chunk(c)]
         await pilot.pause()
         if shown and reference.chunk_causes(qid, "hybrid", shown[0]):
-            header = screen.chunk_view.header_text.plain
+            header = screen.chunk_view._header_text.plain
             assert "why hybrid misses it" in header
         # The attribution view ends with the causes.
         await pilot.press("e")

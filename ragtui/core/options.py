@@ -173,11 +173,6 @@ def positive_up_to(maximum: float) -> Callable[[Any], float]:
     return parse
 
 
-def positive_number(raw: Any) -> float:
-    """A finite number above 0."""
-    return positive_up_to(math.inf)(raw)
-
-
 seed = whole_number(0, MAX_SEED)
 """A seed: a whole number from 0 to 2**32 - 1."""
 

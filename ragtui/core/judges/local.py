@@ -16,8 +16,8 @@ Both score a (question, chunk) pair and map the score to a grade by thresholds
   model's probability of relevance :data:`CROSS_ENCODER_DEFAULTS` (as logits for a model whose
   scores are logits).
 
-A judge that shares its model with a retriever favours that retriever: :attr:`shares_with` names
-them (``ragtui.core.judges.spec.judge_shares`` for a model id read from the journal).
+A judge that shares its model with a retriever favours that retriever:
+``ragtui.core.judges.spec.judge_shares`` names them from its model id.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ragtui.core.data.grades import GradeScale
 from ragtui.core.data.tokenizer import TokenCounter, model_fingerprint, model_limit, token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
-from ragtui.core.judges.spec import JudgeSettings, judge_shares, judge_where
+from ragtui.core.judges.spec import JudgeSettings, judge_where
 from ragtui.core.judges.thresholds import Thresholds, choose_thresholds, default_thresholds
 from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
 from ragtui.core.retrieval.rerank import CrossEncoderModel
@@ -102,11 +102,6 @@ class _ScoringJudge:
         self._given: tuple[float, ...] | None = tuple(given) if given is not None else None
         self.thresholds: Thresholds | None = None
         self._lock = threading.Lock()
-
-    @property
-    def shares_with(self) -> tuple[str, ...]:
-        """The retrievers shown that use this judge's model (a judge favours its own retriever)."""
-        return judge_shares(self.model_id, self._settings)
 
     def _identity(self) -> list[Any]:
         """What, besides the thresholds, changes a grade."""

@@ -216,11 +216,8 @@ class OpenAIJudge:
     ) -> None:
         self.name = name
         self.model = model
-        #: The model the journal records: the name asked for (stable from run to run; the name the
-        #: server answered with is ``served_model``).
+        #: The model the journal records: the name asked for (stable from run to run).
         self.model_id = model
-        #: The model the latest response named (a dated snapshot, a path), "" before the first.
-        self.served_model = ""
         self.url = chat_url(url)
         #: The endpoint as messages show it (no user info, no query string).
         self.where = endpoint(self.url)
@@ -448,9 +445,6 @@ class OpenAIJudge:
         if not isinstance(obj, dict):
             return self._failed("bad response: not a chat completion (not an object)")
         tokens = _tokens(obj.get("usage"))
-        served = obj.get("model")
-        if isinstance(served, str) and served:
-            self.served_model = visible_line(served[:200])
         if isinstance(obj.get("error"), dict | str):
             return self._failed(f"bad response: an error ({_error_detail(raw)})", tokens)
         choices = obj.get("choices")

@@ -468,11 +468,6 @@ class LabelSet:
             for chunk, pair in by_chunk.items():
                 yield question, chunk, pair
 
-    def grade_of(self, question: str, chunk: str) -> int | None:
-        """The current hand grade of a pair (the one that counts), or None."""
-        label = self.current.get((question, chunk))
-        return label.grade if label else None
-
     def disputed(self, question: str, chunk: str) -> bool:
         """Whether the annotators' current grades of a pair differ and no adjudicated grade settles it."""
         pair = self.pair(question, chunk)

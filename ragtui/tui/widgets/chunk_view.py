@@ -114,7 +114,6 @@ class ChunkView(ScrollView, can_focus=False):
         self._kept: OrderedDict[tuple[object, ...], Paragraphs] = OrderedDict()
         #: The character of the text to keep in view (None: the top), and the lines above it.
         self._target: int | None = None
-        self._lead = 0
         self._scroll_token = 0
         self._styles_seen: tuple[object, ...] | None = None
         #: The width, lines of header and margin, and lines in all at the last layout.
@@ -123,11 +122,6 @@ class ChunkView(ScrollView, can_focus=False):
         self._sized: tuple[Size, Size, Size] | None = None
 
     # ---- what tests and screens read ----------------------------------------------------------
-
-    @property
-    def header_text(self) -> Text:
-        """The header as shown (where the chunk is from, its grade, a note)."""
-        return self._header_text
 
     @property
     def body_text(self) -> Text:
@@ -186,7 +180,7 @@ class ChunkView(ScrollView, can_focus=False):
         if ws is None or cid is None or cid not in ws.chunk_by_id:
             set_frame_text(self, "chunk")
             self._set_header(Text("no chunk highlighted"))
-            self._set_body(Paragraphs(Text(""), self), None, 0)
+            self._set_body(Paragraphs(Text(""), self), None)
             return
         chunk = ws.chunk_by_id[cid]
         question = ws.question_by_id.get(qid) if qid else None
@@ -225,7 +219,7 @@ class ChunkView(ScrollView, can_focus=False):
         target = (
             None if found == "start" and lead == 0 else lead + _shown_length(chunk.text, offset)
         )
-        self._set_body(body, target, lead)
+        self._set_body(body, target)
 
     def _framed(
         self,
@@ -273,11 +267,10 @@ class ChunkView(ScrollView, can_focus=False):
         else:
             self._refresh_content()
 
-    def _set_body(self, body: Paragraphs, target: int | None, lead: int) -> None:
+    def _set_body(self, body: Paragraphs, target: int | None) -> None:
         """Show ``body``, scrolled so that character ``target`` is in view (None: the top)."""
         self._body = body
         self._target = target
-        self._lead = lead
         self._scroll_token += 1
         self._relayout(scroll=True)
         self._refresh_content()

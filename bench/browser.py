@@ -4,7 +4,7 @@
 ragtui's own cache folder, which must be warm (``bench.run`` runs ``ragtui eval`` before this;
 ``--warm`` runs it here), twice: as it runs by default (an app started ahead for the next tab) and
 with ``--no-spare`` (each tab's app started when the tab opens: the baseline). Headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright,
-as ``tests/test_serve_browser.py`` does) is started before the clock. Each run opens a new tab at
+as ``tests/system/test_serve_browser.py`` does) is started before the clock. Each run opens a new tab at
 the printed address (with its token) and reads the terminal the page shows, rebuilt from the bytes
 its websocket received (pyte, a VT100 emulator), every 20 ms:
 

@@ -1,4 +1,4 @@
-"""Run by ``tests/test_encoder_process.py`` in a process of its own (so ``sys.modules`` says what
+"""Run by ``tests/system/test_encoder_process.py`` in a process of its own (so ``sys.modules`` says what
 the app imported): the real app, headless, on a copy of the small corpus and ``$RAGTUI_CACHE_DIR``.
 
 It waits for the first full screen; when ``$RAGTUI_PRELOAD_MODEL`` is 1, for the helper process to
@@ -25,8 +25,8 @@ from ragtui.core.retrieval import encoder_process
 from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
 from ragtui.tui.app import RagtuiApp
 from ragtui.tui.screens.adhoc import AdhocScreen
+from tests.app.test_tui import WIDE, wait_ready
 from tests.conftest import settings_of
-from tests.test_tui import WIDE, wait_ready
 
 HEAVY = ("torch", "sentence_transformers", "transformers")
 

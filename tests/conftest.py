@@ -33,6 +33,20 @@ CRANFIELD = DATA / "cranfield"
 MINI_CHUNK_SIZE = 48
 
 
+#: The test tiers, one folder each (README.md, "Run the tests"): ``unit`` runs in this process
+#: (no subprocess, no terminal, no Pilot), ``app`` drives the Textual app with Pilot and snapshots,
+#: ``system`` starts processes: the CLI, tmux, sshd, Chromium, servers, Milvus Lite.
+TIERS = ("unit", "app", "system")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test is marked with its tier (its folder), so ``-m unit`` picks the fast tier."""
+    for item in items:
+        parts = Path(str(item.path)).relative_to(ROOT / "tests").parts
+        if parts and parts[0] in TIERS:
+            item.add_marker(getattr(pytest.mark, parts[0]))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def user_data_home(tmp_path_factory: pytest.TempPathFactory):
     """A fresh ``$XDG_DATA_HOME`` for the run: the user's copy of the bundled golden set never leaks in or out."""

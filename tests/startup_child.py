@@ -1,4 +1,4 @@
-"""Run by ``tests/test_startup.py`` in a process of its own, so ``sys.modules`` and the garbage
+"""Run by ``tests/system/test_startup.py`` in a process of its own, so ``sys.modules`` and the garbage
 collector's state are the app's alone: the real app, headless, on a copy of the small corpus.
 
 Collection is turned off first, as ``ragtui`` does before it imports the app. Then the app is

@@ -1,0 +1,281 @@
+"""What keeps the app fast: the question list never measures cells (10,000 rows), the readiness signal
+the start-up benchmark waits on, and the embedding progress line (rate and time left)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from ragtui.core.settings import Settings
+from ragtui.tui import app as app_module
+from ragtui.tui.app import RagtuiApp
+from ragtui.tui.widgets.formatting import format_seconds
+from ragtui.tui.widgets.question_list import QuestionList
+from tests.app.test_tui import (
+    WIDE,
+    FakeEmbedder,
+    labels,
+    main_screen,
+    make_app,
+    metric_rows,
+    run_async,
+    wait_ready,
+)
+
+#: Questions in the large golden set (the mini questions repeated under new ids).
+MANY = 2000
+
+
+@pytest.fixture
+def tui_settings(mini_settings: Settings, tmp_path: Path) -> Settings:
+    """The mini corpus with a per-test embedding cache (fake vectors never reach the shared one)."""
+    return dataclasses.replace(mini_settings, cache_dir=tmp_path / "cache")
+
+
+@pytest.fixture
+def many_settings(tui_settings: Settings) -> Settings:
+    """The mini corpus with MANY questions."""
+    golden = Path(tui_settings.golden)
+    source = [
+        json.loads(x) for x in (golden / "questions.jsonl").read_text().splitlines() if x.strip()
+    ]
+    lines = (json.dumps({**source[i % len(source)], "id": f"s{i:04d}"}) + "\n" for i in range(MANY))
+    (golden / "questions.jsonl").write_text("".join(lines))
+    return dataclasses.replace(tui_settings)
+
+
+@run_async
+async def test_question_list_draws_only_visible_rows(
+    many_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2,000 rows: only the visible rows are ever asked for their cells, a grade redraws one row, and
+    End still reaches the last row."""
+    asked: list[int] = []
+    original = QuestionList.row_cells
+
+    def counting(self: QuestionList, index: int) -> object:
+        asked.append(index)
+        return original(self, index)
+
+    monkeypatch.setattr(QuestionList, "row_cells", counting)
+    app = make_app(many_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        questions = main_screen(app).question_list
+        assert questions.row_count == MANY
+        assert questions.virtual_size.height == MANY + 1  # the header row
+        visible = questions.size.height
+        assert set(asked) <= set(range(visible)), "only the first screenful was drawn"
+        asked.clear()
+        await pilot.press("tab", "0")  # m01's copy s0000: its only relevant chunk graded 0
+        await pilot.pause()
+        assert labels(many_settings)[-1]["question"] == "s0000"
+        assert metric_rows(app)[("bm25", "s0000")][4] == "0.000"
+        assert set(asked) == {0}, "the grade redrew s0000's row only"
+        asked.clear()
+        await pilot.press("shift+tab", "end")
+        await pilot.pause()
+        assert main_screen(app).current_qid == f"s{MANY - 1:04d}"
+        assert questions.scroll_offset.y > MANY - 50
+        assert set(asked) <= set(range(MANY - visible, MANY)), "End drew the last screenful only"
+
+
+class GatedEmbedder(FakeEmbedder):
+    """The fake embedder, held back until the test opens its gate (as a slow first embedding is)."""
+
+    def __init__(self) -> None:
+        """A closed gate."""
+        super().__init__()
+        self.gate = threading.Event()
+
+    def encode(
+        self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """Wait for the gate, then embed as the fake embedder does."""
+        assert self.gate.wait(60), "the test never opened the gate"
+        return super().encode(texts, progress)
+
+
+@run_async
+async def test_full_screen_signal_waits_for_every_list_painted(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``full_screen_after`` (what the start-up benchmark waits on) stays unset while BM25 alone is
+    shown; it is set once, after every retriever is ready and a paint has followed, with every result
+    list and every retriever's metric row filled in."""
+    paints = [0]
+    display = RagtuiApp._display
+
+    def counting_display(app: RagtuiApp, screen: object, renderable: object) -> None:
+        # Textual hands every screen update to App._display (it writes nothing when headless).
+        if renderable is not None:
+            paints[0] += 1
+        display(app, screen, renderable)  # type: ignore[arg-type]
+
+    at_ready: list[int] = []
+    at_signal: list[tuple[int, bool, dict[str, int], set[tuple[str, str]]]] = []
+
+    def recorder(name: str) -> property:
+        """A property storing the attribute ``name`` that records the screen when it is first set."""
+
+        def get(app: RagtuiApp) -> float | None:
+            return app.__dict__.get(name)
+
+        def record(app: RagtuiApp, value: float | None) -> None:
+            # What the screen holds at the moment the value is set, not when the test next looks.
+            if value is not None and name == "ready_after":
+                at_ready.append(paints[0])
+            elif value is not None:
+                screen = main_screen(app)
+                rows = {r: screen.result_list(r).row_count for r in app.retrievers}
+                at_signal.append((paints[0], app.is_ready, rows, set(metric_rows(app))))
+            app.__dict__[name] = value
+
+        return property(get, record)
+
+    monkeypatch.setattr(RagtuiApp, "_display", counting_display)
+    monkeypatch.setattr(RagtuiApp, "ready_after", recorder("ready_after"), raising=False)
+    monkeypatch.setattr(
+        RagtuiApp, "full_screen_after", recorder("full_screen_after"), raising=False
+    )
+    embedder = GatedEmbedder()
+    app = make_app(tui_settings, embedder)
+    async with app.run_test(size=WIDE) as pilot:
+        try:
+            for _ in range(200):
+                await pilot.pause()
+                if app.workspace is not None and main_screen(app).result_list("bm25").row_count:
+                    break
+            else:
+                raise AssertionError("BM25's list was never shown")
+            # BM25 is on screen, the vector retriever is still embedding: no full screen yet.
+            assert main_screen(app).result_list("vector").row_count == 0
+            assert app.ready_after is None and app.full_screen_after is None and at_signal == []
+            released = time.monotonic() - app.started
+        finally:
+            embedder.gate.set()
+        await wait_ready(pilot)
+        for _ in range(50):
+            if app.full_screen_after is not None:
+                break
+            await pilot.pause()
+        assert app.full_screen_after is not None and app.full_screen_after > released
+        assert len(at_ready) == 1 and len(at_signal) == 1
+        painted, ready, rows, metric_keys = at_signal[0]
+        assert painted > at_ready[0], "the signal came before the screen was painted again"
+        assert ready
+        assert set(rows) == {"bm25", "vector", "hybrid"} and all(rows.values()), rows
+        assert {(r, "all") for r in rows} <= metric_keys, metric_keys
+
+
+@run_async
+async def test_embedding_progress_shows_rate_and_time_left(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The progress line: texts done of all, texts per second from the first batch on, and time left."""
+    clock = [100.0]
+    monkeypatch.setattr(app_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = main_screen(app)
+        label = screen.query_one("#progress-label")
+
+        def report(done: int, total: int) -> None:
+            screen.show_progress(done, total, app._rate(done, total))
+
+        report(0, 1000)
+        assert "loading the embedding model (1000 texts to embed)" in str(label.content)
+        report(100, 1000)
+        assert str(label.content) == "embedding 100/1000 texts"
+        clock[0] += 2.0
+        report(200, 1000)
+        assert str(label.content) == "embedding 200/1000 texts · 50 texts/s · 16 s left"
+        clock[0] += 8.0
+        report(300, 1000)
+        assert str(label.content) == "embedding 300/1000 texts · 20 texts/s · 35 s left"
+        report(300, 100_000)
+        assert "1 min" not in str(label.content) and "left" in str(label.content)
+        screen.hide_progress()
+        await pilot.pause()
+        assert not screen.query_one("#progress-row").display
+    assert format_seconds(185) == "3 min 05 s"
+
+
+@run_async
+async def test_lower_k_restyles_ranks(tui_settings: Settings) -> None:
+    """k 3 -> 1: a rank of 2 or 3 keeps its digits but turns from 'hit' to 'late'."""
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        questions = main_screen(app).question_list
+        names = [c.name for c in questions.columns]
+        retrievers = [n for n in ("bm25", "vector", "hybrid") if n in names]
+        assert retrievers, names
+
+        def ranks() -> dict[tuple[int, str], tuple[str, str]]:
+            """(row, retriever) -> (text, style) of the rank cells holding 2 or 3."""
+            out = {}
+            for index in range(questions.row_count):
+                cells = questions.row_cells(index)
+                for name in retrievers:
+                    cell = cells[names.index(name)]
+                    if cell.text in ("2", "3"):
+                        out[(index, name)] = (cell.text, cell.style)
+            return out
+
+        before = ranks()
+        assert before, "the mini set has no rank 2 or 3"
+        assert all(style == "hit" for _, style in before.values())
+        await pilot.press("minus", "minus")
+        await pilot.pause()
+        after = ranks()
+        assert after.keys() == before.keys()
+        assert all(after[key] == (before[key][0], "late") for key in after)
+
+
+@run_async
+async def test_row_list_redraws_only_the_changed_row():
+    """refresh_row(i) asks for row i's cells again and no other row's; the other lines stay."""
+    from textual.app import App, ComposeResult
+
+    from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList
+
+    values = ["-"] * 4
+    asked: list[int] = []
+
+    class Rows(RowList):
+        def row_cells(self, index: int) -> list[Cell]:
+            asked.append(index)
+            return [Cell(f"r{index}"), Cell(values[index])]
+
+    class TableApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Rows()
+
+    app = TableApp()
+    async with app.run_test(size=(40, 8)) as pilot:
+        table = app.query_one(Rows)
+        table.set_columns([ColumnSpec("id", 4), ColumnSpec("grade", 5)])
+        table.set_row_count(4)
+        await pilot.pause()
+
+        def line(y: int) -> str:
+            return table.render_line(y).text
+
+        before = [line(y) for y in range(1, 5)]
+        asked.clear()
+        values[2] = "2"
+        table.refresh_row(2)
+        after = [line(y) for y in range(1, 5)]
+        assert "2" in after[2].split()[1]
+        assert after[:2] == before[:2] and after[3] == before[3]
+        assert set(asked) == {2}, "only the changed row is rendered again"

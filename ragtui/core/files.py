@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import secrets
 import stat
@@ -38,6 +39,17 @@ __all__ = [
     "write_atomic",
     "write_new",
 ]
+
+
+def content_hash(*parts: str | bytes) -> str:
+    """The one content hash of every cache key and fingerprint: SHA-1 (hex) of ``parts`` joined by
+    NUL bytes, text as UTF-8 (a lone surrogate kept, as a file name may hold one)."""
+    digest = hashlib.sha1()
+    for i, part in enumerate(parts):
+        if i:
+            digest.update(b"\0")
+        digest.update(part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def fsync_folder(folder: str | Path) -> None:

@@ -19,7 +19,7 @@ import orjson
 
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.data.paths import cache_dir
-from ragtui.core.files import fsync_folder, locked, write_all
+from ragtui.core.files import content_hash, fsync_folder, locked, write_all
 from ragtui.core.judges.base import JudgePair, Verdict
 from ragtui.core.labelling.labels import MAX_REASON
 
@@ -30,7 +30,7 @@ CACHE_VERSION = 1
 
 
 def _text_sha1(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return content_hash(text)
 
 
 class VerdictCache:

@@ -9,7 +9,6 @@ Markdown table is one paragraph, so it stays whole whenever it fits in one chunk
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import re
 from bisect import bisect_right
@@ -19,6 +18,7 @@ from typing import Any
 
 from ragtui.core.data.corpus import Document
 from ragtui.core.data.tokenizer import TokenCounter, TokenIndex
+from ragtui.core.files import content_hash
 
 DEFAULT_CHUNK_SIZE = 512
 
@@ -48,7 +48,7 @@ class Chunk:
     @property
     def sha1(self) -> str:
         """SHA-1 of the chunk text, which labels carry to notice edited chunks."""
-        return hashlib.sha1(self.text.encode("utf-8")).hexdigest()
+        return content_hash(self.text)
 
     @property
     def span(self) -> tuple[int, int]:

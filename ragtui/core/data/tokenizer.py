@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtui.core.errors import InputError
-from ragtui.core.files import read_regular
+from ragtui.core.files import content_hash, read_regular
 
 #: The name users see for the bundled model.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -120,7 +120,7 @@ def _identity(path: Path) -> tuple[object, ...]:
 
 def _fingerprint(folder: Path, files: list[Path]) -> str:
     """The fingerprint of ``files`` under ``folder`` (see ``model_fingerprint``), read now."""
-    digest = hashlib.sha1()
+    parts: list[bytes] = []
     for path in files:
         if not path.is_file():
             continue  # a FIFO would block the read (loading the model refuses it by name)
@@ -133,10 +133,8 @@ def _fingerprint(folder: Path, files: list[Path]) -> str:
                 tail = handle.read(FINGERPRINT_BYTES)
         except OSError:
             continue
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
-        digest.update(head)
-        digest.update(tail)
-    return digest.hexdigest()
+        parts += [f"{path.relative_to(folder).as_posix()}\0{size}\0".encode(), head, tail]
+    return content_hash(b"".join(parts))
 
 
 class TokenCounter:

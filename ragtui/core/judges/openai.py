@@ -24,7 +24,6 @@ spent quota stop the whole run (``JudgeError``).
 from __future__ import annotations
 
 import email.utils
-import hashlib
 import http.client
 import math
 import os
@@ -44,6 +43,7 @@ import orjson
 from ragtui import __version__
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.errors import InputError
+from ragtui.core.files import content_hash
 from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
 from ragtui.core.judges.parse import UNREADABLE, parse_grade
 from ragtui.core.judges.prompt import (
@@ -265,7 +265,7 @@ class OpenAIJudge:
         self._scale_text = scale_text(self.scale)
         identity = ["openai", self.model, mask_url(self.url), self.prompt_sha1, TEMPERATURE]
         identity.append([[grade, label] for grade, label in self.scale])
-        self.settings_key = hashlib.sha1(orjson.dumps(identity)).hexdigest()
+        self.settings_key = content_hash(orjson.dumps(identity))
 
     def _scrub(self, text: str) -> str:
         """A message on one line, safe to show: the key (if a server echoed it) masked, controls escaped."""

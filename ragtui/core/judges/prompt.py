@@ -10,13 +10,13 @@ records it with every verdict, so a verdict says which prompt gave it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.errors import InputError
+from ragtui.core.files import content_hash
 from ragtui.core.text import has_control, visible_line
 
 __all__ = [
@@ -75,7 +75,7 @@ _LOOKALIKES = {
 
 def prompt_sha1(template: str) -> str:
     """The sha1 of a template's text as it is sent (UTF-8)."""
-    return hashlib.sha1(template.encode("utf-8")).hexdigest()
+    return content_hash(template)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ and questions give the same sample on every machine.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from ragtui.core.errors import InputError
-from ragtui.core.files import write_atomic
+from ragtui.core.files import content_hash, write_atomic
 from ragtui.core.labelling.labels import now_iso
 
 __all__ = ["SAMPLE_FILE", "HumanSample", "draw_sample", "load_sample", "save_sample"]
@@ -32,7 +31,7 @@ SAMPLE_FILE = "sample.json"
 
 
 def _ids_sha1(question_ids: Sequence[str]) -> str:
-    return hashlib.sha1("\n".join(question_ids).encode("utf-8", "surrogatepass")).hexdigest()
+    return content_hash("\n".join(question_ids))
 
 
 @dataclass(frozen=True, slots=True)

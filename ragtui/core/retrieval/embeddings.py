@@ -33,7 +33,7 @@ from ragtui.core.data.binary_cache import npy_header
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import model_fingerprint, resolve_model
 from ragtui.core.errors import InputError
-from ragtui.core.files import folder_lock, read_regular, write_atomic
+from ragtui.core.files import content_hash, folder_lock, read_regular, write_atomic
 from ragtui.core.retrieval.onnx_backend import Backend, model_slug, resolve_backend
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ _SHA1 = re.compile(r"[0-9a-f]{40}")
 
 def text_key(text: str) -> str:
     """The cache key of a text: its SHA-1."""
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+    return content_hash(text)
 
 
 def _read_matrix(raw: bytes, shape: tuple[int, int]) -> np.ndarray:

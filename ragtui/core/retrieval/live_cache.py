@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ragtui.core.data.paths import cache_dir, safe_filename
+from ragtui.core.files import content_hash
 from ragtui.core.retrieval.base import Hit, normalize_hit
 
 __all__ = [
@@ -55,7 +56,7 @@ class LiveCache:
         self._lock = threading.Lock()
 
     def _path(self, question: str) -> Path:
-        return self.folder / (hashlib.sha1(question.encode("utf-8")).hexdigest() + ".json")
+        return self.folder / (content_hash(question) + ".json")
 
     def get(self, question: str, depth: int) -> list[Hit] | None:
         """The cached answer cut to ``depth``, or None when there is none deep enough."""

@@ -38,7 +38,7 @@ import orjson
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import _model_file, model_fingerprint, resolve_model
 from ragtui.core.errors import InputError
-from ragtui.core.files import folder_lock, read_regular, write_atomic
+from ragtui.core.files import content_hash, folder_lock, read_regular, write_atomic
 from ragtui.core.text import visible_line
 
 #: ``--embedding-backend``: onnx where onnxruntime is installed and the model can run on it (auto),
@@ -135,8 +135,8 @@ def model_slug(model: str, fingerprint: str = "") -> str:
     """A folder name for a model name or path, readable and collision-safe; the model files'
     fingerprint makes a model saved again under the same name a cache of its own."""
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name or model)[:60]
-    key = f"{model}\0{fingerprint}" if fingerprint else model
-    return f"{readable}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+    key = content_hash(model, fingerprint) if fingerprint else content_hash(model)
+    return f"{readable}-{key[:10]}"
 
 
 def export_folder(model: str | None, root: Path | None = None) -> Path:

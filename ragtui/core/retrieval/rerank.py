@@ -18,7 +18,6 @@ cache is rebuilt, never trusted.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import time
@@ -33,6 +32,7 @@ import orjson
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.data.tokenizer import model_fingerprint
 from ragtui.core.errors import InputError
+from ragtui.core.files import content_hash
 from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.embeddings import (
     model_slug,
@@ -60,7 +60,7 @@ def reranked_name(retriever: str) -> str:
 
 def pair_key(question: str, text: str) -> str:
     """The cache key of a (question, chunk text) pair."""
-    return hashlib.sha1(f"{question}\0{text}".encode()).hexdigest()
+    return content_hash(question, text)
 
 
 def _missing(name: str) -> InputError:
@@ -77,12 +77,12 @@ def locate_cross_encoder(name_or_path: str) -> tuple[str, str]:
     if folder.is_dir():
         if not (folder / "config.json").is_file():
             raise InputError(folder, "not a model folder: it has no config.json")
-        stamp = hashlib.sha1()
-        for item in sorted(folder.iterdir()):
-            if item.is_file():
-                info = item.stat()
-                stamp.update(f"{item.name}\t{info.st_size}\t{info.st_mtime_ns}\n".encode())
-        return str(folder), stamp.hexdigest()
+        stamp = [
+            f"{item.name}\t{info.st_size}\t{info.st_mtime_ns}\n"
+            for item in sorted(folder.iterdir())
+            if item.is_file() and (info := item.stat())
+        ]
+        return str(folder), content_hash("".join(stamp))
     if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:
         raise InputError(name_or_path, "cross-encoder folder not found")
     try:
@@ -93,7 +93,7 @@ def locate_cross_encoder(name_or_path: str) -> tuple[str, str]:
     if not isinstance(found, str):
         raise _missing(name_or_path)
     # The snapshot folder's name is the model's commit: a new download is a new fingerprint.
-    return name_or_path, hashlib.sha1(str(Path(found).parent).encode()).hexdigest()
+    return name_or_path, content_hash(str(Path(found).parent))
 
 
 class CrossEncoderModel:

@@ -41,6 +41,7 @@ import orjson
 from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch, digest
 from ragtui.core.data.golden import normalize_ws
 from ragtui.core.data.paths import cache_dir
+from ragtui.core.files import content_hash
 from ragtui.core.metrics.batch import duplicate_rows
 from ragtui.core.metrics.tables import gather_rows
 
@@ -51,7 +52,7 @@ __all__ = ["EvidenceCache", "Found", "RankingCache", "TextKeys"]
 
 
 def _key_of(text: str) -> bytes:
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).digest()
+    return bytes.fromhex(content_hash(text))
 
 
 def _list_digest(items: Sequence[object]) -> str:

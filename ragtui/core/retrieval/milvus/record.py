@@ -18,6 +18,7 @@ from pathlib import Path
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document
 from ragtui.core.data.tokenizer import model_fingerprint
+from ragtui.core.files import content_hash
 from ragtui.core.retrieval.windows import WindowPlan
 
 __all__ = [
@@ -102,7 +103,7 @@ def corpus_digest(documents: Sequence[Document]) -> str:
     """SHA-256 over every document's path and text hash, in order: the corpus's content digest."""
     digest = hashlib.sha256()
     for doc in documents:
-        text_hash = hashlib.sha1(doc.text.encode("utf-8", "surrogatepass")).hexdigest()
+        text_hash = content_hash(doc.text)
         digest.update(f"{doc.path}\t{text_hash}\n".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 

@@ -627,7 +627,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_config(effective, as_json=args.json)
         if args.command == "serve":
-            from ragtui.cli.serve import run_serve
+            try:
+                from ragtui.cli.serve import run_serve
+            except ImportError:  # textual-serve, or aiohttp that comes with it
+                raise InputError(
+                    None,
+                    'ragtui serve needs the serve extra (textual-serve): pip install "ragtui[serve]"',
+                ) from None
 
             return run_serve(
                 args,

@@ -46,16 +46,20 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
+
+from aiohttp import WSMsgType, web
+from aiohttp_jinja2 import render_template
+from aiohttp_jinja2 import setup as setup_templates
+from jinja2 import FileSystemLoader
+from textual_serve.app_service import AppService
+from textual_serve.download_manager import DownloadManager
+from textual_serve.server import Server
 
 from ragtui.cli.output import err, warn
 from ragtui.core.errors import InputError
 from ragtui.core.options import OPTIONS
 from ragtui.core.text import visible_line
-
-if TYPE_CHECKING:
-    from aiohttp import web
 
 #: The page template: textual-serve's, without the web-font link (the page fetches nothing), its
 #: websocket address carrying the token.
@@ -393,100 +397,110 @@ async def _exited(process: asyncio.subprocess.Process, seconds: float) -> bool:
     return True
 
 
-def _service_class() -> type:
+class AppProcess(AppService):
     """textual-serve's AppService, starting the app without a shell, in its own process group,
     and ending it (and anything it started) for sure."""
-    from textual_serve.app_service import AppService
 
-    class AppProcess(AppService):
-        def __init__(self, argv: list[str], **kwargs: Any) -> None:
-            super().__init__(shlex.join(argv), **kwargs)
-            self.argv = argv
-            self._ending: asyncio.Future[None] | None = None
-            #: The start of a spare app (its process is being made while the server goes on).
-            self.starting: asyncio.Future[None] | None = None
-            #: The terminal size the app was last given.
-            self.size: tuple[int, int] | None = None
-            #: A spare's output, until a browser takes it.
-            self.tap: Tap | None = None
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        write_bytes: Callable[[bytes], Awaitable[None]],
+        write_str: Callable[[str], Awaitable[None]],
+        close: Callable[[], Awaitable[object]],
+        download_manager: DownloadManager,
+    ) -> None:
+        super().__init__(
+            shlex.join(argv),
+            write_bytes=write_bytes,
+            write_str=write_str,
+            close=close,  # type: ignore[arg-type]  # aiohttp's close returns a bool
+            download_manager=download_manager,
+        )
+        self.argv = argv
+        self._ending: asyncio.Future[None] | None = None
+        #: The start of a spare app (its process is being made while the server goes on).
+        self.starting: asyncio.Future[None] | None = None
+        #: The terminal size the app was last given.
+        self.size: tuple[int, int] | None = None
+        #: A spare's output, until a browser takes it.
+        self.tap: Tap | None = None
 
-        async def _open_app_process(
-            self, width: int = 80, height: int = 24
-        ) -> asyncio.subprocess.Process:
-            environment = self._build_environment(width=width, height=height)
-            environment.pop(TOKEN_ENV, None)  # the app has no use for it
-            self.size = (width, height)
-            process = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=environment,
-                start_new_session=True,  # ctrl+c on the server reaches the server only; it ends these
-            )
-            self._process = process
-            self._stdin = process.stdin
-            return process
+    async def _open_app_process(
+        self, width: int = 80, height: int = 24
+    ) -> asyncio.subprocess.Process:
+        environment = self._build_environment(width=width, height=height)
+        environment.pop(TOKEN_ENV, None)  # the app has no use for it
+        self.size = (width, height)
+        process = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=environment,
+            start_new_session=True,  # ctrl+c on the server reaches the server only; it ends these
+        )
+        self._process = process
+        self._stdin = process.stdin
+        return process
 
-        async def set_terminal_size(self, width: int, height: int) -> None:
-            """Tell the app its new size; the size it has already is not sent again (a resize
-            lays out and redraws the whole screen: a spare app taken by a browser of the size it
-            was started at would redraw for nothing while the first keys wait)."""
-            if (width, height) == self.size:
-                return
-            self.size = (width, height)
-            await super().set_terminal_size(width, height)
+    async def set_terminal_size(self, width: int, height: int) -> None:
+        """Tell the app its new size; the size it has already is not sent again (a resize
+        lays out and redraws the whole screen: a spare app taken by a browser of the size it
+        was started at would redraw for nothing while the first keys wait)."""
+        if (width, height) == self.size:
+            return
+        self.size = (width, height)
+        await super().set_terminal_size(width, height)
 
-        @property
-        def pid(self) -> int | None:
-            return None if self._process is None else int(self._process.pid)
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else int(self._process.pid)
 
-        @property
-        def ended(self) -> bool:
-            """Whether the app process has ended (a session still starting counts as running)."""
-            return self._process is not None and self._process.returncode is not None
+    @property
+    def ended(self) -> bool:
+        """Whether the app process has ended (a session still starting counts as running)."""
+        return self._process is not None and self._process.returncode is not None
 
-        @property
-        def running(self) -> asyncio.Task[None] | None:
-            """The task reading the app's output: done when the app has ended."""
-            task: asyncio.Task[None] | None = self._task
-            return task
+    @property
+    def running(self) -> asyncio.Task[None] | None:
+        """The task reading the app's output: done when the app has ended."""
+        task: asyncio.Task[None] | None = self._task
+        return task
 
-        async def stop(self) -> None:
-            """End the app: ask it to quit, then terminate, then kill its process group. Once."""
-            if self._ending is None:
-                self._ending = asyncio.ensure_future(self._end())
-            await asyncio.shield(self._ending)
+    async def stop(self) -> None:
+        """End the app: ask it to quit, then terminate, then kill its process group. Once."""
+        if self._ending is None:
+            self._ending = asyncio.ensure_future(self._end())
+        await asyncio.shield(self._ending)
 
-        async def _end(self) -> None:
-            if self.starting is not None:
-                with contextlib.suppress(Exception):
-                    await self.starting  # a process still being made is ended once made
-            if self.tap is not None:
-                # A spare still mounting its screen is let finish first (see SPARE_PAINT_WAIT).
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.tap.painted.wait(), SPARE_PAINT_WAIT)
-            process = self._process
-            if process is None:
-                return
-            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
-            if process.returncode is None:
-                await self.send_meta({"type": "quit"})
-                if not await _exited(process, QUIT_GRACE):
-                    _signal_group(process.pid, signal.SIGTERM)
-                    if not await _exited(process, TERM_GRACE):
-                        _signal_group(process.pid, signal.SIGKILL)
-                        await process.wait()
-            _signal_group(process.pid, signal.SIGKILL)  # anything the app started and left behind
-            task = self._task
-            if task is not None:
-                try:
-                    await asyncio.wait_for(task, TERM_GRACE)
-                except (TimeoutError, asyncio.CancelledError):
-                    task.cancel()
-                self._task = None
-
-    return AppProcess
+    async def _end(self) -> None:
+        if self.starting is not None:
+            with contextlib.suppress(Exception):
+                await self.starting  # a process still being made is ended once made
+        if self.tap is not None:
+            # A spare still mounting its screen is let finish first (see SPARE_PAINT_WAIT).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.tap.painted.wait(), SPARE_PAINT_WAIT)
+        process = self._process
+        if process is None:
+            return
+        await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+        if process.returncode is None:
+            await self.send_meta({"type": "quit"})
+            if not await _exited(process, QUIT_GRACE):
+                _signal_group(process.pid, signal.SIGTERM)
+                if not await _exited(process, TERM_GRACE):
+                    _signal_group(process.pid, signal.SIGKILL)
+                    await process.wait()
+        _signal_group(process.pid, signal.SIGKILL)  # anything the app started and left behind
+        task = self._task
+        if task is not None:
+            try:
+                await asyncio.wait_for(task, TERM_GRACE)
+            except (TimeoutError, asyncio.CancelledError):
+                task.cancel()
+            self._task = None
 
 
 # ---- the server ---------------------------------------------------------------------------------
@@ -500,295 +514,296 @@ def _bounded(raw: str | None, default: int, low: int, high: int) -> int:
     return min(max(value, low), high)
 
 
-def _server_class() -> type:
+#: The routes that need the token, and what each serves (for a refusal's line).
+_TOKEN_ROUTES = {"index", "websocket", "websocket-token"}
+_WHAT = {
+    "index": "the page",
+    "websocket": "a websocket",
+    "websocket-token": "a websocket",
+    "static": "a static file",
+    "download": "a download",
+}
+
+
+class RagtuiServer(Server):
     """textual-serve's server behind the guard, with its app processes capped and ended."""
-    from aiohttp import WSMsgType, web
-    from aiohttp_jinja2 import render_template
-    from aiohttp_jinja2 import setup as setup_templates
-    from jinja2 import FileSystemLoader
-    from textual_serve.server import Server
 
-    app_process = _service_class()
-    token_routes = {"index", "websocket", "websocket-token"}
-    what = {
-        "index": "the page",
-        "websocket": "a websocket",
-        "websocket-token": "a websocket",
-        "static": "a static file",
-        "download": "a download",
-    }
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        host: str,
+        port: int,
+        public_url: str | None,
+        guard: Guard,
+        max_sessions: int,
+        stamp: Callable[[], object | None] | None = None,
+    ) -> None:
+        super().__init__(
+            shlex.join(argv),
+            host=host,
+            port=port,
+            public_url=public_url,
+            title="ragtui",
+            templates_path=TEMPLATES,
+        )
+        self.argv = argv
+        self.guard = guard
+        self.max_sessions = max_sessions
+        self.public_url = self.public_url.rstrip("/")
+        #: The open sessions: each app process and its browser's socket.
+        self.sessions: dict[AppProcess, web.WebSocketResponse] = {}
+        self.refusals_shown: set[str] = set()
+        #: What the apps' inputs look like now (``input_stamp``); None: no spare app is kept.
+        self.stamp = stamp
+        #: The spare app, its output and the stamp of its inputs when it started.
+        self.spare: tuple[AppProcess, Tap, object] | None = None
+        self.spare_size = SPARE_SIZE
+        #: Apps being ended (a spare whose inputs changed): they count until they have ended.
+        self.ending: set[AppProcess] = set()
+        self.endings: set[asyncio.Future[None]] = set()
+        self.closing = False
 
-    class RagtuiServer(Server):
-        def __init__(
-            self,
-            argv: list[str],
-            *,
-            guard: Guard,
-            max_sessions: int,
-            stamp: Callable[[], object | None] | None = None,
-            **kwargs: Any,
-        ) -> None:
-            super().__init__(shlex.join(argv), title="ragtui", templates_path=TEMPLATES, **kwargs)
-            self.argv = argv
-            self.guard = guard
-            self.max_sessions = max_sessions
-            self.public_url = self.public_url.rstrip("/")
-            #: The open sessions: each app process and its browser's socket.
-            self.sessions: dict[Any, web.WebSocketResponse] = {}
-            self.refusals_shown: set[str] = set()
-            #: What the apps' inputs look like now (``input_stamp``); None: no spare app is kept.
-            self.stamp = stamp
-            #: The spare app, its output and the stamp of its inputs when it started.
-            self.spare: tuple[Any, Tap, object] | None = None
-            self.spare_size = SPARE_SIZE
-            #: Apps being ended (a spare whose inputs changed): they count until they have ended.
-            self.ending: set[Any] = set()
-            self.endings: set[asyncio.Future[None]] = set()
-            self.closing = False
+    # -- serving
 
-        # -- serving
+    def serve(self, debug: bool = False) -> None:
+        """Serve until SIGINT or SIGTERM, without textual-serve's log (its access lines hold tokens)."""
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_exit)
+        web.run_app(
+            self._make_app(),
+            host=self.host,
+            port=self.port,
+            handle_signals=False,
+            loop=loop,
+            print=None,
+            access_log=None,
+        )
 
-        def serve(self, debug: bool = False) -> None:
-            """Serve until SIGINT or SIGTERM, without textual-serve's log (its access lines hold tokens)."""
-            loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(loop)
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, self.request_exit)
-            web.run_app(
-                self._make_app(),
-                host=self.host,
-                port=self.port,
-                handle_signals=False,
-                loop=loop,
-                print=None,
-                access_log=None,
-            )
+    async def _make_app(self) -> web.Application:
+        @web.middleware
+        async def guard(
+            request: web.Request,
+            handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+        ) -> web.StreamResponse:
+            route = request.match_info.route.name
+            problem = self.guard.host_problem(
+                request.headers.get("Host")
+            ) or self.guard.origin_problem(request.headers.get("Origin"))
+            if problem is None and route in _TOKEN_ROUTES:
+                problem = self.guard.token_problem(given_token(request))
+            if problem is not None:
+                return self.refuse(403, _WHAT.get(route or "", "a request"), problem)
+            response = await handler(request)
+            if not response.prepared and route != "static":
+                response.headers.update(PAGE_HEADERS)
+            return response
 
-        async def _make_app(self) -> web.Application:
-            @web.middleware
-            async def guard(
-                request: web.Request,
-                handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
-            ) -> web.StreamResponse:
-                route = request.match_info.route.name
-                problem = self.guard.host_problem(
-                    request.headers.get("Host")
-                ) or self.guard.origin_problem(request.headers.get("Origin"))
-                if problem is None and route in token_routes:
-                    problem = self.guard.token_problem(given_token(request))
-                if problem is not None:
-                    return self.refuse(403, what.get(route or "", "a request"), problem)
-                response = await handler(request)
-                if not response.prepared and route != "static":
-                    response.headers.update(PAGE_HEADERS)
-                return response
+        app = web.Application(middlewares=[guard])
+        setup_templates(app, loader=FileSystemLoader(TEMPLATES))
+        app.add_routes(
+            [
+                web.get("/", self.page, name="index"),
+                web.get("/ws", self.app_socket, name="websocket"),
+                web.get("/ws/{token}", self.app_socket, name="websocket-token"),
+                web.get("/download/{key}", self.handle_download, name="download"),
+                web.static("/static", self.statics_path, name="static"),
+            ]
+        )
+        app.on_startup.append(self._first_spare)
+        app.on_shutdown.append(self.on_shutdown)
+        return app
 
-            app = web.Application(middlewares=[guard])
-            setup_templates(app, loader=FileSystemLoader(TEMPLATES))
-            app.add_routes(
-                [
-                    web.get("/", self.page, name="index"),
-                    web.get("/ws", self.app_socket, name="websocket"),
-                    web.get("/ws/{token}", self.app_socket, name="websocket-token"),
-                    web.get("/download/{key}", self.handle_download, name="download"),
-                    web.static("/static", self.statics_path, name="static"),
-                ]
-            )
-            app.on_startup.append(self._first_spare)
-            app.on_shutdown.append(self.on_shutdown)
-            return app
+    async def _first_spare(self, app: web.Application) -> None:
+        self.keep_spare()
 
-        async def _first_spare(self, app: web.Application) -> None:
-            self.keep_spare()
+    def refuse(self, status: int, what: str, reason: str) -> web.Response:
+        """A plain one-line refusal, also said on stderr (each kind once, the first few kinds)."""
+        line = f"ragtui serve: refused {what}: {reason}"
+        if line not in self.refusals_shown and len(self.refusals_shown) < MAX_REFUSALS_SHOWN:
+            self.refusals_shown.add(line)
+            err(line)
+            if len(self.refusals_shown) == MAX_REFUSALS_SHOWN:
+                err("ragtui serve: further refusals are not printed")
+        return web.Response(
+            status=status, text=f"ragtui serve refused this: {reason}\n", headers=PAGE_HEADERS
+        )
 
-        def refuse(self, status: int, what: str, reason: str) -> web.Response:
-            """A plain one-line refusal, also said on stderr (each kind once, the first few kinds)."""
-            line = f"ragtui serve: refused {what}: {reason}"
-            if line not in self.refusals_shown and len(self.refusals_shown) < MAX_REFUSALS_SHOWN:
-                self.refusals_shown.add(line)
-                err(line)
-                if len(self.refusals_shown) == MAX_REFUSALS_SHOWN:
-                    err("ragtui serve: further refusals are not printed")
-            return web.Response(
-                status=status, text=f"ragtui serve refused this: {reason}\n", headers=PAGE_HEADERS
-            )
+    def running(self) -> int:
+        """App processes of sessions and being ended (the spare aside)."""
+        return sum(1 for service in [*self.sessions, *self.ending] if not service.ended)
 
-        def running(self) -> int:
-            """App processes of sessions and being ended (the spare aside)."""
-            return sum(1 for service in [*self.sessions, *self.ending] if not service.ended)
+    def full(self) -> str | None:
+        """Why no other app may start now, or None (an app that has ended frees its place)."""
+        running = self.running()
+        if running < self.max_sessions:
+            return None
+        return (
+            f"{running} app sessions are open, the most --max-sessions allows; "
+            "close a tab (its app ends with it), then reload"
+        )
 
-        def full(self) -> str | None:
-            """Why no other app may start now, or None (an app that has ended frees its place)."""
-            running = self.running()
-            if running < self.max_sessions:
-                return None
-            return (
-                f"{running} app sessions are open, the most --max-sessions allows; "
-                "close a tab (its app ends with it), then reload"
-            )
+    # -- the spare app
 
-        # -- the spare app
+    def keep_spare(self) -> None:
+        """Start a spare app, unless there is one, the server is stopping, or it would make
+        more app processes than ``--max-sessions``."""
+        if self.stamp is None or self.spare is not None or self.closing:
+            return
+        if self.running() + 1 > self.max_sessions:
+            return
+        stamp = self.stamp()
+        if stamp is None:
+            return
+        tap = Tap()
+        service = AppProcess(
+            self.argv,
+            write_bytes=tap.write_bytes,
+            write_str=tap.write_str,
+            close=tap.close,
+            download_manager=self.download_manager,
+        )
+        service.tap = tap
+        service.starting = asyncio.ensure_future(service.start(*self.spare_size))
+        self.spare = (service, tap, stamp)
 
-        def keep_spare(self) -> None:
-            """Start a spare app, unless there is one, the server is stopping, or it would make
-            more app processes than ``--max-sessions``."""
-            if self.stamp is None or self.spare is not None or self.closing:
-                return
-            if self.running() + 1 > self.max_sessions:
-                return
-            stamp = self.stamp()
-            if stamp is None:
-                return
-            tap = Tap()
-            service = app_process(
+    def take_spare(self) -> tuple[AppProcess, Tap] | None:
+        """The spare app for a tab, if there is one still running on unchanged inputs; a
+        spare that is not is ended (it counts until it has ended)."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        service, tap, stamp = spare
+        alive = not (service.ended or tap.gone)
+        if alive and self.stamp is not None and self.stamp() == stamp:
+            return service, tap
+        self.ending.add(service)
+
+        async def end() -> None:
+            try:
+                await service.stop()
+            finally:
+                self.ending.discard(service)
+
+        task = asyncio.ensure_future(end())
+        self.endings.add(task)
+        task.add_done_callback(self.endings.discard)
+        return None
+
+    # -- the page
+
+    async def page(self, request: web.Request) -> web.StreamResponse:
+        problem = self.full()
+        if problem is not None:
+            return self.refuse(503, "the page", problem)
+        websocket_url = self.public_url + "/ws"
+        if self.guard.token is not None:
+            websocket_url += "/" + quote(self.guard.token, safe="")
+        scheme, rest = websocket_url.split(":", 1)
+        context = {
+            "font_size": _bounded(request.query.get("fontsize"), 16, 6, 64),
+            "app_websocket_url": ("wss:" if scheme == "https" else "ws:") + rest,
+            "config": {"static": {"url": self.public_url + "/static/"}},
+            "application": {"name": self.title},
+        }
+        return render_template("app_index.html", request, context)
+
+    # -- the websocket: one app process each
+
+    async def app_socket(self, request: web.Request) -> web.StreamResponse:
+        websocket = web.WebSocketResponse(heartbeat=15)
+        if not websocket.can_prepare(request).ok:
+            return self.refuse(400, "a request for /ws", "not a websocket handshake")
+        problem = self.full()
+        if problem is not None:
+            return self.refuse(503, "a websocket", problem)
+        width = _bounded(request.query.get("width"), 80, 10, 1000)
+        height = _bounded(request.query.get("height"), 24, 5, 1000)
+        taken = self.take_spare()
+        tap = None
+        if taken is not None:
+            service, tap = taken
+        else:
+            service = AppProcess(
                 self.argv,
-                write_bytes=tap.write_bytes,
-                write_str=tap.write_str,
-                close=tap.close,
+                write_bytes=websocket.send_bytes,
+                write_str=websocket.send_str,
+                close=websocket.close,
                 download_manager=self.download_manager,
             )
-            service.tap = tap
-            service.starting = asyncio.ensure_future(service.start(*self.spare_size))
-            self.spare = (service, tap, stamp)
-
-        def take_spare(self) -> tuple[Any, Tap] | None:
-            """The spare app for a tab, if there is one still running on unchanged inputs; a
-            spare that is not is ended (it counts until it has ended)."""
-            spare, self.spare = self.spare, None
-            if spare is None:
-                return None
-            service, tap, stamp = spare
-            alive = not (service.ended or tap.gone)
-            if alive and self.stamp is not None and self.stamp() == stamp:
-                return service, tap
-            self.ending.add(service)
-
-            async def end() -> None:
-                try:
-                    await service.stop()
-                finally:
-                    self.ending.discard(service)
-
-            task = asyncio.ensure_future(end())
-            self.endings.add(task)
-            task.add_done_callback(self.endings.discard)
-            return None
-
-        # -- the page
-
-        async def page(self, request: web.Request) -> web.StreamResponse:
-            problem = self.full()
-            if problem is not None:
-                return self.refuse(503, "the page", problem)
-            websocket_url = self.public_url + "/ws"
-            if self.guard.token is not None:
-                websocket_url += "/" + quote(self.guard.token, safe="")
-            scheme, rest = websocket_url.split(":", 1)
-            context = {
-                "font_size": _bounded(request.query.get("fontsize"), 16, 6, 64),
-                "app_websocket_url": ("wss:" if scheme == "https" else "ws:") + rest,
-                "config": {"static": {"url": self.public_url + "/static/"}},
-                "application": {"name": self.title},
-            }
-            return render_template("app_index.html", request, context)
-
-        # -- the websocket: one app process each
-
-        async def app_socket(self, request: web.Request) -> web.StreamResponse:
-            websocket = web.WebSocketResponse(heartbeat=15)
-            if not websocket.can_prepare(request).ok:
-                return self.refuse(400, "a request for /ws", "not a websocket handshake")
-            problem = self.full()
-            if problem is not None:
-                return self.refuse(503, "a websocket", problem)
-            width = _bounded(request.query.get("width"), 80, 10, 1000)
-            height = _bounded(request.query.get("height"), 24, 5, 1000)
-            taken = self.take_spare()
-            tap = None
-            if taken is not None:
-                service, tap = taken
-            else:
-                service = app_process(
-                    self.argv,
-                    write_bytes=websocket.send_bytes,
-                    write_str=websocket.send_str,
-                    close=websocket.close,
-                    download_manager=self.download_manager,
-                )
-            self.sessions[service] = (
-                websocket  # counted before the first await: no race past the cap
-            )
-            try:
-                await websocket.prepare(request)
-                if tap is not None:
-                    # The spare's screen so far, then the app redraws it at this browser's size.
+        self.sessions[service] = websocket  # counted before the first await: no race past the cap
+        try:
+            await websocket.prepare(request)
+            if tap is not None:
+                # The spare's screen so far, then the app redraws it at this browser's size.
+                if service.starting is not None:
                     await service.starting
-                    await tap.attach(websocket)
-                    await service.set_terminal_size(width, height)
-                else:
-                    if self.endings:
-                        # An out-of-date spare ends first: never more apps than --max-sessions.
-                        await asyncio.wait(list(self.endings))
-                    await service.start(width, height)
-                self.spare_size = (width, height)
-                self.keep_spare()
-                messages = asyncio.ensure_future(self._messages(websocket, service))
-                ended = service.running
-                waiting = {messages, ended} if ended is not None else {messages}
-                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                messages.cancel()
-            except (asyncio.CancelledError, ConnectionError, OSError):
-                pass
-            finally:
-                await service.stop()
-                del self.sessions[service]
-                await websocket.close()
-                self.keep_spare()
-            return websocket
+                await tap.attach(websocket)
+                await service.set_terminal_size(width, height)
+            else:
+                if self.endings:
+                    # An out-of-date spare ends first: never more apps than --max-sessions.
+                    await asyncio.wait(list(self.endings))
+                await service.start(width, height)
+            self.spare_size = (width, height)
+            self.keep_spare()
+            messages = asyncio.ensure_future(self._messages(websocket, service))
+            ended = service.running
+            waiting = {messages, ended} if ended is not None else {messages}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            messages.cancel()
+        except (asyncio.CancelledError, ConnectionError, OSError):
+            pass
+        finally:
+            await service.stop()
+            del self.sessions[service]
+            await websocket.close()
+            self.keep_spare()
+        return websocket
 
-        async def _messages(self, websocket: web.WebSocketResponse, service: Any) -> None:
-            """The browser's keys, sizes and pings, passed to the app; anything malformed is ignored."""
-            async for message in websocket:
-                if message.type != WSMsgType.TEXT:
-                    continue
-                try:
-                    envelope = json.loads(message.data)
-                except ValueError:
-                    continue
-                if not isinstance(envelope, list) or not envelope:
-                    continue
-                kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
-                if kind == "stdin" and isinstance(data, str):
-                    await service.send_bytes(data.encode("utf-8"))
-                elif kind == "resize" and isinstance(data, dict):
-                    await service.set_terminal_size(
-                        _bounded(str(data.get("width")), 80, 10, 1000),
-                        _bounded(str(data.get("height")), 24, 5, 1000),
-                    )
-                elif kind == "ping":
-                    await websocket.send_json(["pong", data])
-                elif kind == "blur":
-                    await service.blur()
-                elif kind == "focus":
-                    await service.focus()
+    async def _messages(self, websocket: web.WebSocketResponse, service: AppProcess) -> None:
+        """The browser's keys, sizes and pings, passed to the app; anything malformed is ignored."""
+        async for message in websocket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                envelope = json.loads(message.data)
+            except ValueError:
+                continue
+            if not isinstance(envelope, list) or not envelope:
+                continue
+            kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+            if kind == "stdin" and isinstance(data, str):
+                await service.send_bytes(data.encode("utf-8"))
+            elif kind == "resize" and isinstance(data, dict):
+                await service.set_terminal_size(
+                    _bounded(str(data.get("width")), 80, 10, 1000),
+                    _bounded(str(data.get("height")), 24, 5, 1000),
+                )
+            elif kind == "ping":
+                await websocket.send_json(["pong", data])
+            elif kind == "blur":
+                await service.blur()
+            elif kind == "focus":
+                await service.focus()
 
-        async def on_shutdown(self, app: web.Application) -> None:
-            """Close every socket and end every app process (the spare too) before the server exits."""
-            self.closing = True
-            sessions = list(self.sessions.items())
-            spare = [self.spare[0]] if self.spare is not None else []
-            self.spare = None
-            await asyncio.gather(
-                *(
-                    websocket.close(code=1001, message=b"ragtui serve stopped")
-                    for _, websocket in sessions
-                ),
-                *(service.stop() for service in [*(s for s, _ in sessions), *spare]),
-                *(service.stop() for service in list(self.ending)),
-                return_exceptions=True,
-            )
-
-    return RagtuiServer
+    async def on_shutdown(self, app: web.Application) -> None:
+        """Close every socket and end every app process (the spare too) before the server exits."""
+        self.closing = True
+        sessions = list(self.sessions.items())
+        spare = [self.spare[0]] if self.spare is not None else []
+        self.spare = None
+        await asyncio.gather(
+            *(
+                websocket.close(code=1001, message=b"ragtui serve stopped")
+                for _, websocket in sessions
+            ),
+            *(service.stop() for service in [*(s for s, _ in sessions), *spare]),
+            *(service.stop() for service in list(self.ending)),
+            return_exceptions=True,
+        )
 
 
 def check_listen(host: str, port: int) -> None:
@@ -831,13 +846,6 @@ def run_serve(
     spare: bool = True,
 ) -> int:
     """Serve the app until interrupted (ctrl+c)."""
-    try:
-        server_class = _server_class()
-    except ImportError:  # textual-serve, or aiohttp that comes with it
-        raise InputError(
-            None,
-            'ragtui serve needs the serve extra (textual-serve): pip install "ragtui[serve]"',
-        ) from None
     if port > 65535:
         raise InputError(None, f"--port: {port} is not a port (1-65535)")
     if public_url is not None:
@@ -875,7 +883,7 @@ def run_serve(
         )
     argv = app_argv(args)
     base = public_url.rstrip("/") if public_url else f"http://{_shown((host.strip('[]'), port))}"
-    server = server_class(
+    server = RagtuiServer(
         argv,
         host=host,
         port=port,

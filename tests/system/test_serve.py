@@ -560,7 +560,7 @@ STUBBORN_SERVER = textwrap.dedent(
     """
     import sys
     import ragtui.cli.serve
-    from ragtui.cli.serve import Guard, _server_class
+    from ragtui.cli.serve import Guard, RagtuiServer
 
     ragtui.cli.serve.QUIT_GRACE = ragtui.cli.serve.TERM_GRACE = {grace}
     # An app that ignores SIGTERM (and the quit message) and has started a process of its own.
@@ -571,7 +571,7 @@ STUBBORN_SERVER = textwrap.dedent(
         "time.sleep(300)\\n"
     )]
     port = int(sys.argv[1])
-    server = _server_class()(
+    server = RagtuiServer(
         app, host="127.0.0.1", port=port, public_url=None,
         guard=Guard.build("127.0.0.1", port, None, None), max_sessions=1,
     )

@@ -216,16 +216,11 @@ def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """A test that got past the checks fails instead of serving forever."""
     import ragtui.cli.serve as serve
 
-    real = serve._server_class
+    class Refused(serve.RagtuiServer):
+        def serve(self, debug: bool = False) -> None:
+            raise AssertionError("the server was started")
 
-    def server_class() -> type:
-        class Refused(real()):  # type: ignore[misc]
-            def serve(self, debug: bool = False) -> None:
-                raise AssertionError("the server was started")
-
-        return Refused
-
-    monkeypatch.setattr(serve, "_server_class", server_class)
+    monkeypatch.setattr(serve, "RagtuiServer", Refused)
 
 
 @pytest.mark.usefixtures("no_server")

@@ -17,7 +17,7 @@ from ragtui.cli.output import (
 )
 from ragtui.core.analysis.check import check_workspace
 from ragtui.core.analysis.diagnostics import diagnose
-from ragtui.core.analysis.judge_agreement import agreement_json, judge_agreements, judge_names
+from ragtui.core.analysis.judgement.agreement import agreement_json, judge_agreements, judge_names
 from ragtui.core.analysis.reports import (
     added_question_report,
     agreement_report,

@@ -1,4 +1,4 @@
-"""``ragtui judge``: grade the pool with model judges (``ragtui.core.analysis.judge_run``), with
+"""``ragtui judge``: grade the pool with model judges (``ragtui.core.analysis.judgement.run``), with
 progress on stderr (a bar on a terminal, lines in a log) and the summary on stdout (or ``--json``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtui.core.analysis.judge_run import JudgeAsk, JudgeRun, JudgeSummary
+    from ragtui.core.analysis.judgement.run import JudgeAsk, JudgeRun, JudgeSummary
     from ragtui.core.judges.base import Judge
     from ragtui.core.settings import Settings
 
@@ -81,7 +81,7 @@ def add_judge_parser(
 
 def judge_ask(args: argparse.Namespace) -> JudgeAsk:
     """What to grade, from the parsed options; InputError for options that do not go together."""
-    from ragtui.core.analysis.judge_run import JudgeAsk
+    from ragtui.core.analysis.judgement.run import JudgeAsk
     from ragtui.core.errors import InputError
 
     if args.seed is not None and args.sample is None:
@@ -268,7 +268,7 @@ def run_judge(settings: Settings, ask: JudgeAsk, *, as_json: bool = False) -> in
     """``ragtui judge``: 0 when it ran (failures counted and reported), 2 when a judge could not
     work at all (its line on stderr), 130 on Ctrl-C (what came is written)."""
     from ragtui.cli.output import err, open_workspace, out, print_json, print_notices
-    from ragtui.core.analysis.judge_run import judge_pool
+    from ragtui.core.analysis.judgement.run import judge_pool
     from ragtui.core.judges.base import JudgeError
 
     try:

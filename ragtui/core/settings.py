@@ -81,7 +81,7 @@ class Settings:
     judges: tuple[JudgeSpec, ...] = ()
     #: Show how sure the numbers are (``--estimate``): eval, report and the app's metric panel add
     #: the range the unjudged pairs allow, the model-filled value and the prediction-powered
-    #: estimate with its 95 % interval (``ragtui.core.analysis.estimates``; docs/judges.md).
+    #: estimate with its 95 % interval (``ragtui.core.analysis.judgement.estimates``; docs/judges.md).
     estimate: bool = False
     #: Ask live retrievers again instead of using their cached answers (``--refresh``).
     refresh: bool = False

@@ -24,8 +24,8 @@ import scipy.stats
 
 from ragtui.cli import main
 from ragtui.cli.output import render_report
-from ragtui.core.analysis.estimates import estimates
-from ragtui.core.analysis.estimates_report import estimates_report
+from ragtui.core.analysis.judgement.estimates import estimates
+from ragtui.core.analysis.judgement.estimates_report import estimates_report
 from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL, Label, judge_annotator, now_iso

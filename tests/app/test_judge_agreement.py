@@ -14,7 +14,7 @@ from sklearn import metrics  # in the test extra: a missing reference fails, nev
 
 from ragtui.cli import main
 from ragtui.cli.output import render_report
-from ragtui.core.analysis.judge_agreement import (
+from ragtui.core.analysis.judgement.agreement import (
     disagreeing_questions,
     judge_agreements,
     judge_names,

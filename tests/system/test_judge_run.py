@@ -27,9 +27,9 @@ import orjson
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.analysis.judge_cache import VerdictCache
-from ragtui.core.analysis.judge_pairs import JudgeAsk
-from ragtui.core.analysis.judge_run import JOURNAL_BATCH, failure_kind, judge_pool
+from ragtui.core.analysis.judgement.cache import VerdictCache
+from ragtui.core.analysis.judgement.pairs import JudgeAsk
+from ragtui.core.analysis.judgement.run import JOURNAL_BATCH, failure_kind, judge_pool
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
 from ragtui.core.judges.build import build_judge

@@ -13,10 +13,10 @@ from typing import Any
 
 from ragtui import __version__
 from ragtui.core.analysis.curve import curve_depth, recall_curves
-from ragtui.core.analysis.estimates import Estimates
-from ragtui.core.analysis.estimates_report import estimates_report
 from ragtui.core.analysis.eval_report import passage_notes
 from ragtui.core.analysis.gate import GateResult, gate_section
+from ragtui.core.analysis.judgement.estimates import Estimates
+from ragtui.core.analysis.judgement.estimates_report import estimates_report
 from ragtui.core.analysis.runs import SavedRun, manifest, settings_changes
 from ragtui.core.analysis.slices import slice_reports
 from ragtui.core.metrics.measures import default_measures, system_from_workspace

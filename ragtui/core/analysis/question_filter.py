@@ -12,7 +12,7 @@ A filter is words and terms, all of which a question must match:
   ``ragtui.core.analysis.why.CAUSES``), ``why:CAUSE:RETRIEVER`` those that retriever misses with it;
   a cause is named in full (``fusion-loss``) or by the why column's short mark (``fuse``).
 - ``judge:disagree`` the questions with a pair where a model judge and a person or the evidence
-  rule disagree (``ragtui.core.analysis.judge_agreement.disagreeing_questions``: another grade
+  rule disagree (``ragtui.core.analysis.judgement.agreement.disagreeing_questions``: another grade
   than a person's, or the other side of the threshold from the rule).
 
 A miss is one rule everywhere (``misses_in_top_k``): the retriever's recall@k is below 1, that is
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragtui.core.analysis.judge_agreement import disagreeing_questions
+from ragtui.core.analysis.judgement.agreement import disagreeing_questions
 from ragtui.core.analysis.why import CAUSE_MARKS, CAUSES, WhyIndex
 from ragtui.core.labelling.judging import JudgingQueue
 from ragtui.core.metrics.formulas import QuestionMetrics

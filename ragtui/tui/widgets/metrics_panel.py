@@ -12,7 +12,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
-from ragtui.core.analysis.estimates import Estimates, estimates
+from ragtui.core.analysis.judgement.estimates import Estimates, estimates
 from ragtui.core.labelling.sample import SAMPLE_FILE
 from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.metrics.formulas import QuestionMetrics

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ragtui.core.analysis.check import Problem, chunking_hint, shorten, shown_path
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, histogram_bars
-from ragtui.core.analysis.judge_agreement import JudgeAgreement, judge_agreements
+from ragtui.core.analysis.judgement.agreement import JudgeAgreement, judge_agreements
 from ragtui.core.analysis.reports.cells import count, empty, rank
 from ragtui.core.analysis.reports.judges import judge_sections
 from ragtui.core.analysis.rule_agreement import rule_agreement

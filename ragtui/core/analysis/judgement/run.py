@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragtui.core.analysis.judge_cache import VerdictCache
-from ragtui.core.analysis.judge_pairs import (
+from ragtui.core.analysis.judgement.cache import VerdictCache
+from ragtui.core.analysis.judgement.pairs import (
     JudgeAsk,
     JudgePool,
     choose_questions,

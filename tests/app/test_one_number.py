@@ -295,3 +295,18 @@ def test_the_apps_panel_shows_evals_numbers_beside_a_plugin(
                 assert shown == [f"{v:.3f}" for v in expected], name
 
     asyncio.run(run())
+
+
+def test_diff_refuses_runs_of_two_units(tmp_path: Path, capsys, cli_cache_env) -> None:
+    golden = tmp_path / "golden"
+    shutil.copytree(ROOT / "golden", golden)
+    args = ["--corpus", str(ROOT / "corpus"), "--golden", str(golden), "--retrievers", "bm25"]
+    runs = ["--runs-dir", str(tmp_path / "runs")]
+    _run(["eval", "--save", "chunky", *runs, *args], capsys)
+    _run(["eval", "--save", "evident", "--unit", "evidence", *runs, *args], capsys)
+    assert main(["diff", "chunky", "evident", *runs, *args]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "--unit evidence" in said[0]
+    # Two runs of one unit diff as before.
+    _run(["eval", "--save", "evident2", "--unit", "evidence", *runs, *args], capsys)
+    assert main(["diff", "evident", "evident2", *runs, *args]) == 0

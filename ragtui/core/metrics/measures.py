@@ -288,6 +288,17 @@ class EvaluatedRuns(Protocol):
         ...
 
 
+def same_unit(a: System, b: System) -> None:
+    """Refuse (InputError, one line) to set a chunk-level system beside an evidence-level one: their
+    recall has two definitions (docs/metrics.md#units)."""
+    if a.unit != b.unit:
+        raise InputError(
+            None,
+            f"{a.label} is {a.unit}-level and {b.label} {b.unit}-level: their recall has two "
+            "definitions; evaluate both with --unit evidence (docs/metrics.md#units)",
+        )
+
+
 def system_from_workspace(ws: EvaluatedRuns, retriever: str) -> System:
     """A workspace retriever as a system, judged by the workspace's effective grades."""
     ev = ws.evaluation

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragtui.core.errors import InputError
-from ragtui.core.metrics.measures import Measure, System
+from ragtui.core.metrics.measures import Measure, System, same_unit
 
 __all__ = [
     "CORRECTIONS",
@@ -212,12 +211,7 @@ def compare_systems(
     Both must be in one unit (docs/metrics.md#units): a chunk-level and an evidence-level system
     are refused with one line (InputError), since their recall has two definitions.
     """
-    if a.unit != b.unit:
-        raise InputError(
-            None,
-            f"{a.label} is {a.unit}-level and {b.label} {b.unit}-level: their recall has two "
-            "definitions; evaluate both with --unit evidence (docs/metrics.md#units)",
-        )
+    same_unit(a, b)
     evaluated_a = a.evaluated()
     evaluated_b = set(b.evaluated())
     common = [q for q in evaluated_a if q in evaluated_b]

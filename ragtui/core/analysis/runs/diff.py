@@ -14,7 +14,7 @@ from ragtui.core.analysis.runs.saved import SavedRun, load_run
 from ragtui.core.analysis.why import CAUSES
 from ragtui.core.data.paths import safe_filename
 from ragtui.core.metrics.formulas import first_relevant_rank
-from ragtui.core.metrics.measures import Measure, System, relevant_set
+from ragtui.core.metrics.measures import Measure, System, relevant_set, same_unit
 from ragtui.core.workspace import Workspace
 
 __all__ = [
@@ -185,7 +185,9 @@ def diff_runs(
     causes: tuple[Mapping[str, Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
 ) -> RunDiff:
     """Every question both systems evaluate, sorted worst first (nDCG@k change, then RR change, then
-    golden order); with ``causes`` (each run's causes per question), what became of each cause."""
+    golden order); with ``causes`` (each run's causes per question), what became of each cause.
+    Two runs of different units are refused (``same_unit``)."""
+    same_unit(a, b)
     evaluated_b = set(b.evaluated())
     common = [q for q in a.evaluated() if q in evaluated_b]
     only_a = [q for q in a.evaluated() if q not in evaluated_b]

@@ -4,6 +4,7 @@ list at once), and ctrl+q right then ends the process promptly: quitting never w
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -38,7 +39,12 @@ def test_ctrl_q_during_the_first_adhoc_query_ends_the_process_promptly(
     pane = Pane()
     pane.start(shell_command([*ragtui_command(), *args], app_env(cache_dir)), 120, 40)
     try:
-        pane.wait_for(lambda s: "questions 7" in s and "hybrid" in s, 120, "the main screen")
+        # Every retriever ready (hybrid's metrics drawn): typed text is then ranked by all three.
+        pane.wait_for(
+            lambda s: "questions 7" in s and re.search(r"hybrid\s+all\s+\d\.\d{3}", s) is not None,
+            120,
+            "the main screen with every retriever ready",
+        )
         pane.keys("a")
         pane.wait_for(lambda s: "Type a question and press enter" in s, 30, "the ad-hoc screen")
         # A query never asked before: its embedding is not cached, so the model must load.

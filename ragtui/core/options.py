@@ -482,7 +482,7 @@ OPTIONS: tuple[Option, ...] = (
         "evidence (over the evidence strings, or a question's relevant documents, whatever "
         "passages a retriever returns); default: chunks, evidence when a retriever returns "
         "passages of its own (docs/metrics.md)",
-        "UNIT",
+        "chunks|evidence",
         example="evidence",
     ),
     Option(

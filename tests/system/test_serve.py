@@ -330,7 +330,7 @@ def env(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> dict[str, 
 def served(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Iterator[Served]:
     """The default server (a random token, localhost only), with room for two app sessions, and no
     spare app (each socket starts its own, so the processes counted are the sessions': the spare
-    is tested in tests/unit/test_serve_spare.py)."""
+    is tested in tests/system/test_serve_spare.py)."""
     folder = tmp_path_factory.mktemp("served")
     _project(folder)
     server = Served(folder, env, "--max-sessions", "2", "--no-spare")

@@ -477,7 +477,8 @@ def _evidence_ranks(
             text = ws.chunk_texts.normalized(cid, passages)
             held = [n for n in needles if n not in found and n in text]
         else:
-            held = [d for d in (doc_of(cid),) if d not in found]
+            # A relevant passage of a document that is no unit (graded by hand) holds nothing.
+            held = [d for d in (doc_of(cid),) if d in units and d not in found]
         for unit in held:
             found[unit] = rank
         if len(found) == len(units):

@@ -185,7 +185,7 @@ def test_a_same_text_service_scores_as_the_ranking_it_serves(
     assert ev is not None
     assert ws.foreign == {}, "every passage is one of ragtui's chunks"
     assert ws.passages["svc"].mapped == ws.passages["svc"].returned > 0
-    assert ev.recall_definition("svc") == "chunks"
+    assert ev.unit == "chunks"
     assert ev.summary("svc") == ev.summary("bm25")
     for q in ws.questions:
         assert ws.ranking("svc", q.id) != []
@@ -230,7 +230,7 @@ def test_a_service_over_its_own_passages_is_judged_for_itself_alone(http_setting
     for q in ws.questions:
         assert ev.per_question["bm25"][q.id] == alone.evaluation.per_question["bm25"][q.id]
         assert not set(ev.gains(q.id)) & set(ws.foreign)
-    assert ev.recall_definition("svc") == "evidence"
+    assert ev.unit == "evidence"
     # Its recall is the share of evidence strings found in a relevant passage of its top k.
     k = ws.settings.k
     for q in ws.questions:

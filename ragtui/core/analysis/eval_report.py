@@ -44,7 +44,7 @@ def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
             "thinly_judged": judged[name].thin,
         }
         # Which recall the row holds: the table's unit, "chunks" or "evidence" (every row alike).
-        retrievers[name]["recall_definition"] = ev.recall_definition(name)
+        retrievers[name]["recall_definition"] = ev.unit
         counts = ws.passages.get(name)
         if counts is not None:
             # What a live retriever returned: ragtui's chunks by id or by text, its own passages.

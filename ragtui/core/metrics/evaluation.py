@@ -80,21 +80,15 @@ def definitions(unit: str, k: int) -> dict[str, str]:
     }
 
 
-@dataclass(frozen=True)
-class EvidenceUnits:
-    """Evidence-level measures, defined for every retriever whatever passages it returns.
-
-    ``ranks(qid, ranked, gains, shared)`` gives, for each evidence unit of the question (its
-    evidence strings; a question without any: the documents of its relevant chunks), the rank
-    (1-based) of the first relevant passage of ``ranked`` that holds it, None when none does.
-    ``gains`` are the retriever's grades, ``shared`` the question's grades of ragtui's chunks.
-    Evidence recall@k is then :func:`evidence_recall` of those ranks (DPR's top-k accuracy per
-    string, pyserini's ``has_answers``).
-    """
-
-    ranks: Callable[
-        [str, Sequence[str], Mapping[str, int], Mapping[str, int]], tuple[int | None, ...]
-    ]
+#: Evidence-level measures, defined for every retriever whatever passages it returns:
+#: ``ranks(qid, ranked, gains, shared)`` gives, for each evidence unit of the question (its evidence
+#: strings; without any, the documents of its relevant chunks), the rank (1-based) of the first
+#: relevant passage of ``ranked`` that holds it, None when none does (``gains``: the retriever's
+#: grades; ``shared``: the question's grades of ragtui's chunks). Evidence recall@k is
+#: :func:`evidence_recall` of those ranks (DPR's top-k accuracy per string, pyserini's ``has_answers``).
+EvidenceUnits = Callable[
+    [str, Sequence[str], Mapping[str, int], Mapping[str, int]], tuple[int | None, ...]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,11 +382,16 @@ class Evaluation:
             redo |= set(np.flatnonzero(duplicate_rows(matrix)).tolist())
         redo |= {self._rows[q] for q in self._gains}
         self._unit_ranks[name] = {}
-        if own is not None or self.units is not None:
+        if own is not None:
             redo = set(range(len(self.question_ids)))
         for i in sorted(redo):
             qid = self.question_ids[i]
             values.put(i, self._compute(name, qid), self._judged(name, qid))
+        if self.units is not None:
+            # The arrays hold every other value: only recall is evidence recall.
+            for i in sorted(set(range(len(self.question_ids))) - redo):
+                qid = self.question_ids[i]
+                values.recall[i] = self._evidence_recall(name, qid, self._ranked(name, qid))
         self._values[name] = values
         self.per_question[name] = PerQuestion(self._rows, self.question_ids, values)
         self.judged[name] = JudgedValues(self._rows, self.question_ids, values)
@@ -405,10 +404,15 @@ class Evaluation:
         gains = self.gains_for(name, qid)
         metrics = question_metrics(ranked, gains, self.k, self.threshold)
         if self.units is not None:
-            ranks = self.units.ranks(qid, ranked, gains, self.gains(qid))
-            self._unit_ranks.setdefault(name, {})[qid] = ranks
-            metrics = replace(metrics, recall=evidence_recall(ranks, self.k))
+            metrics = replace(metrics, recall=self._evidence_recall(name, qid, ranked))
         return metrics
+
+    def _evidence_recall(self, name: str, qid: str, ranked: Sequence[str]) -> float:
+        """Evidence recall@k of one retriever on one question, keeping its evidence ranks."""
+        assert self.units is not None
+        ranks = self.units(qid, ranked, self.gains_for(name, qid), self.gains(qid))
+        self._unit_ranks.setdefault(name, {})[qid] = ranks
+        return evidence_recall(ranks, self.k)
 
     @property
     def unit(self) -> str:
@@ -439,11 +443,6 @@ class Evaluation:
         if own is None:
             return shared
         return own.gains(qid, self._ranked(name, qid), shared)
-
-    def recall_definition(self, name: str) -> str:
-        """``chunks`` (the share of the relevant chunks in the top k) or ``evidence`` (the share of
-        the evidence units found in a relevant passage of the top k): every row holds the table's."""
-        return self.unit
 
     def _add(self, name: str, qid: str, sign: int) -> None:
         values = self._values[name]

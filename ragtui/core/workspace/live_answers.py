@@ -8,6 +8,7 @@ grades. ``compute_live`` only reads (for a worker thread); ``apply_live`` change
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -414,12 +415,7 @@ def evidence_units(ws: LiveAnswered, own: bool) -> EvidenceUnits | None:
     if not own and unit != UNIT_EVIDENCE:
         return None
 
-    def ranks(
-        qid: str, ranked: Sequence[str], gains: Mapping[str, int], shared: Mapping[str, int]
-    ) -> tuple[int | None, ...]:
-        return _evidence_ranks(ws, qid, ranked, gains, shared)
-
-    return EvidenceUnits(ranks)
+    return functools.partial(_evidence_ranks, ws)
 
 
 def _own_gains(

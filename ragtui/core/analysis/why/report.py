@@ -193,23 +193,23 @@ def _ceiling_cell(count: CauseCount, now: float) -> str:
 
 
 def _own_passage_notes(index: WhyIndex, names: Sequence[str]) -> list[str]:
-    """A note for each retriever that ``ragtui eval`` judges with passages of its own: its own
-    relevant passages count as hits here too, and its misses follow the recall its row holds."""
+    """At evidence level, what a miss is; and a note for each retriever that ``ragtui eval`` judges
+    with passages of its own: its own relevant passages count as hits here too."""
     ev = index.ws.evaluation
-    notes = []
-    for name in names:
-        definition = ev.recall_definition(name) if ev is not None else "chunks"
-        if definition == "evidence":
-            notes.append(
-                f"{name} returns passages of its own, judged for it alone: a miss is a relevant chunk "
-                "of ragtui's whose evidence strings it found in no relevant passage of its top k, and "
-                "its recall is evidence recall, as in ragtui eval (docs/retrievers.md)"
-            )
-        elif definition != "chunks":
-            notes.append(
-                f"{name} returns passages of its own, judged for it alone: its own relevant passages "
-                "in the top k count as hits, as in ragtui eval (docs/retrievers.md)"
-            )
+    if ev is None or ev.units is None:
+        return []
+    notes = [
+        (
+            "evidence level (as in ragtui eval): a miss is a relevant chunk of ragtui's whose "
+            "evidence strings no relevant passage of the top k holds (docs/metrics.md#units)"
+        )
+    ]
+    notes += [
+        f"{name} returns passages of its own, judged for it alone: its own relevant passages in "
+        "the top k count as hits (docs/retrievers.md)"
+        for name in names
+        if name in ev.own
+    ]
     return notes
 
 

@@ -594,3 +594,87 @@ def test_two_hundred_hostile_argument_lists_never_raise(
             assert errors == err.splitlines()[-1:], (argv, err)
             if argv[-1] in NUMBERS:  # a number is cut; a path is named as given
                 assert len(errors[0]) < 300, (argv, errors[0][:300])
+
+
+# ---- the unit of the measures (--unit, unit = ..., a saved run's unit) ------------------------------
+
+
+@pytest.mark.parametrize("value", ["bogus", "", "EVIDENCE", "chunks\x1b[31m"])
+def test_a_unit_that_is_not_one_is_one_line(
+    mini: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    line = one_error(
+        capsys, run(["eval", *mini_args(mini, "--retrievers", "bm25", "--unit", value)])
+    )
+    assert "--unit" in line and "\x1b" not in line
+
+
+@pytest.mark.parametrize("setting", ["unit = 3", "unit = ['evidence']", "unit = 'docs'"])
+def test_a_unit_in_the_project_file_must_be_one(
+    mini: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
+) -> None:
+    project = tmp_path / "ragtui.toml"
+    project.write_text(f"retrievers = ['bm25']\n{setting}\n")
+    line = one_error(capsys, run(["eval", *mini_args(mini, "--project", str(project))]))
+    assert line.startswith(f"ragtui: error: {project}:2: ")
+
+
+def _saved_evidence_run(mini: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    runs = tmp_path / "runs"
+    argv = ["eval", "--save", "ev", "--unit", "evidence", "--runs-dir", str(runs)]
+    assert run([*argv, *mini_args(mini, "--retrievers", "bm25")]) == 0
+    capsys.readouterr()
+    return runs / "ev.json"
+
+
+@pytest.mark.parametrize(
+    ("forge", "problem"),
+    [
+        (lambda o: o["manifest"].update(unit="documents"), "manifest 'unit' must be"),
+        (lambda o: o["manifest"].update(unit=["evidence"]), "manifest 'unit' must be"),
+        (
+            lambda o: next(iter(o["retrievers"]["bm25"]["per_question"].values())).pop(
+                "evidence_ranks"
+            ),
+            "evidence_ranks is missing",
+        ),
+        (
+            lambda o: next(iter(o["retrievers"]["bm25"]["per_question"].values())).update(
+                evidence_ranks="1"
+            ),
+            "evidence_ranks must be a list",
+        ),
+        (
+            lambda o: next(iter(o["retrievers"]["bm25"]["per_question"].values())).update(
+                evidence_ranks=[0, -5]
+            ),
+            "must be at least 1",
+        ),
+        (
+            lambda o: next(iter(o["retrievers"]["bm25"]["per_question"].values())).update(
+                grades={"x": "2"}
+            ),
+            "must be a whole number",
+        ),
+    ],
+)
+def test_a_forged_evidence_level_run_is_one_line(
+    mini: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], forge, problem: str
+) -> None:
+    """A saved run someone else wrote (or edited): every unit field it is read by is checked, and
+    a bad one is one line naming the file and the field, for --compare as for diff."""
+    path = _saved_evidence_run(mini, tmp_path, capsys)
+    good = tmp_path / "runs" / "good.json"
+    good.write_bytes(path.read_bytes())
+    body = json.loads(path.read_text())
+    forge(body)
+    path.write_text(json.dumps(body))
+    for argv in (["diff", "good", "ev"], ["eval", "--compare", "good", "ev", "--unit", "evidence"]):
+        full = [
+            *argv,
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            *mini_args(mini, "--retrievers", "bm25"),
+        ]
+        line = one_error(capsys, run(full))
+        assert str(path) in line and problem in line, line

@@ -255,8 +255,8 @@ def resolve_system(
     try:
         run, named = resolve_saved(spec, folder)
     except InputError as exc:
-        if ws is None:
-            raise
+        if ws is None or (exc.path is not None and Path(exc.path).is_file()):
+            raise  # no workspace to name retrievers from, or a saved run that is malformed
         raise InputError(
             None,
             f"{spec!r} is neither a retriever ({', '.join(ws.retrievers)}) nor a saved run: {exc.problem}",

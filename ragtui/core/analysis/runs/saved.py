@@ -274,10 +274,14 @@ def _unit(value: object, where: str) -> float:
 
 
 def _check_manifest(manifest: dict[str, Any]) -> None:
-    """The manifest fields a diff or a comparison computes with: k, depth, threshold."""
+    """The manifest fields a diff or a comparison computes with: k, depth, threshold, unit."""
     for key, minimum in (("k", 1), ("depth", 1), ("threshold", None)):
         if key in manifest:
             _whole(manifest[key], f"manifest '{key}'", minimum)
+    if manifest.get("unit", UNIT_EVIDENCE) != UNIT_EVIDENCE:
+        raise _Malformed(
+            f"manifest 'unit' must be \"evidence\" or absent, got {manifest['unit']!r}"
+        )
 
 
 def _check_values(values: dict[str, Any], where: str) -> None:
@@ -322,6 +326,7 @@ def load_run(path: Path | str) -> SavedRun:
     try:
         manifest = _mapping(obj.get("manifest") or {}, "'manifest'")
         _check_manifest(manifest)
+        evidence = manifest.get("unit") == UNIT_EVIDENCE
         questions_obj = _mapping(obj.get("questions"), "'questions'")
         grades: dict[str, dict[str, int]] = {}
         questions: dict[str, dict[str, Any]] = {}
@@ -347,6 +352,11 @@ def load_run(path: Path | str) -> SavedRun:
                 rankings[r][q] = _strings(entry.get("ranked", []), f"{where}.ranked")
                 kept = {k: x for k, x in entry.items() if k != "ranked"}
                 _check_values(kept, where)
+                if evidence and "recall" in kept and "evidence_ranks" not in kept:
+                    # An evaluated question of an evidence-level run: its recall needs its ranks.
+                    raise _Malformed(
+                        f"{where}.evidence_ranks is missing (the run is evidence-level)"
+                    )
                 values[r][q] = kept
             summary = {k: v for k, v in body.items() if k != "per_question"}
             _check_values(summary, f"retrievers.{r}")

@@ -9,7 +9,7 @@ from ragtui.core.analysis.slices import slices_json
 from ragtui.core.analysis.why import CAUSES, WhyIndex
 from ragtui.core.labelling.judging import judged_summaries
 from ragtui.core.metrics.evaluation import definitions
-from ragtui.core.workspace import Workspace
+from ragtui.core.workspace import Workspace, grading
 
 
 def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
         # The unit of every row's measures ("chunks" or "evidence") and what each figure is.
         "unit": ev.unit,
         # Hand grades that do not apply to the chunking in use (ragtui check lists them).
-        "grades_not_applying": len(ws.stale_labels()),
+        "grades_not_applying": grading.count_stale(ws),
         "definitions": definitions(ev.unit, ws.settings.k),
         # Which grades count: "human", or "human+model" (a model judge's where no person graded).
         "grades": ws.settings.counted_grades,

@@ -99,6 +99,16 @@ def _applies(ws: Graded) -> Callable[[Label], bool]:
     return lambda label: label_status(ws, label) is None
 
 
+def count_stale(ws: Graded) -> int:
+    """How many current hand labels do not apply (``stale_labels``' length, without the reasons)."""
+    return sum(
+        1
+        for _, _, pair in ws.labels.iter_pairs()
+        for label in pair.labels()
+        if label_status(ws, label)
+    )
+
+
 def stale_labels(ws: Graded) -> list[StaleLabel]:
     """Current hand labels (every annotator's and the adjudicated ones) that do not apply, with reasons, in journal order."""
     out = []

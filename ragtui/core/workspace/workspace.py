@@ -44,7 +44,7 @@ def not_applying_notes(ws: Workspace) -> list[str]:
     """Lines for what counts nowhere or differently than it seems: hand grades that do not apply
     to the chunking in use, and Milvus's BM25 beside ragtui's of another formula."""
     out = []
-    stale = grading.stale_labels(ws)
+    stale = grading.count_stale(ws)
     if stale:
         chunks = ws.settings.chunks
         why = (
@@ -52,9 +52,9 @@ def not_applying_notes(ws: Workspace) -> list[str]:
             if chunks is not None
             else ""
         )
-        many = len(stale) != 1
+        many = stale != 1
         out.append(
-            f"{len(stale)} hand grade{'s' if many else ''} do{'' if many else 'es'} not apply to "
+            f"{stale} hand grade{'s' if many else ''} do{'' if many else 'es'} not apply to "
             f"the chunking in use{why} and count{'' if many else 's'} nowhere: ragtui check lists "
             f"{'them' if many else 'it'}"
         )

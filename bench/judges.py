@@ -36,7 +36,8 @@ from pathlib import Path
 from bench.common import ROOT
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE
 from ragtui.core.data.paths import bundled_golden
-from ragtui.core.judges.base import JudgePair, JudgeSpec
+from ragtui.core.judge_spec import JudgeSpec
+from ragtui.core.judges.base import JudgePair
 from ragtui.core.judges.openai import OpenAIJudge, openai_judge
 from ragtui.core.judges.parse import parse_grade
 from ragtui.core.judges.prompt import DEFAULT_PROMPT, fill_prompt, scale_text

@@ -82,7 +82,7 @@ def measure(count: int, edits: int, seed: int = 0) -> dict[str, float]:
             Evaluation(
                 ev.question_ids,
                 ws.effective_grades,
-                {n: ws.rankings[n] for n in ws.retrievers},
+                {n: ws.ranked.rankings[n] for n in ws.retrievers},
                 ev.k,
                 ev.threshold,
             )

@@ -86,31 +86,31 @@ def main() -> None:
     rankings: dict[str, dict[str, Ranking]] = {}
     seconds: dict[str, float] = {}
 
-    okapi = ws.bm25
-    assert okapi is not None and ws.vector is not None and ws.hybrid is not None
+    okapi = ws.ranked.bm25
+    assert okapi is not None and ws.ranked.vector is not None and ws.ranked.hybrid is not None
     rankings["rank-bm25"], seconds["rank-bm25"] = _timed(okapi.search, questions, depth)
-    fast = BM25Retriever(ws.chunks, backend="bm25s")
+    fast = BM25Retriever(ws.data.chunks, backend="bm25s")
     rankings["bm25s"], seconds["bm25s"] = _timed(fast.search, questions, depth)
     rankings["vector (exact)"], seconds["vector (exact)"] = _timed(
-        ws.vector.search, questions, depth
+        ws.ranked.vector.search, questions, depth
     )
-    assert whole.vector is not None
+    assert whole.ranked.vector is not None
     rankings["vector (exact, no windows)"], seconds["vector (exact, no windows)"] = _timed(
-        whole.vector.search, questions, depth
+        whole.ranked.vector.search, questions, depth
     )
-    rankings["hybrid (ragtui RRF)"] = ws.rankings["hybrid"]
+    rankings["hybrid (ragtui RRF)"] = ws.ranked.rankings["hybrid"]
     # Milvus's hybrid fuses its own BM25 (bm25s's formula) and the windowed vector search: this
     # is the like-for-like fusion.
     rankings["hybrid (RRF of bm25s + exact)"] = {
         qid: rrf_fuse(
             [rankings["bm25s"][qid], rankings["vector (exact)"][qid]],
-            ws.chunk_order,
+            ws.passages.order,
             depth,
         )
         for qid, _ in questions
     }
 
-    windows = chunk_windows(ws.chunks, token_counter(settings.model), ws.window_plan)
+    windows = chunk_windows(ws.data.chunks, token_counter(settings.model), ws.ranked.window_plan)
     vectors = ws.embedding_cache().get(windows.texts)
     with tempfile.TemporaryDirectory() as tmp:
         uri = str(Path(tmp) / "compare.db")
@@ -119,7 +119,7 @@ def main() -> None:
             started = time.perf_counter()
             index_collection(
                 MilvusTarget(uri, f"c_{index_type.lower()}"),
-                ws.chunks,
+                ws.data.chunks,
                 settings.model,
                 windows=windows,
                 vectors=vectors,
@@ -139,14 +139,14 @@ def main() -> None:
             "milvus-hybrid": MilvusRetriever("milvus-hybrid", "hybrid", flat, settings.model),
         }
         for name, retriever in runs.items():
-            retriever.chunk_order = ws.chunk_order  # equal scores in chunk order, as ragtui's
+            retriever.chunk_order = ws.passages.order  # equal scores in chunk order, as ragtui's
             rankings[name], seconds[name] = _milvus(retriever, questions, depth)
             retriever.close()
 
     ev = Evaluation(
         [q for q, _ in questions],
         ws.evaluation_grades,
-        {n: ws.evaluated_rankings(r) for n, r in rankings.items()},
+        {n: ws.grades.evaluated_rankings(r) for n, r in rankings.items()},
         args.k,
     )
     counterpart = {
@@ -158,8 +158,8 @@ def main() -> None:
     }
     name = args.beir.name if args.beir else "bundled set"
     print(
-        f"### {name}: {len(ws.chunks)} chunks, {len(ev.evaluated)} questions evaluated, "
-        f"k={args.k}, depth={depth}, {ws.level} level"
+        f"### {name}: {len(ws.data.chunks)} chunks, {len(ev.evaluated)} questions evaluated, "
+        f"k={args.k}, depth={depth}, {ws.data.level} level"
     )
     print()
     print(

@@ -45,11 +45,13 @@ def parity(name: str, settings: Settings, uri: str, windows: str) -> dict[str, A
     settings = replace(settings, windows=windows, bm25_backend="bm25s")
     collection = f"{name}_{windows}"
     loaded = Workspace.load(replace(settings, retrievers=("vector",)))
-    cut = chunk_windows(loaded.chunks, token_counter(settings.model), loaded.window_plan)
+    cut = chunk_windows(
+        loaded.data.chunks, token_counter(settings.model), loaded.ranked.window_plan
+    )
     started = time.perf_counter()
     result = index_collection(
         MilvusTarget(uri, collection),
-        loaded.chunks,
+        loaded.data.chunks,
         settings.model,
         windows=cut,
         cache_root=settings.cache_dir,
@@ -58,13 +60,13 @@ def parity(name: str, settings: Settings, uri: str, windows: str) -> dict[str, A
     ws = Workspace.open(replace(settings, milvus=uri, collection=collection, refresh=True))
     ev = ws.evaluation
     assert ev is not None
-    failed = {n: s.message for n, s in ws.live_status.items() if s.state != "ready"}
+    failed = {n: s.message for n, s in ws.live.status.items() if s.state != "ready"}
     if failed:
         raise RuntimeError(f"{name} windows {windows}: {failed}")
     out: dict[str, Any] = {
         "set": name,
         "windows": windows,
-        "chunks": len(ws.chunks),
+        "chunks": len(ws.data.chunks),
         "vectors": result.vectors,
         "encoded": result.encoded,
         "index_s": index_s,

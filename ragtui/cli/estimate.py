@@ -1,5 +1,5 @@
 """``--estimate`` on the command line: the option that names the judge, and what eval (text and
-``--json``) and report add; the numbers come from ``ragtui.core.analysis.judgement.estimates``."""
+``--json``) and report add; the numbers come from ``ragtui.core.judges.estimates``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ragtui.core.errors import InputError
 
 if TYPE_CHECKING:  # the parser imports this module: the analysis only when it runs
-    from ragtui.core.analysis.judgement.estimates import Estimates
+    from ragtui.core.judges.estimates import Estimates
     from ragtui.core.report_model import Report
     from ragtui.core.workspace import Workspace
 
@@ -30,8 +30,8 @@ def add_judge_option(parser: argparse.ArgumentParser) -> None:
 def estimates_for(ws: Workspace, judge: str | None) -> Estimates | None:
     """The estimates ``--estimate`` asks for (None without it); ``--judge NAME`` without
     ``--estimate``, or naming a judge with no verdict, is bad input."""
-    from ragtui.core.analysis.judgement.estimates import estimates
-    from ragtui.core.labelling.verify import judges as judges_with_verdicts
+    from ragtui.core.judges.estimates import estimates
+    from ragtui.core.judges.verify import judges as judges_with_verdicts
 
     if judge is not None:
         name = judge.split("=", 1)[0]  # NAME=SPEC names the judge NAME
@@ -39,7 +39,7 @@ def estimates_for(ws: Workspace, judge: str | None) -> Estimates | None:
             raise InputError(
                 None, f"--judge {name}: chooses the judge of --estimate; add --estimate"
             )
-        known = judges_with_verdicts(ws.labels)
+        known = judges_with_verdicts(ws.grades.labels)
         if name not in known:
             listed = ", ".join(known) if known else "none"
             raise InputError(
@@ -55,7 +55,7 @@ def estimates_for(ws: Workspace, judge: str | None) -> Estimates | None:
 
 def add_estimate(ws: Workspace, body: dict[str, Any], judge: str | None) -> None:
     """``eval --json --estimate``: the top-level ``estimate`` object and one per retriever."""
-    from ragtui.core.analysis.judgement.estimates_report import estimates_json, retriever_json
+    from ragtui.core.judges.estimates_report import estimates_json, retriever_json
 
     found = estimates_for(ws, judge)
     if found is None:
@@ -67,7 +67,7 @@ def add_estimate(ws: Workspace, body: dict[str, Any], judge: str | None) -> None
 
 def estimate_reports(ws: Workspace, judge: str | None) -> list[Report]:
     """``eval --estimate``'s table (none without ``--estimate``)."""
-    from ragtui.core.analysis.judgement.estimates_report import estimates_report
+    from ragtui.core.judges.estimates_report import estimates_report
 
     found = estimates_for(ws, judge)
     return [] if found is None else [estimates_report(found)]

@@ -166,7 +166,7 @@ def text_extras(ws: Workspace, options: EvalOptions) -> list[Report]:
         reports.append(comparison_report(_comparison(ws, options, measures)))
     if options.explain:
         expl = explain_hybrid(ws, options.explain)  # an unknown question is an InputError here
-        question = ws.question_by_id[options.explain].text
+        question = ws.questions.by_id[options.explain].text
         reports.append(explain_report(question, expl, pool_ceilings(ws)))
         reranked = explain_rerank(ws, options.explain)
         if reranked is not None:
@@ -260,7 +260,7 @@ def run_explain(settings: Settings, qid: str, as_json: bool = False) -> int:
     if as_json:
         print_json(_explanation_json(expl, pool, reranked))
         return 0
-    print_report(explain_report(ws.question_by_id[qid].text, expl, pool))
+    print_report(explain_report(ws.questions.by_id[qid].text, expl, pool))
     if reranked is not None:
         out()
         print_report(rerank_explanation_report(reranked))

@@ -17,7 +17,6 @@ from ragtui.cli.output import (
 )
 from ragtui.core.analysis.check import check_workspace
 from ragtui.core.analysis.diagnostics import diagnose
-from ragtui.core.analysis.judgement.agreement import agreement_json, judge_agreements, judge_names
 from ragtui.core.analysis.reports import (
     added_question_report,
     agreement_report,
@@ -25,6 +24,7 @@ from ragtui.core.analysis.reports import (
     diagnostics_report,
 )
 from ragtui.core.errors import InputError
+from ragtui.core.judges.agreement import agreement_json, judge_agreements, judge_names
 from ragtui.core.labelling.agreement import annotators
 from ragtui.core.labelling.authoring import QUESTIONS_FILE, question_key, validate_new_question
 from ragtui.core.labelling.labels import MODEL_PREFIX, is_model_annotator
@@ -36,7 +36,7 @@ from ragtui.core.settings import Settings
 def run_retire(settings: Settings, qid: str, restore: bool = False) -> int:
     """``ragtui retire QID [--restore]``: mark a question retired (or not) in questions.jsonl."""
     ws = load_workspace(settings)
-    question = ws.question_by_id.get(qid)
+    question = ws.questions.by_id.get(qid)
     if question is None:
         raise InputError(Path(ws.settings.golden or "") / QUESTIONS_FILE, f"no question {qid!r}")
     if question.retired != restore:
@@ -74,8 +74,8 @@ def run_add_question(
         slices,
         qid,
         [q.id for q in ws.questions],
-        ws.chunks,
-        ws.corpus.documents,
+        ws.data.chunks,
+        ws.data.corpus.documents,
         path,
         {question_key(q.text): q.id for q in ws.questions},
     )
@@ -102,7 +102,7 @@ def run_agreement(
     if as_json and pair is not None:
         raise InputError(None, "--annotators: --json holds the model judges' agreement only")
     ws = load_workspace(settings)
-    names = annotators(ws.labels.history)
+    names = annotators(ws.grades.labels.history)
     if pair is not None:
         judged = [n for n in pair if is_model_annotator(n)]
         if judged:
@@ -115,7 +115,7 @@ def run_agreement(
         if missing:
             known = ", ".join(n or "(unnamed)" for n in names) or "none"
             raise InputError(
-                ws.labels.path, f"no labels by {', '.join(missing)} (annotators: {known})"
+                ws.grades.labels.path, f"no labels by {', '.join(missing)} (annotators: {known})"
             )
     if judge is not None:
         if is_model_annotator(judge):
@@ -123,7 +123,9 @@ def run_agreement(
         known_judges = judge_names(ws)
         if judge not in known_judges:
             listed = ", ".join(known_judges) or "none (ragtui judge writes them)"
-            raise InputError(ws.labels.path, f"no verdicts by judge {judge!r} (judges: {listed})")
+            raise InputError(
+                ws.grades.labels.path, f"no verdicts by judge {judge!r} (judges: {listed})"
+            )
     agreements = judge_agreements(ws, judge)
     if as_json:
         print_json(agreement_json(ws, agreements))

@@ -1,4 +1,4 @@
-"""``ragtui judge``: grade the pool with model judges (``ragtui.core.analysis.judgement.run``), with
+"""``ragtui judge``: grade the pool with model judges (``ragtui.core.judges.run``), with
 progress on stderr (a bar on a terminal, lines in a log) and the summary on stdout (or ``--json``)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragtui.core.analysis.judgement.run import JudgeAsk, JudgeRun, JudgeSummary
     from ragtui.core.judges.base import Judge
+    from ragtui.core.judges.run import JudgeAsk, JudgeRun, JudgeSummary
     from ragtui.core.settings import Settings
 
 __all__ = ["add_judge_parser", "judge_ask", "run_judge"]
@@ -81,8 +81,8 @@ def add_judge_parser(
 
 def judge_ask(args: argparse.Namespace) -> JudgeAsk:
     """What to grade, from the parsed options; InputError for options that do not go together."""
-    from ragtui.core.analysis.judgement.run import JudgeAsk
     from ragtui.core.errors import InputError
+    from ragtui.core.judges.run import JudgeAsk
 
     if args.seed is not None and args.sample is None:
         raise InputError(None, "--seed: it seeds --sample; give --sample N too")
@@ -268,8 +268,8 @@ def run_judge(settings: Settings, ask: JudgeAsk, *, as_json: bool = False) -> in
     """``ragtui judge``: 0 when it ran (failures counted and reported), 2 when a judge could not
     work at all (its line on stderr), 130 on Ctrl-C (what came is written)."""
     from ragtui.cli.output import err, open_workspace, out, print_json, print_notices
-    from ragtui.core.analysis.judgement.run import judge_pool
     from ragtui.core.judges.base import JudgeError
+    from ragtui.core.judges.run import judge_pool
 
     try:
         # Built before the (slow) loading, so a judge that cannot exist is refused at once.

@@ -30,16 +30,16 @@ def run_index(
     target = MilvusTarget(settings.milvus, settings.collection, settings.milvus_fields)
     bm25_k1, bm25_b = 1.5, 0.75
     # The vectors as the vector retriever embeds them: one per window (windows on), else per chunk.
-    plan = ws.window_plan
+    plan = ws.ranked.window_plan
     windows, window_warnings = cached_chunk_windows(
-        ws.chunks, token_counter(settings.model), plan, settings.cache_dir
+        ws.data.chunks, token_counter(settings.model), plan, settings.cache_dir
     )
     warn_all(window_warnings)
     # What the chunks were made from, kept in the collection: a search from other data is refused.
     record = CollectionRecord.of(
-        ws.chunks,
+        ws.data.chunks,
         settings.model,
-        documents=ws.corpus.documents,
+        documents=ws.data.corpus.documents,
         chunk_size=settings.chunk_size,
         overlap=settings.overlap,
         chunks_file=settings.chunks,
@@ -47,7 +47,7 @@ def run_index(
     )
     result = index_collection(
         target,
-        ws.chunks,
+        ws.data.chunks,
         settings.model,
         windows=windows,
         cache_root=settings.cache_dir,

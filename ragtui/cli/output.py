@@ -262,14 +262,14 @@ def open_workspace(settings: Settings) -> Workspace:
     ws = Workspace.load(settings)
     ws.prepare_vectors(rich_progress())
     rerank = rich_progress("reranking", "questions")
-    if ws.reranker is not None and ws.questions:
+    if ws.ranked.reranker is not None and ws.questions:
         rerank(0, len(ws.questions))  # the start (the first question reports after its scoring)
     ws.prepare_rerank(rerank)
-    if ws.live:
+    if ws.live.retrievers:
         ws.apply_live(ws.compute_live(progress=live_progress(), refresh=settings.refresh))
     warn_all(ws.warnings)
     failed = []
-    for name, status in ws.live_status.items():
+    for name, status in ws.live.status.items():
         if status.state == "partial":
             warn(f"{name}: {status.message}; they count as empty runs")
         elif status.state == "failed":

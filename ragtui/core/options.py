@@ -18,8 +18,7 @@ from ragtui.core.data.chunking import DEFAULT_CHUNK_SIZE
 from ragtui.core.data.corpus import MAX_FILE_BYTES
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import JudgeSpec
-from ragtui.core.judges.spec import judge_text, parse_judge_flag
+from ragtui.core.judge_spec import JudgeSpec, judge_text, parse_judge_flag
 from ragtui.core.labelling.labels import GRADES_MODES
 from ragtui.core.metrics.evaluation import UNIT_CHUNKS, UNIT_EVIDENCE
 from ragtui.core.retrieval.bm25 import BM25_BACKENDS

@@ -29,8 +29,7 @@ from typing import Any
 from ragtui.core.data.grades import parse_grade_scale
 from ragtui.core.errors import InputError
 from ragtui.core.files import read_regular
-from ragtui.core.judges.base import JudgeSpec
-from ragtui.core.judges.spec import JudgeSectionError, parse_judges_table, resolve_judges
+from ragtui.core.judge_spec import JudgeSectionError, JudgeSpec, parse_judges_table, resolve_judges
 from ragtui.core.options import OPTIONS, Option, OptionError, settings_from_values
 from ragtui.core.settings import Settings
 from ragtui.core.variants import parse_variants
@@ -100,7 +99,7 @@ def _retrievers_section(table: Mapping[str, Any], context: SectionContext) -> di
 
 
 def _judges_section(table: Mapping[str, Any], context: SectionContext) -> dict[str, Any]:
-    """``[judges]``: one ``[judges.NAME]`` table per model judge (``ragtui.core.judges.spec``); a
+    """``[judges]``: one ``[judges.NAME]`` table per model judge (``ragtui.core.judge_spec``); a
     bad one is a ``JudgeSectionError`` naming the judge and the key, so the line can be found."""
     specs = parse_judges_table(table, lambda raw: context.resolve(raw), str(context.path))
     return {"judges": specs}

@@ -12,7 +12,7 @@ from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale, load_grade_
 from ragtui.core.data.paths import bundled_corpus, bundled_golden, golden_for_reading
 from ragtui.core.data.tokenizer import DEFAULT_MODEL
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import JudgeSpec
+from ragtui.core.judge_spec import JudgeSpec
 from ragtui.core.labelling.labels import GRADES_HUMAN
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.retrieval.live import LiveSpec
@@ -81,7 +81,7 @@ class Settings:
     judges: tuple[JudgeSpec, ...] = ()
     #: Show how sure the numbers are (``--estimate``): eval, report and the app's metric panel add
     #: the range the unjudged pairs allow, the model-filled value and the prediction-powered
-    #: estimate with its 95 % interval (``ragtui.core.analysis.judgement.estimates``; docs/judges.md).
+    #: estimate with its 95 % interval (``ragtui.core.judges.estimates``; docs/judges.md).
     estimate: bool = False
     #: Ask live retrievers again instead of using their cached answers (``--refresh``).
     refresh: bool = False

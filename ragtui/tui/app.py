@@ -36,7 +36,6 @@ from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.first_load import FirstLoad
-from ragtui.core.workspace.live_answers import ChunkTexts
 from ragtui.tui import loading, tasks
 from ragtui.tui.app_commands import STATUS_LOG_SIZE, AppCommands
 from ragtui.tui.commands import RagtuiCommands
@@ -166,7 +165,6 @@ class RagtuiApp(AppCommands, App[int]):
         #: Requests not applied yet, oldest first (see ``request``).
         self._requests: deque[Request] = deque()
         #: The loaded chunks' texts indexed for the add-question worker (a new one per load).
-        self._chunk_texts = ChunkTexts()
 
     # ---- state, for reading ---------------------------------------------------------------------
 
@@ -364,13 +362,12 @@ class RagtuiApp(AppCommands, App[int]):
         ws = message.workspace
         reload = self.workspace is not None
         self.publish(self.controller.loaded(ws, message.vectors))
-        self._chunk_texts = ChunkTexts()
         # Drawn: the workspace is long-lived (and collection, off while the app started, resumes).
         self.call_after_refresh(self._heap.settle, reload)
         warning = loading.load_warning(ws, message.vectors)
         if warning:
             self.say(warning, error=True)
-        if ws.live:
+        if ws.live.retrievers:
             self._ask_live(ws, refresh=ws.settings.refresh)
         if message.vectors is not None or not ws.vectors_needed:
             self._start_rerank(ws)
@@ -379,8 +376,8 @@ class RagtuiApp(AppCommands, App[int]):
     def _start_rerank(self, ws: Workspace) -> None:
         """Run the reranking stage in a worker, once its first stage is ranked (once per load)."""
         if (
-            ws.reranker is not None
-            and ws.reranker.over in ws.rankings
+            ws.ranked.reranker is not None
+            and ws.ranked.reranker.over in ws.ranked.rankings
             and self._rerank_generation != self.generation
         ):
             self._rerank_generation = self.generation
@@ -412,7 +409,7 @@ class RagtuiApp(AppCommands, App[int]):
         self.publish(self.controller.live_ready(message.result))
         failed = [
             f"{name}: {status.message}"
-            for name, status in self.workspace.live_status.items()
+            for name, status in self.workspace.live.status.items()
             if status.state in ("failed", "partial") and status.message
         ]
         if failed:
@@ -424,7 +421,7 @@ class RagtuiApp(AppCommands, App[int]):
     def refresh_live(self) -> None:
         """Ask the live retrievers again, ignoring their cached answers (the palette's refresh)."""
         ws = self.workspace
-        if ws is None or not ws.live:
+        if ws is None or not ws.live.retrievers:
             self.say("No live retriever is shown (--retriever NAME=SPEC, --milvus).")
             return
         self.publish(self.controller.live_pending())
@@ -522,13 +519,13 @@ class RagtuiApp(AppCommands, App[int]):
         ws = self.workspace
         if ws is not None and change.kind == "retired" and change.questions:
             qid = next(iter(change.questions))
-            state = "retired" if ws.question_by_id[qid].retired else "back in the metrics"
+            state = "retired" if ws.questions.by_id[qid].retired else "back in the metrics"
             self.say(f"undone: {qid} is {state}.")
             return
         if ws is None or change.chunk is None or not change.questions:
             return
         qid = next(iter(change.questions))
-        grade, source = ws.grade_source(qid, change.chunk)
+        grade, source = ws.grades.grade_source(qid, change.chunk)
         now = f"grade {grade} ({source})" if grade is not None else "not graded"
         verb = "undone:" if change.undo else "saved:"
         self.say(f"{verb} {qid} {change.chunk} → {now} · {ndcg_moves(change.moves, ws.settings.k)}")
@@ -568,7 +565,7 @@ class RagtuiApp(AppCommands, App[int]):
         ws = self.workspace
         if ws is None or ws.evaluation is None:
             return
-        lines_before = len(ws.labels.history)
+        lines_before = len(ws.grades.labels.history)
         try:
             change = self.controller.refresh_labels()
         except (InputError, OSError) as exc:
@@ -580,7 +577,7 @@ class RagtuiApp(AppCommands, App[int]):
         self._label_poll_error = ""
         if change is None:
             return
-        count = max(len(ws.labels.history) - lines_before, len(change.questions or ()))
+        count = max(len(ws.grades.labels.history) - lines_before, len(change.questions or ()))
         # An error on screen (a grade that could not be saved) stays until the next key: what the
         # poll says goes to the recent messages only.
         held = self.status if self.status.error else None
@@ -636,16 +633,16 @@ class RagtuiApp(AppCommands, App[int]):
         self.say(f"adding: {message.text}")
         self._say_notices()
         # Live retrievers that answered the golden set are asked too (a failed one is not).
-        live = [name for name in ws.live if name in ws.rankings]
+        live = [name for name in ws.live.retrievers if name in ws.ranked.rankings]
         new = tasks.NewQuestion(
             golden,
             self.generation,
             message.text,
             message.evidence,
             message.slices,
-            ws.chunks,
-            ws.corpus.documents,
-            Rankers.capture(ws, live, self._chunk_texts),
+            ws.data.chunks,
+            ws.data.corpus.documents,
+            Rankers.capture(ws, live),
         )
         post = self.post_message
         self.in_thread("add-question", lambda: tasks.add_question(new, post), exclusive=False)

@@ -15,7 +15,7 @@ from typing import Protocol, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from ragtui.core.analysis.question_filter import FILTER_SYNTAX
-from ragtui.core.labelling.verify import judges
+from ragtui.core.judges.verify import judges
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.controller import Controller
@@ -200,7 +200,7 @@ class RagtuiCommands(Provider):
                     partial(self.verify, name),
                     f"the pairs model:{visible_line(name)} graded that no person has",
                 )
-                for name in judges(ws.labels)
+                for name in judges(ws.grades.labels)
             ),
             (
                 "labels: adjudicate disputed pairs",
@@ -247,12 +247,12 @@ class RagtuiCommands(Provider):
                 )
                 for v in variants
             ]
-        if ws.live:
+        if ws.live.retrievers:
             out.append(
                 (
                     "retrievers: ask the live retrievers again",
                     app.refresh_live,
-                    f"{', '.join(ws.live)}: ignore the cached answers (as --refresh)",
+                    f"{', '.join(ws.live.retrievers)}: ignore the cached answers (as --refresh)",
                 )
             )
         names = ws.retrievers

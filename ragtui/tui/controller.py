@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Literal
 from ragtui.core.data.golden import Question
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
+from ragtui.core.judges.verify import RecordedSample, recorded_or_drawn, sample_population
 from ragtui.core.labelling.journal import ReadOnlyError
-from ragtui.core.labelling.verify import RecordedSample, recorded_or_drawn, sample_population
 from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.rerank import RerankResult
 from ragtui.core.settings import Settings
@@ -131,7 +131,7 @@ class Controller:
         self.retriever_status = {
             n: (
                 "pending"
-                if n in VECTOR_RETRIEVERS and n not in ws.rankings and ws.vectors_needed
+                if n in VECTOR_RETRIEVERS and n not in ws.ranked.rankings and ws.vectors_needed
                 else "ready"
             )
             for n in self.retrievers
@@ -146,11 +146,13 @@ class Controller:
         """Vector and hybrid rankings arrived: evaluate them. None when nothing on screen changes
         (the lists were shown from the results cache; only the retrievers were built)."""
         ws = self.ws
-        windows_before = ws.windows is not None and ws.windows.plan is not None
+        windows_before = ws.ranked.windows is not None and ws.ranked.windows.plan is not None
         changed = ws.apply_vectors(result)
         # Windows built now change what the vector retriever reads, so the causes of misses the
         # question list shows (a chunk cut off by the model is read whole through its windows).
-        changed |= windows_before != (ws.windows is not None and ws.windows.plan is not None)
+        changed |= windows_before != (
+            ws.ranked.windows is not None and ws.ranked.windows.plan is not None
+        )
         self.embedding_progress = None
         for name in VECTOR_RETRIEVERS:
             if name in self.retriever_status and self.retriever_status[name] != "ready":
@@ -186,7 +188,7 @@ class Controller:
         ws = self.ws
         ws.apply_live(result)
         for name in result.runs:
-            status = ws.live_status.get(name)
+            status = ws.live.status.get(name)
             if status is None:
                 continue
             if status.state == "failed":
@@ -199,7 +201,7 @@ class Controller:
 
     def live_pending(self) -> Changed:
         """The live retrievers are asked again (the palette's refresh): each waits for its answer."""
-        for name in self.workspace.live if self.workspace is not None else ():
+        for name in self.workspace.live.retrievers if self.workspace is not None else ():
             self.retriever_status[name] = "pending"
         return Changed("retrievers")
 
@@ -241,7 +243,7 @@ class Controller:
         return notices
 
     def _check_writable(self, what: str) -> None:
-        labels = self.ws.labels
+        labels = self.ws.grades.labels
         if labels.read_only:
             reason = labels.read_only_reason or f"{labels.path} is read-only"
             raise Refused(f"{reason}: {what}")
@@ -250,9 +252,9 @@ class Controller:
         """Save a hand grade (None removes it) for the pair, fsynced, and update every number; with
         ``adjudicate`` the adjudicated grade that settles a disputed pair."""
         ws = self.ws
-        if qid not in ws.question_by_id:
+        if qid not in ws.questions.by_id:
             raise Refused(f"{qid} is not a question of this golden set: nothing saved.")
-        if cid not in ws.chunk_by_id:
+        if cid not in ws.passages.by_id:
             raise Refused(f"{cid} is not a chunk of this corpus: nothing saved.")
         scale = self.grade_scale
         if grade is not None and grade not in dict(scale):
@@ -302,7 +304,7 @@ class Controller:
             restored = self.retire(entry.question, entry.retired_before, record=False)
             self.undo_stack.pop()
             return replace(restored, undo=True)
-        if not ws.labels.can_undo:
+        if not ws.grades.labels.can_undo:
             self.undo_stack.pop()  # the journal forgot it (read again): nothing to restore
             raise Refused("Nothing to undo.")
         self._check_writable("cannot undo.")
@@ -330,7 +332,7 @@ class Controller:
         if ws is None or ws.evaluation is None:
             return None
         changed = ws.refresh_labels()
-        warnings = tuple(ws.take_label_warnings())
+        warnings = tuple(ws.grades.labels.take_warnings())
         if not changed and not warnings:
             return None
         return Changed("labels-reloaded", frozenset(changed), warnings=warnings)
@@ -365,7 +367,7 @@ class Controller:
         """Retire a question (left out of every mean, kept in the file with a flag) or bring it
         back; undoable."""
         ws = self.ws
-        question = ws.question_by_id.get(qid)
+        question = ws.questions.by_id.get(qid)
         if question is None:
             raise Refused(f"{qid} is not a question of this golden set.")
         if question.retired == retired:

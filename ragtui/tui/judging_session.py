@@ -1,6 +1,6 @@
 """The judging walk: the pooled pairs of the questions a screen shows, in its order, unjudged first.
 
-The pool of a question is every shown retriever's top k (``ragtui.core.labelling.judging``); a
+The pool of a question is every shown retriever's top k (``ragtui.core.workspace.judging``); a
 pair counts as judged when it has a hand grade that applies (when several people grade: the
 current annotator's own grade, ``JudgingQueue.person``). The walk follows the question order the
 main screen shows (its filter and its sort), so a person judges what they are looking at.
@@ -19,10 +19,8 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from ragtui.core.data.grades import GradeScale
-from ragtui.core.labelling.journal import Label
-from ragtui.core.labelling.judging import JudgedCount, JudgingQueue, PoolEntry, PoolOrder
-from ragtui.core.labelling.sample import HumanSample
-from ragtui.core.labelling.verify import (
+from ragtui.core.judges.sample import HumanSample
+from ragtui.core.judges.verify import (
     QueueOrder,
     RecordedSample,
     disagreeing_first,
@@ -31,8 +29,10 @@ from ragtui.core.labelling.verify import (
     judged_chunks,
     person_graded,
 )
+from ragtui.core.labelling.journal import Label
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import JudgedCount, JudgingQueue, PoolEntry, PoolOrder
 
 #: A heading's attribute list (MkDocs / Python-Markdown ``attr_list``, Pandoc): ``{ #cors }``,
 #: ``{: #id .class }``, ``{#id}``, at the end of the heading.
@@ -141,7 +141,7 @@ class JudgingWalk:
         judged pair, so only those are pooled."""
         if self._pooled is None:
             self._pooled = int(self.queue.pooled_counts(self.qids).sum())
-        labelled = self.ws.labels.pairs
+        labelled = self.ws.grades.labels.pairs
         if not labelled:  # nothing judged: no need to place 100,000 questions in the walk
             return JudgedCount(0, self._pooled)
         position = self._position
@@ -182,7 +182,7 @@ class JudgingWalk:
 @dataclass(frozen=True, slots=True)
 class Queue:
     """What the judging view walks: the people's queue (the pooled pairs) or, with ``verify``, the
-    pairs a judge graded; in one of the orders of ``ragtui.core.labelling.verify``."""
+    pairs a judge graded; in one of the orders of ``ragtui.core.judges.verify``."""
 
     verify: bool = False
     #: The judge whose grades are verified (and who disagrees with the rule); None: every judge.
@@ -239,17 +239,19 @@ class JudgingSession:
         self.adjudicate = adjudicate
         self.queue = queue if queue is not None and not adjudicate else Queue()
         ws = walk.ws
-        self._applies = lambda label: ws.label_status(label) is None
+        self._applies = lambda label: ws.grades.label_status(label) is None
         #: The sample's questions walked in the ``sample`` order (those still in the golden set).
         self.sample_qids: list[str] = []
         #: Every pair, in the order the view visits them.
         self.pairs: list[PoolEntry]
         if adjudicate:
             self.pairs = [
-                _entry(walk, qid, cid) for qid in walk.qids for _, cid in ws.disputed_pairs(qid)
+                _entry(walk, qid, cid)
+                for qid in walk.qids
+                for _, cid in ws.grades.disputed_pairs(qid)
             ]
         elif self.queue.order == "sample":
-            known = ws.question_by_id
+            known = ws.questions.by_id
             self.sample_qids = [
                 q
                 for q in (sample.questions if sample is not None else ())
@@ -308,26 +310,26 @@ class JudgingSession:
         """Whether a pair has a hand grade that applies (in the adjudication pass: an adjudicated
         one; verifying and in the sample: any person's, the one that counts over the judge's)."""
         if self.adjudicate:
-            return self.walk.ws.adjudicated_grade(entry.question, entry.chunk) is not None
+            return self.walk.ws.grades.adjudicated_grade(entry.question, entry.chunk) is not None
         if self.queue.verify or self.queue.order == "sample":
-            return person_graded(self.walk.ws.labels.pair(*entry.key), self._applies)
+            return person_graded(self.walk.ws.grades.labels.pair(*entry.key), self._applies)
         return self.walk.queue.is_judged(entry.question, entry.chunk)
 
     def _judged_by_model(self, qid: str) -> list[PoolEntry]:
         """The pairs of a question the queue's judge graded: the pooled ones in pool order, then
         the others (beyond the pool) in corpus order."""
         ws = self.walk.ws
-        judged = set(judged_chunks(ws.labels, qid, self.queue.judge, self._applies))
+        judged = set(judged_chunks(ws.grades.labels, qid, self.queue.judge, self._applies))
         if not judged:
             return []
         pool = self.walk.pairs(qid)
         pooled = [e for e in pool if e.chunk in judged]
-        rest = sorted(judged - {e.chunk for e in pooled}, key=lambda c: ws.chunk_order.get(c, 0))
+        rest = sorted(judged - {e.chunk for e in pooled}, key=lambda c: ws.passages.order.get(c, 0))
         return pooled + [PoolEntry(qid, cid, 0, ()) for cid in rest]
 
     def verdict(self, entry: PoolEntry) -> Label | None:
         """The judge's verdict of a pair (the queue's judge, else the latest of any judge's)."""
-        pair = self.walk.ws.labels.pair(*entry.key)
+        pair = self.walk.ws.grades.labels.pair(*entry.key)
         return judge_verdict(pair, self.queue.judge, self._applies)
 
     def difference(self, entry: PoolEntry) -> int:
@@ -364,7 +366,7 @@ class JudgingSession:
     def fully_judged(self, qid: str) -> bool:
         """Whether a person's grade applies to every pooled pair of a question (the estimate's
         "judged fully")."""
-        labels = self.walk.ws.labels
+        labels = self.walk.ws.grades.labels
         return all(
             person_graded(labels.pair(qid, e.chunk), self._applies) for e in self.walk.pairs(qid)
         )
@@ -416,7 +418,7 @@ class JudgingSession:
         whose labels changed since (the journal lines added since the last count): a key costs
         its question's pairs, not every pair (500,000 at 100,000 questions). A journal read again
         from its start, or another person's queue, counts every pair again."""
-        history = self.walk.ws.labels.history
+        history = self.walk.ws.grades.labels.history
         first = history[0] if history else None
         person = self.walk.queue.person
         seen = self._counted
@@ -457,10 +459,10 @@ class JudgingSession:
 
 def rule_grade(ws: Workspace, qid: str, cid: str) -> int | None:
     """The evidence rule's (or the qrels') grade of a pair, hand grades aside; None: ungraded."""
-    base = ws.base_grades.get(qid, {})
+    base = ws.grades.base.get(qid, {})
     if cid in base:
         return base[cid]
-    return ws.own_grades.get(qid, {}).get(cid)
+    return ws.passages.own_grades.get(qid, {}).get(cid)
 
 
 def _entry(walk: JudgingWalk, qid: str, cid: str) -> PoolEntry:
@@ -506,7 +508,7 @@ def verdict_rows(
         return out, None
     words = dict(scale).get(verdict.grade, "off the scale")
     line = f"{visible_line(verdict.judge)}: grade {verdict.grade} ({visible_line(words)})"
-    others = session.walk.ws.judge_verdicts(*entry.key)
+    others = session.walk.ws.grades.judge_verdicts(*entry.key)
     also = " · ".join(
         f"{visible_line(name)} {label.grade}"
         for name, label in sorted(others.items())

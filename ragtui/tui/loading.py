@@ -20,19 +20,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from textual.message import Message
 
-from ragtui.core.data.golden import Question
 from ragtui.core.errors import InputError
-from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.embeddings import Progress, TextEncoder
 from ragtui.core.retrieval.encoder_process import BackgroundEmbedder
-from ragtui.core.retrieval.live import LiveRetriever
-from ragtui.core.retrieval.rerank import Reranker
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import VectorResult, Workspace
 from ragtui.core.workspace.first_load import FirstLoad
-from ragtui.core.workspace.live_answers import compute_live
-from ragtui.core.workspace.vectors import compute_rerank
+from ragtui.core.workspace.live_answers import Live, compute_live
+from ragtui.core.workspace.question_set import QuestionSet
+from ragtui.core.workspace.vectors import Ranked, compute_rerank
 from ragtui.tui.messages import (
     EmbeddingProgress,
     LiveProgress,
@@ -146,7 +143,7 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
         return
     if cancelled():
         return
-    if not ws.vectors_needed or ws.vector is not None:
+    if not ws.vectors_needed or ws.ranked.vector is not None:
         post(WorkspaceLoaded(ws, generation))
         return
     announced = [False]
@@ -274,33 +271,29 @@ def _compute_vectors(
 
 @dataclass(frozen=True)
 class RerankJob:
-    """What the reranking stage reads, captured on the UI thread (``vectors.RerankAsked``)."""
+    """What the reranking stage reads: the workspace's rankings and questions parts as they were
+    captured on the UI thread (parts are replaced, never changed, so the worker reads them as is)."""
 
     name: str
     """The reranked list's name."""
-    reranker: Reranker | None
-    rankings: Mapping[str, Mapping[str, Ranking]]
-    """The first stage's rankings (they do not change once applied; a question added later only
-    adds one, which this job does not read)."""
-    questions: Sequence[Question]
+    ranked: Ranked
+    questions: QuestionSet
     generation: int
 
     @classmethod
     def capture(cls, ws: Workspace, generation: int) -> RerankJob:
         """What reranking ``ws`` reads, now."""
-        first = ws.reranker.over if ws.reranker is not None else ""
-        rankings = {first: ws.rankings[first]} if first in ws.rankings else {}
-        name = ws.settings.rerank_name or "rerank"
-        return cls(name, ws.reranker, rankings, tuple(ws.questions), generation)
+        return cls(ws.settings.rerank_name or "rerank", ws.ranked, ws.questions, generation)
 
 
 @dataclass(frozen=True)
 class LiveJob:
-    """What asking the live retrievers reads, captured on the UI thread (``live_answers.LiveAsked``)."""
+    """What asking the live retrievers reads: the settings and the live and questions parts as
+    captured on the UI thread."""
 
     settings: Settings
-    live: Mapping[str, LiveRetriever]
-    questions: Sequence[Question]
+    live: Live
+    questions: QuestionSet
     generation: int
     refresh: bool
     """Ask again rather than read the cached answers."""
@@ -308,7 +301,7 @@ class LiveJob:
     @classmethod
     def capture(cls, ws: Workspace, generation: int, refresh: bool) -> LiveJob:
         """What asking ``ws``'s live retrievers reads, now."""
-        return cls(ws.settings, dict(ws.live), tuple(ws.questions), generation, refresh)
+        return cls(ws.settings, ws.live, ws.questions, generation, refresh)
 
 
 def rerank(job: RerankJob, post: Post) -> None:
@@ -323,7 +316,9 @@ def rerank(job: RerankJob, post: Post) -> None:
             post(Notice(f"reranking with {name}: {done}/{total} questions"))
 
     try:
-        result = compute_rerank(job, progress)
+        reranker = job.ranked.reranker
+        first = job.ranked.rankings.get(reranker.over) if reranker is not None else None
+        result = compute_rerank(reranker, first, job.questions, progress)
     except Exception as exc:  # a model that cannot run must be a message, never a traceback
         post(WorkFailed(name, _failure(exc)))
         return
@@ -343,7 +338,14 @@ def ask_live(job: LiveJob, post: Post, cancelled: Cancelled) -> None:
             post(LiveProgress(generation, name, done, total))
 
     try:
-        result = compute_live(job, refresh=job.refresh, progress=progress, cancelled=cancelled)
+        result = compute_live(
+            job.settings,
+            job.live.retrievers,
+            job.questions,
+            refresh=job.refresh,
+            progress=progress,
+            cancelled=cancelled,
+        )
     except Exception as exc:  # a broken plugin must be a message, never a traceback
         post(WorkFailed("Live retrievers", visible_line(f"{type(exc).__name__}: {exc}")))
         return
@@ -354,9 +356,9 @@ def ask_live(job: LiveJob, post: Post, cancelled: Cancelled) -> None:
 def load_warning(ws: Workspace, vectors: VectorResult | None) -> str:
     """The one most important thing a load found, for the status line ("" when nothing)."""
     warnings = list(ws.warnings) + (list(vectors.warnings) if vectors is not None else [])
-    stale = ws.stale_labels()
-    if ws.labels.read_only:
-        reason = ws.labels.read_only_reason or f"{ws.labels.path} is read-only"
+    stale = ws.grades.stale_labels()
+    if ws.grades.labels.read_only:
+        reason = ws.grades.labels.read_only_reason or f"{ws.grades.labels.path} is read-only"
         return f"{reason}: you can look, but grades cannot be saved."
     if stale:
         return (

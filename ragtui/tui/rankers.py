@@ -10,30 +10,18 @@ them (``ForeignChunks``, or with the question it added).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragtui.core.data.chunking import Chunk
 from ragtui.core.retrieval.base import RETRIEVER_NAMES, Hit, Ranking
 from ragtui.core.retrieval.bm25 import BM25Retriever
 from ragtui.core.retrieval.hybrid import HybridRetriever
 from ragtui.core.retrieval.live import LiveRetriever, LiveRun, run_live
 from ragtui.core.retrieval.vector import VectorRetriever
 from ragtui.core.workspace import Workspace
-from ragtui.core.workspace.live_answers import ChunkTexts, map_hits
-
-
-@dataclass(frozen=True)
-class Passages:
-    """What ``map_hits`` reads, as it was when captured: ragtui's chunks (they never change once
-    loaded), every passage by id and the live retrievers' own passages (copies), and an index of
-    the chunks' texts (built by the first worker that needs it; it depends on the chunks only)."""
-
-    chunks: Sequence[Chunk]
-    chunk_by_id: Mapping[str, Chunk]
-    foreign: Mapping[str, Chunk]
-    chunk_texts: ChunkTexts
+from ragtui.core.workspace.live_answers import map_hits
+from ragtui.core.workspace.loading import Passages
 
 
 @dataclass(frozen=True)
@@ -52,22 +40,21 @@ class Rankers:
     passages: Passages
 
     @classmethod
-    def capture(cls, ws: Workspace, live: Iterable[str], chunk_texts: ChunkTexts) -> Rankers:
+    def capture(cls, ws: Workspace, live: Iterable[str]) -> Rankers:
         """What ranking reads of ``ws`` now (on the UI thread), with the live retrievers ``live``
-        names; ``chunk_texts`` is an index of ``ws``'s chunks the caller keeps between captures."""
+        names."""
         settings = ws.settings
-        asked = {name: ws.live[name] for name in live if name in ws.live}
-        # Only a live retriever's answer is mapped: without one, nothing to copy.
-        by_id, foreign = (dict(ws.chunk_by_id), dict(ws.foreign)) if asked else ({}, {})
+        asked = {name: ws.live.retrievers[name] for name in live if name in ws.live.retrievers}
         return cls(
             depth=settings.depth,
             cache_dir=settings.cache_dir,
             builtin=tuple(n for n in RETRIEVER_NAMES if n in settings.retrievers),
-            bm25=ws.bm25,
-            vector=ws.vector,
-            hybrid=ws.hybrid,
+            bm25=ws.ranked.bm25,
+            vector=ws.ranked.vector,
+            hybrid=ws.ranked.hybrid,
             live=asked,
-            passages=Passages(ws.chunks, by_id, foreign, chunk_texts),
+            # Only a live retriever's answer is mapped: without one, nothing to copy.
+            passages=ws.passages.snapshot() if asked else ws.passages,
         )
 
     def ask(self, name: str, text: str) -> LiveRun:

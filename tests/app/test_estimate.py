@@ -24,14 +24,8 @@ import scipy.stats
 
 from ragtui.cli import main
 from ragtui.cli.output import render_report
-from ragtui.core.analysis.judgement.estimates import estimates
-from ragtui.core.analysis.judgement.estimates_report import estimates_report
 from ragtui.core.data.tokenizer import resolve_model
-from ragtui.core.labelling.journal import LabelJournal
-from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL, Label, judge_annotator, now_iso
-from ragtui.core.labelling.sample import draw_sample, save_sample
-from ragtui.core.labelling.verify import sample_population
-from ragtui.core.metrics.estimate import (
+from ragtui.core.judges.estimate import (
     MIN_SAMPLE,
     degrees_of_freedom,
     mean_interval,
@@ -39,6 +33,12 @@ from ragtui.core.metrics.estimate import (
     t_quantile,
     unjudged_range,
 )
+from ragtui.core.judges.estimates import estimates
+from ragtui.core.judges.estimates_report import estimates_report
+from ragtui.core.judges.sample import draw_sample, save_sample
+from ragtui.core.judges.verify import sample_population
+from ragtui.core.labelling.journal import LabelJournal
+from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL, Label, judge_annotator, now_iso
 from ragtui.core.metrics.formulas import (
     ndcg_at_k,
     precision_at_k,
@@ -212,8 +212,8 @@ def test_the_range_holds_the_true_value_with_qrels_removed_at_random(cranfield_b
     rng = random.Random(seed)
     k = 10
     for qid in ws.evaluation.question_ids:
-        truth = ws.qrels[qid]
-        bm25 = [cid for cid, _ in ws.rankings["bm25"][qid]]
+        truth = ws.data.qrels[qid]
+        bm25 = [cid for cid, _ in ws.ranked.rankings["bm25"][qid]]
         shifted = bm25[5:]
         pool = list(dict.fromkeys(bm25[:k] + shifted[:k]))
         for measure in ("recall", "precision", "rr", "ndcg"):
@@ -273,7 +273,7 @@ def _journal(
     qrels' grade, 0 where there is none), and the judge's verdicts on every question's top 10
     (the qrels' grade, wrong at ``rate``; with ``skip_people_graded`` none where a person graded)."""
     ws = Workspace.load(_settings(folder))
-    sha = {c.id: c.sha1 for c in ws.chunks}
+    sha = {c.id: c.sha1 for c in ws.data.chunks}
     population = sample_population(ws.questions)
     drawn = draw_sample(population, SAMPLE, seed)
     if sample:
@@ -281,15 +281,15 @@ def _journal(
     lines = []
     graded: set[tuple[str, str]] = set()
     for qid in drawn.questions[:judged]:
-        for cid, _ in ws.rankings["bm25"][qid][:K]:
-            lines.append(_person(qid, cid, ws.qrels[qid].get(cid, 0), sha[cid]))
+        for cid, _ in ws.ranked.rankings["bm25"][qid][:K]:
+            lines.append(_person(qid, cid, ws.data.qrels[qid].get(cid, 0), sha[cid]))
             graded.add((qid, cid))
     (folder / "labels.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
     rng = random.Random(seed)
     verdicts = [
-        _verdict(qid, cid, _noisy(ws.qrels[qid].get(cid, 0), rng, rate), sha[cid], judge)
+        _verdict(qid, cid, _noisy(ws.data.qrels[qid].get(cid, 0), rng, rate), sha[cid], judge)
         for qid in population
-        for cid, _ in ws.rankings["bm25"][qid][:10]
+        for cid, _ in ws.ranked.rankings["bm25"][qid][:10]
         if not (skip_people_graded and (qid, cid) in graded)
     ]
     LabelJournal(folder / "labels.jsonl", "tester").append_verdicts(verdicts)
@@ -307,7 +307,7 @@ def test_the_three_values_and_the_estimate_computed_independently(cran):
     filled = Workspace.load(_settings(cran, counted_grades=GRADES_HUMAN_MODEL)).evaluation
     verdicts = {
         (q, c): lab.grade
-        for q, by_chunk in ws.labels.pairs.items()
+        for q, by_chunk in ws.grades.labels.pairs.items()
         for c, pair in by_chunk.items()
         for lab in pair.verdicts().values()
     }
@@ -322,11 +322,11 @@ def test_the_three_values_and_the_estimate_computed_independently(cran):
         assert m.human == m.value == ws.evaluation.summary("bm25").as_dict()[metric]
         assert m.model_filled == pytest.approx(filled.summary("bm25").as_dict()[metric], abs=1e-12)
         # y and f by the formulas: the qrels; the qrels with the judge's grades over them.
-        ranked = {q: [c for c, _ in ws.rankings["bm25"][q]] for q in population}
-        y = {q: _value(field, ranked[q], ws.qrels[q], K, 1) for q in population}
+        ranked = {q: [c for c, _ in ws.ranked.rankings["bm25"][q]] for q in population}
+        y = {q: _value(field, ranked[q], ws.data.qrels[q], K, 1) for q in population}
         f = {}
         for q in population:
-            gains = dict(ws.qrels[q])
+            gains = dict(ws.data.qrels[q])
             gains.update({c: g for (qq, c), g in verdicts.items() if qq == q})
             f[q] = _value(field, ranked[q], gains, K, 1)
         n, big_n = len(used), len(population)
@@ -398,13 +398,13 @@ def test_no_verdicts(cran):
 def test_one_judge_or_every_judges_latest(cran):
     ws, _ = _journal(cran, rate=0.0)
     # A second judge, later in the journal, calls every top-10 pair not relevant.
-    sha = {c.id: c.sha1 for c in ws.chunks}
+    sha = {c.id: c.sha1 for c in ws.data.chunks}
     zero = [
         _verdict(q, c, 0, sha[c], "zero")
         for q in sample_population(ws.questions)
-        for c, _ in ws.rankings["bm25"][q][:10]
+        for c, _ in ws.ranked.rankings["bm25"][q][:10]
     ]
-    ws.labels.append_verdicts(zero)
+    ws.grades.labels.append_verdicts(zero)
     ws = Workspace.load(_settings(cran))
     every, llm = estimates(ws), estimates(ws, "llm")
     assert every.judges == ("zero",) and llm.judges == ("llm",)
@@ -554,9 +554,11 @@ async def test_the_app_survives_a_malformed_sample_file(mini_settings, tmp_path)
 def test_a_judge_sharing_a_retrievers_model_is_marked(mini_settings):
     ws = Workspace.load(dataclasses.replace(mini_settings, retrievers=("bm25", "vector", "hybrid")))
     ws.prepare_vectors(embedder=FakeEmbedder())
-    chunk = ws.chunks[0]
+    chunk = ws.data.chunks[0]
     qid = ws.questions[0].id
-    ws.labels.append_verdicts([_verdict(qid, chunk.id, 1, chunk.sha1, "sim", resolve_model(None))])
+    ws.grades.labels.append_verdicts(
+        [_verdict(qid, chunk.id, 1, chunk.sha1, "sim", resolve_model(None))]
+    )
     est = estimates(ws)
     assert est.shares == ("vector", "hybrid")
     assert [r.shares_model for r in est.retrievers.values()] == [False, True, True]

@@ -14,11 +14,6 @@ from sklearn import metrics  # in the test extra: a missing reference fails, nev
 
 from ragtui.cli import main
 from ragtui.cli.output import render_report
-from ragtui.core.analysis.judgement.agreement import (
-    disagreeing_questions,
-    judge_agreements,
-    judge_names,
-)
 from ragtui.core.analysis.question_filter import (
     FILTER_SYNTAX,
     QuestionFilter,
@@ -27,6 +22,11 @@ from ragtui.core.analysis.question_filter import (
 from ragtui.core.analysis.reports import agreement_report
 from ragtui.core.analysis.rule_agreement import rule_agreement
 from ragtui.core.data.tokenizer import resolve_model
+from ragtui.core.judges.agreement import (
+    disagreeing_questions,
+    judge_agreements,
+    judge_names,
+)
 from ragtui.core.labelling.agreement import annotators
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL, Label, judge_annotator, now_iso
@@ -79,7 +79,7 @@ def _journal(mini: Path) -> dict[str, str]:
     """The constructed journal: judges llm and sim, people ann and bob, a stale verdict and a stale
     person's grade. Returns the chunks' hashes."""
     ws = Workspace.load(settings_of(mini, retrievers=("bm25",)))
-    sha = {c.id: c.sha1 for c in ws.chunks}
+    sha = {c.id: c.sha1 for c in ws.data.chunks}
     path = mini / "golden" / "labels.jsonl"
     path.write_text("")
     for who, grades in (("ann", ANN), ("bob", BOB)):
@@ -214,7 +214,7 @@ def test_the_judge_disagree_filter_in_the_core(judged):
 def test_the_peoples_tables_leave_model_verdicts_out(judged, capsys):
     """A verdict is no annotator and no hand grade, even where --grades human+model counts it."""
     ws = _ws(judged, retrievers=("bm25",), counted_grades=GRADES_HUMAN_MODEL)
-    assert annotators(ws.labels.history) == {"ann": 6, "bob": 2}  # her stale grade too
+    assert annotators(ws.grades.labels.history) == {"ann": 6, "bob": 2}  # her stale grade too
     # The people's grade that counts on 6 pairs (m01/ferry.md#1 by both), the verdicts on the
     # pairs nobody graded (m03/library.md#1, m07/ferry.md#2, m06/market.txt#1) left out.
     assert rule_agreement(ws).pairs == 6

@@ -168,7 +168,7 @@ def test_every_view_gives_one_number_for_a_random_mix(
     )
     if rng.random() < 0.3:
         chunks_file = tmp_path / "chunks.jsonl"
-        chunks_file.write_text("".join(json.dumps(r) + "\n" for r in _halves(ws.chunks)))
+        chunks_file.write_text("".join(json.dumps(r) + "\n" for r in _halves(ws.data.chunks)))
         base = ["--chunks", str(chunks_file), *base[2:]]
     extra: list[str] = []
     run_file = tmp_path / "run.trec"
@@ -184,7 +184,7 @@ def test_every_view_gives_one_number_for_a_random_mix(
     if rng.random() < 0.5:
         extra += ["--retriever", f"plug={plugin}"]
     paths = rng.sample(["foreign", "passages"], rng.randint(0, 2))
-    with serve(ws.chunks) as server:
+    with serve(ws.data.chunks) as server:
         for path in paths:
             extra += ["--retriever", f"{path}={server.url}/{path}?q={{query}}&k={{depth}}"]
         args = [*base, "--retrievers", ",".join(builtin), *extra]
@@ -200,7 +200,7 @@ def test_cranfield_at_chunk_level_with_a_service_of_its_own(tmp_path: Path, caps
     evidence units are the relevant documents, and every view agrees."""
     settings = Settings(beir=CRANFIELD, retrievers=("bm25",), level="chunk", cache_dir=None)
     ws = Workspace.load(settings)
-    with serve(ws.chunks) as server:
+    with serve(ws.data.chunks) as server:
         args = [
             "--beir",
             str(CRANFIELD),
@@ -244,7 +244,7 @@ def test_hand_grades_that_do_not_apply_are_counted(tmp_path: Path, capsys, cli_c
     assert plain["grades_not_applying"] == 0
     ws = Workspace.load(Settings(corpus=ROOT / "corpus", golden=golden, retrievers=("bm25",)))
     chunks_file = tmp_path / "chunks.jsonl"
-    chunks_file.write_text("".join(json.dumps(r) + "\n" for r in _halves(ws.chunks)))
+    chunks_file.write_text("".join(json.dumps(r) + "\n" for r in _halves(ws.data.chunks)))
     args = ["--chunks", str(chunks_file), *base]
     _, said = _run(["eval", *args], capsys)
     assert "2 hand grades do not apply to the chunking in use" in said

@@ -171,7 +171,7 @@ def test_a_same_text_service_scores_as_the_ranking_it_serves(
 ):
     base = replace(mini_settings, retrievers=("bm25",), cache_dir=tmp_path / "cache")
     ws = Workspace.load(base)
-    text = {c.id: c.text for c in ws.chunks}
+    text = {c.id: c.text for c in ws.data.chunks}
     answers = {
         q.text: [[i, text[cid]] for i, (cid, _) in enumerate(ws.ranking("bm25", q.id))]
         for q in ws.questions
@@ -183,8 +183,8 @@ def test_a_same_text_service_scores_as_the_ranking_it_serves(
     ws = Workspace.open(replace(base, live_retrievers=(spec,)))
     ev = ws.evaluation
     assert ev is not None
-    assert ws.foreign == {}, "every passage is one of ragtui's chunks"
-    assert ws.passages["svc"].mapped == ws.passages["svc"].returned > 0
+    assert ws.passages.foreign == {}, "every passage is one of ragtui's chunks"
+    assert ws.live.counts["svc"].mapped == ws.live.counts["svc"].returned > 0
     assert ev.unit == "chunks"
     assert ev.summary("svc") == ev.summary("bm25")
     for q in ws.questions:
@@ -201,13 +201,13 @@ def http_settings(mini_settings, tmp_path):
 
 
 def test_an_http_service_of_ragtuis_passages_under_other_ids_scores_as_bm25(http_settings):
-    with serve(Workspace.load(http_settings).chunks) as server:
+    with serve(Workspace.load(http_settings).data.chunks) as server:
         spec = parse_retriever_spec(f"ext={server.url}/foreign?q={{query}}&k={{depth}}")
         ws = Workspace.open(replace(http_settings, live_retrievers=(spec,)))
     ev = ws.evaluation
     assert ev is not None
-    assert ws.foreign == {}
-    counts = ws.passages["ext"]
+    assert ws.passages.foreign == {}
+    counts = ws.live.counts["ext"]
     assert counts.mapped == counts.returned > 0 and counts.own == 0
     assert ev.summary("ext") == ev.summary("bm25")
     for q in ws.questions:
@@ -218,18 +218,18 @@ def test_a_service_over_its_own_passages_is_judged_for_itself_alone(http_setting
     """The FastAPI-like case: another chunking of the same documents behind an HTTP API."""
     alone = Workspace.open(http_settings)
     assert alone.evaluation is not None
-    with serve(alone.chunks) as server:
+    with serve(alone.data.chunks) as server:
         spec = parse_retriever_spec(f"svc={server.url}/passages?q={{query}}&k={{depth}}")
         ws = Workspace.open(replace(http_settings, live_retrievers=(spec,)))
     ev = ws.evaluation
     assert ev is not None
-    counts = ws.passages["svc"]
+    counts = ws.live.counts["svc"]
     assert counts.own > 0
     # bm25 keeps its numbers, per question, and its relevant sets hold none of the service's passages.
     assert ev.summary("bm25") == alone.evaluation.summary("bm25")
     for q in ws.questions:
         assert ev.per_question["bm25"][q.id] == alone.evaluation.per_question["bm25"][q.id]
-        assert not set(ev.gains(q.id)) & set(ws.foreign)
+        assert not set(ev.gains(q.id)) & set(ws.passages.foreign)
     assert ev.unit == "evidence"
     # Its recall is the share of evidence strings found in a relevant passage of its top k.
     k = ws.settings.k
@@ -238,13 +238,13 @@ def test_a_service_over_its_own_passages_is_judged_for_itself_alone(http_setting
             continue
         top = [cid for cid, _ in ws.ranking("svc", q.id)[:k]]
         gains = ev.gains_for("svc", q.id)
-        texts = [normalize_ws(ws.chunk_by_id[c].text) for c in top if gains.get(c, 0) >= 1]
+        texts = [normalize_ws(ws.passages.by_id[c].text) for c in top if gains.get(c, 0) >= 1]
         needles = [normalize_ws(e) for e in q.evidence]
         expected = sum(any(n in t for t in texts) for n in needles) / len(needles)
         assert ev.per_question["svc"][q.id].recall == expected
     # Some passage of its own held evidence and counted for it.
     assert any(
-        g >= 1 and c in ws.foreign
+        g >= 1 and c in ws.passages.foreign
         for q in ws.questions
         for c, g in ev.gains_for("svc", q.id).items()
     )
@@ -265,7 +265,7 @@ def test_a_hand_grade_of_an_own_passage_counts_for_its_retriever_only(
     assert ev.per_question["extra"][qid].rr == 1.0
     assert ev.summary("bm25") == bm25_before
     assert "extra-1" not in ev.gains(qid)
-    assert ws.grade_source(qid, "extra-1") == (2, "hand")
+    assert ws.grades.grade_source(qid, "extra-1") == (2, "hand")
 
 
 # ---- the property: whatever the live answers, the built-in retrievers' numbers never move --------
@@ -334,7 +334,7 @@ def test_random_live_answers_never_move_the_builtin_numbers(base_workspace_setti
     before = {q.id: ev.per_question["bm25"][q.id] for q in ws.questions}
     summary = ev.summary("bm25")
     grades = {q.id: dict(ev.gains(q.id)) for q in ws.questions}
-    texts = [c.text for c in ws.chunks]
+    texts = [c.text for c in ws.data.chunks]
     evidence = [e for q in ws.questions for e in q.evidence]
     runs = {}
     for name in ("one", "two"):
@@ -350,8 +350,11 @@ def test_random_live_answers_never_move_the_builtin_numbers(base_workspace_setti
             assert len(ranked) == len(set(ranked)), "a passage keeps its first place only"
             # A renamed chunk is the chunk: no own passage has the text of one of ragtui's chunks.
             for cid in ranked:
-                if cid in ws.foreign:
-                    assert ws.chunk_texts.chunk_of(ws.foreign[cid].text, ws.chunks) is None
+                if cid in ws.passages.foreign:
+                    assert (
+                        ws.passages.texts.chunk_of(ws.passages.foreign[cid].text, ws.data.chunks)
+                        is None
+                    )
     # A fresh evaluation from scratch agrees with the one updated in place.
     fresh = ws.evaluate_all()
     assert fresh.summary("bm25") == summary

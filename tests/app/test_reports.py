@@ -68,13 +68,13 @@ def every_report(mini_settings: Settings, tmp_path: Path) -> dict[str, Report]:
     ws = Workspace.open(mini_settings)
     runs = tmp_path / "runs"
     save_run(ws, "before", runs)
-    evidence_chunk = next(iter(ws.base_grades["m01"]))
-    other_chunk = next(c.id for c in ws.chunks if c.id not in ws.base_grades["m01"])
+    evidence_chunk = next(iter(ws.grades.base["m01"]))
+    other_chunk = next(c.id for c in ws.data.chunks if c.id not in ws.grades.base["m01"])
     ws.set_grade("m01", evidence_chunk, 0)
     ws.set_grade("m01", other_chunk, 2)
-    second = LabelJournal(ws.labels.path, annotator="zoe")
-    second.set_grade("m01", evidence_chunk, 2, ws.chunk_by_id[evidence_chunk].sha1)
-    second.set_grade("m01", other_chunk, 2, ws.chunk_by_id[other_chunk].sha1)
+    second = LabelJournal(ws.grades.labels.path, annotator="zoe")
+    second.set_grade("m01", evidence_chunk, 2, ws.passages.by_id[evidence_chunk].sha1)
+    second.set_grade("m01", other_chunk, 2, ws.passages.by_id[other_chunk].sha1)
     second.set_grade("m03", "ferry.md#9", 1, "stale")  # no such chunk: a problem for check
     ws.refresh_labels()
     save_run(ws, "after", runs)
@@ -99,8 +99,10 @@ def every_report(mini_settings: Settings, tmp_path: Path) -> dict[str, Report]:
         "eval --by-slice --metrics": slices_report(ws, measures),
         "eval --curve": curve_report(recall_curves(ws), "every evaluated question"),
         "compare": comparison_report(comparison),
-        "explain": explain_report(ws.question_by_id["m06"].text, expl, pool_ceilings(ws)),
-        "agreement": agreement_report(ws, annotator_pairs(list(annotators(ws.labels.history)))),
+        "explain": explain_report(ws.questions.by_id["m06"].text, expl, pool_ceilings(ws)),
+        "agreement": agreement_report(
+            ws, annotator_pairs(list(annotators(ws.grades.labels.history)))
+        ),
         "diagnostics": diagnostics_report(
             diagnose(small),
             chunk_size=12,
@@ -187,7 +189,7 @@ def test_an_undefined_kappa_reads_the_same_in_the_cli_and_the_app(mini, mini_set
     """Every hand grade agrees with the rule and all say relevant: kappa is undefined, worded once."""
     ws = Workspace.load(dataclasses.replace(mini_settings, retrievers=("bm25",)))
     for qid in ("m01", "m03"):
-        ws.set_grade(qid, next(iter(ws.base_grades[qid])), 2)
+        ws.set_grade(qid, next(iter(ws.grades.base[qid])), 2)
     assert main(["agreement", *mini_args(mini)]) == 0
     line = f"Cohen's kappa (binary): {kappa_text(None)}; observed agreement 1.000"
     assert line in capsys.readouterr().out.splitlines()
@@ -204,7 +206,7 @@ async def test_the_agreement_key_shows_the_kappa_wording_of_the_cli(tui_settings
         await wait_ready(pilot)
         ws = app.workspace
         for qid in ("m01", "m03"):
-            ws.set_grade(qid, next(iter(ws.base_grades[qid])), 2)
+            ws.set_grade(qid, next(iter(ws.grades.base[qid])), 2)
         await pilot.press("g")
         await pilot.pause()
         assert isinstance(app.screen, AgreementScreen)
@@ -313,7 +315,7 @@ async def test_the_compare_worker_reads_what_the_factory_captured(mini_settings)
     )
     screen = compare_screen(ws, "bm25", "hybrid")
     top = ws.ranking("hybrid", "m01")[0][0]
-    ws.set_grade("m01", top, 0 if ws.effective_grades("m01").get(top, 0) else 2)
+    ws.set_grade("m01", top, 0 if ws.grades.effective_grades("m01").get(top, 0) else 2)
     after = compare_systems(
         system_from_workspace(ws, "bm25"), system_from_workspace(ws, "hybrid"), default_measures(3)
     )

@@ -600,7 +600,7 @@ async def test_injected_workspace_is_used(tui_settings: Settings) -> None:
     async with app.run_test(size=WIDE) as pilot:
         await wait_ready(pilot)
         assert app.workspace is workspace
-        assert workspace.vector is not None
+        assert workspace.ranked.vector is not None
         assert set(workspace.evaluation.per_question) == {"bm25", "vector", "hybrid"}
 
 

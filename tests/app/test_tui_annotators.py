@@ -55,11 +55,11 @@ async def test_a_bad_line_from_another_writer_does_not_stop_the_app(tui_settings
         assert metric_rows(app)[("bm25", "m01")][4] == "0.000", "our grade was not applied"
         # Another session's good line after the bad one still arrives.
         other = LabelJournal(journal, annotator="other")
-        other.set_grade("m03", "library.md#0", 1, ws.chunk_by_id["library.md#0"].sha1)
+        other.set_grade("m03", "library.md#0", 1, ws.passages.by_id["library.md#0"].sha1)
         other.close()
         app.poll_labels()
         await pilot.pause()
-        assert ws.grade_source("m03", "library.md#0") == (1, "hand")
+        assert ws.grades.grade_source("m03", "library.md#0") == (1, "hand")
 
 
 @run_async
@@ -126,7 +126,7 @@ async def test_a_disputed_pair_is_marked_and_settled_in_the_adjudication_pass(
         last = labels(tui_settings)[-1]
         assert (last["question"], last["chunk"], last["grade"]) == (qid, cid, 1)
         assert last.get("adjudicated") is True and last["annotator"] == "tester"
-        assert app.workspace.grade_source(qid, cid) == (1, "adjudicated")
+        assert app.workspace.grades.grade_source(qid, cid) == (1, "adjudicated")
         await pilot.press("escape")
         await pilot.pause()
         assert screen.question_list.cell(qid, "mark") != "!"

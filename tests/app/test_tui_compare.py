@@ -77,7 +77,7 @@ async def test_baseline_run_shows_each_questions_change(tui_settings: Settings) 
         # Grade hybrid's best unjudged chunk of m01 relevant (hand): hybrid's nDCG rises from the baseline's.
         baseline = app.controller.baseline
         assert baseline is not None and baseline.retriever == "hybrid"
-        chunk = next(c for c, _ in ws.ranking("hybrid", "m01") if c not in ws.base_grades["m01"])
+        chunk = next(c for c, _ in ws.ranking("hybrid", "m01") if c not in ws.grades.base["m01"])
         await pilot.press("tab", "tab", "tab")
         table = app.main_screen.result_list("hybrid")
         assert app.focused is table

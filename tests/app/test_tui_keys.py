@@ -317,18 +317,18 @@ def test_judged_count_follows_the_journal_lines_added(tui_settings: Settings) ->
         assert len(asked) == sum(1 for q, _ in pairs if q == qid)
         assert count == _brute(session), step
         if step % 7 == 3:
-            ws.labels.undo()
+            ws.grades.labels.undo()
             assert session.judged_count() == _brute(session)
     # Another annotator's lines, read from the journal: several people grade now (whose queue
     # it is changes: every pair is counted again).
     grade_as(settings, "alice", [(*pairs[0], 2), (*pairs[1], 0)])
-    ws.labels.refresh()
+    ws.grades.labels.refresh()
     assert session.judged_count() == _brute(session)
     # The journal read again from its start (compacted by another session).
-    ws.labels.compact()
-    ws.labels.refresh()
+    ws.grades.labels.compact()
+    ws.grades.labels.refresh()
     assert session.judged_count() == _brute(session)
-    ws.labels.close()
+    ws.grades.labels.close()
 
 
 @run_async

@@ -25,7 +25,7 @@ def live_settings(mini_settings: Settings, tmp_path) -> Settings:
 
 @pytest.fixture
 def server(live_settings: Settings):
-    with serve(Workspace.load(live_settings).chunks) as running:
+    with serve(Workspace.load(live_settings).data.chunks) as running:
         yield running
 
 
@@ -55,7 +55,7 @@ async def test_a_live_retriever_is_a_list_like_bm25_and_a_broken_one_says_why(
         screen.focus_retriever("web")
         await pilot.press("0")
         await pilot.pause()
-        assert app.workspace.labels.history[-1].chunk == result_chunks(app, "web")[0]
+        assert app.workspace.grades.labels.history[-1].chunk == result_chunks(app, "web")[0]
         # An ad-hoc query asks the live retriever too.
         await pilot.press("a")
         await pilot.pause()

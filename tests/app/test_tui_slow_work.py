@@ -142,7 +142,7 @@ async def test_keys_work_while_the_model_loads(tui_settings: Settings) -> None:
         assert time.monotonic() - started < LOAD_S / 2, "the key waited for the model"
         assert isinstance(app.focused, AdhocList) and app.focused.retriever == "bm25"
         first = screen.list_for("bm25").ranking[0][0]
-        assert screen.query_one("#adhoc-chunk").text == app.workspace.chunk_by_id[first].text
+        assert screen.query_one("#adhoc-chunk").text == app.workspace.passages.by_id[first].text
         assert not model.loaded
         # Another query before the model is in: its lists replace the first one's.
         query.value = "sandbags per metre"

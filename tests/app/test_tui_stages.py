@@ -63,7 +63,7 @@ async def test_experiment_table_and_switching_to_a_variant(
         await asyncio.sleep(0)
         await wait_ready(pilot)
         assert app.workspace.settings.chunk_size == 24
-        assert len(app.workspace.chunks) > 9  # smaller chunks: more of them
+        assert len(app.workspace.data.chunks) > 9  # smaller chunks: more of them
 
 
 @run_async
@@ -88,7 +88,7 @@ async def test_causes_in_the_list_the_filter_the_chunk_view_and_attribution(
         # The chunk view names the causes of a missed relevant chunk of the active list.
         screen.question_list.select_qid(qid)
         await pilot.pause()
-        relevant = [c for c, g in app.workspace.effective_grades(qid).items() if g >= 1]
+        relevant = [c for c, g in app.workspace.grades.effective_grades(qid).items() if g >= 1]
         screen.focus_retriever("hybrid")
         results = screen.result_list("hybrid")
         shown = [c for c in relevant if results.select_chunk(c)]

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from ragtui.core.labelling.judging import JudgingQueue
-from ragtui.core.labelling.labels import Label, judge_annotator, now_iso
-from ragtui.core.labelling.sample import draw_sample, load_sample
-from ragtui.core.labelling.verify import (
+from ragtui.core.judges.sample import draw_sample, load_sample
+from ragtui.core.judges.verify import (
     disagreeing_first,
     recorded_or_drawn,
     sample_population,
 )
+from ragtui.core.labelling.labels import Label, judge_annotator, now_iso
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import JudgingQueue
 from ragtui.tui.judging_session import wrap_rows
 from ragtui.tui.screens.judging import JudgingScreen
 from tests.app.test_tui import COMPACT, labels, make_app, run_async, wait_ready
@@ -37,13 +37,13 @@ def tui_settings(mini_settings: Settings, tmp_path: Path) -> Settings:
 def write_verdicts(settings: Settings, verdicts, judge: str = "llm") -> None:
     """``judge``'s verdicts ((question, chunk, grade, reason), ...) as journal lines, in one batch."""
     ws = Workspace.load(dataclasses.replace(settings, retrievers=("bm25",)))
-    ws.labels.append_verdicts(
+    ws.grades.labels.append_verdicts(
         [
             Label(
                 qid,
                 cid,
                 grade,
-                ws.chunk_by_id[cid].sha1,
+                ws.passages.by_id[cid].sha1,
                 now_iso(),
                 judge_annotator(judge),
                 model="test-model",
@@ -53,7 +53,7 @@ def write_verdicts(settings: Settings, verdicts, judge: str = "llm") -> None:
             for qid, cid, grade, reason in verdicts
         ]
     )
-    ws.labels.close()
+    ws.grades.labels.close()
 
 
 def pool_of(settings: Settings, qid: str) -> list[str]:
@@ -103,19 +103,21 @@ async def test_enter_accepts_the_judges_grade_and_a_digit_overrides(
         assert "llm: grade 2 (answers fully)" in shown and "⏎ accepts" in shown
         assert "States the ferry times." in shown
         ws = app.workspace
-        assert ws.grade_source("m01", pool[0])[1] != "hand"
+        assert ws.grades.grade_source("m01", pool[0])[1] != "hand"
         await pilot.press("enter")
         await pilot.pause()
         line = labels(settings)[-1]
         assert (line["question"], line["chunk"], line["grade"]) == ("m01", pool[0], 2)
         assert line["annotator"] == "tester" and "model" not in line and "reason" not in line
-        assert ws.grade_source("m01", pool[0]) == (2, "hand"), "the person's grade counts at once"
+        assert ws.grades.grade_source("m01", pool[0]) == (2, "hand"), (
+            "the person's grade counts at once"
+        )
         assert session.current.key == ("m01", pool[1]) and "verified 1/5" in screen.progress
         assert "Off topic." in verdict_text(screen)
         # u undoes the accepted grade and goes back to its pair.
         await pilot.press("u")
         await pilot.pause()
-        assert ws.labels.pair("m01", pool[0]).human() is None
+        assert ws.grades.labels.pair("m01", pool[0]).human() is None
         assert session.current.key == ("m01", pool[0]) and "verified 0/5" in screen.progress
         # Typed ahead: accept (2), override with 1, accept (1 of m02's first pair).
         before = len(labels(settings))
@@ -124,7 +126,9 @@ async def test_enter_accepts_the_judges_grade_and_a_digit_overrides(
         m02 = graded[2][1]
         assert written == [("m01", pool[0], 2), ("m01", pool[1], 1), ("m02", m02, 1)]
         assert all(x["annotator"] == "tester" for x in labels(settings)[before:])
-        assert ws.grade_source("m01", pool[1]) == (1, "hand"), "the digit overrode the judge's 0"
+        assert ws.grades.grade_source("m01", pool[1]) == (1, "hand"), (
+            "the digit overrode the judge's 0"
+        )
         assert "verified 3/5" in screen.progress
         # v again: the people's queue.
         await pilot.press("v")
@@ -199,9 +203,9 @@ async def test_the_disagreement_order(tui_settings: Settings) -> None:
     verifying; the title says ``disagree first``."""
     settings = dataclasses.replace(tui_settings, retrievers=("bm25",))
     ws = Workspace.load(settings)
-    rule = {(q.id, c): g for q in ws.questions for c, g in ws.base_grades.get(q.id, {}).items()}
+    rule = {(q.id, c): g for q in ws.questions for c, g in ws.grades.base.get(q.id, {}).items()}
     pools = {q.id: [e.chunk for e in JudgingQueue(ws).pools[q.id]] for q in ws.questions}
-    ws.labels.close()
+    ws.grades.labels.close()
     evidence = next((q, c) for q in pools for c in pools[q] if rule.get((q, c)) == 2)
     other = [(q, c) for q in pools for c in pools[q] if (q, c) not in rule][:4]
     # The judge says 0 where the rule says 2 (difference 2), 1 and 2 where the rule says 0
@@ -373,7 +377,7 @@ def test_the_sample_of_the_bundled_set_goes_to_the_users_copy(
     recorded = controller.estimate_sample
     assert recorded is not None and recorded.drawn
     assert recorded.path == tmp_path / "data" / "ragtui" / "golden" / "sample.json"
-    assert recorded.path.is_file() and ws.labels.path.parent == recorded.path.parent
+    assert recorded.path.is_file() and ws.grades.labels.path.parent == recorded.path.parent
     assert len(recorded.sample.questions) == 40 and recorded.sample.population == 68
     assert sorted(p.name for p in bundled.iterdir()) == before
     assert not (bundled / "sample.json").exists()
@@ -434,7 +438,7 @@ async def test_model_verdicts_do_not_make_the_queue_a_persons(tui_settings: Sett
     write_verdicts(settings, [("m01", pool_of(settings, "m01")[0], 2, "yes")])
     ws = Workspace.load(settings)
     assert JudgingQueue(ws).person is None
-    ws.labels.close()
+    ws.grades.labels.close()
 
 
 @run_async

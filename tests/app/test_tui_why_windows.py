@@ -27,7 +27,7 @@ async def test_question_list_causes_follow_the_windows(cache_dir):
         await wait_ready(pilot)
         ws = app.workspace
         assert (
-            ws.windows is not None and ws.windows.plan is not None
+            ws.ranked.windows is not None and ws.ranked.windows.plan is not None
         )  # 512-token chunks, 256-token model
         shown = app.main_screen.question_list.view
         assert shown is not None and shown.why is not None

@@ -35,7 +35,7 @@ def live_settings(mini_settings: Settings, tmp_path) -> Settings:
 
 @pytest.fixture
 def server(live_settings: Settings) -> Iterator[SearchServer]:
-    with serve(Workspace.load(live_settings).chunks) as running:
+    with serve(Workspace.load(live_settings).data.chunks) as running:
         yield running
 
 
@@ -90,11 +90,11 @@ async def test_adhoc_and_add_question_workers_read_only_what_was_captured(
         assert [cid for cid, _ in adhoc.list_for("mapped").ranking] == bm25
         own = [cid for cid, _ in adhoc.list_for("own").ranking]
         assert own and all(cid.startswith("p:") for cid in own), own
-        assert all(cid in ws.foreign for cid in own), "the app keeps the passages brought"
+        assert all(cid in ws.passages.foreign for cid in own), "the app keeps the passages brought"
         assert spy.reads == [], spy.reads[:10]
 
         # Add the query as a question: its evidence is words of bm25's first chunk.
-        words = ws.chunk_by_id[bm25[0]].text.split()
+        words = ws.passages.by_id[bm25[0]].text.split()
         adhoc.query_one("#adhoc-evidence").value = " ".join(words[:6])
         await pilot.press("f3")
         await app.workers.wait_for_complete()
@@ -102,9 +102,9 @@ async def test_adhoc_and_add_question_workers_read_only_what_was_captured(
         added = re.match(r"Added (\S+):", app.status.text)
         assert added, app.status.text
         qid = added.group(1)
-        assert ws.rankings["mapped"][qid] == ws.rankings["bm25"][qid] != []
-        assert ws.rankings["own"][qid] and all(
-            cid in ws.foreign for cid, _ in ws.rankings["own"][qid]
+        assert ws.ranked.rankings["mapped"][qid] == ws.ranked.rankings["bm25"][qid] != []
+        assert ws.ranked.rankings["own"][qid] and all(
+            cid in ws.passages.foreign for cid, _ in ws.ranked.rankings["own"][qid]
         )
         assert spy.reads == [], spy.reads[:10]
 

@@ -119,58 +119,65 @@ def test_undo_works_across_both_kinds(tmp_path):
 
 def test_the_workspace_exposes_sources_disputes_and_adjudication(mini_settings):
     ann, bob = _as(mini_settings, "ann"), _as(mini_settings, "bob")
-    relevant = min(ann.effective_grades("m01"))  # the evidence chunk, grade 2 by the rule
-    other = next(c.id for c in ann.chunks if c.id not in ann.effective_grades("m01"))
-    assert ann.grade_source("m01", relevant) == (2, "evidence")
+    relevant = min(ann.grades.effective_grades("m01"))  # the evidence chunk, grade 2 by the rule
+    other = next(c.id for c in ann.data.chunks if c.id not in ann.grades.effective_grades("m01"))
+    assert ann.grades.grade_source("m01", relevant) == (2, "evidence")
     ann.set_grade("m01", relevant, 2)
     change = bob.set_grade("m01", relevant, 0)
     assert change.changes["bm25"][1].ndcg == 0.0, "the latest grade (bob's 0) must count"
-    assert bob.grade_source("m01", relevant) == (0, SOURCE_HAND)
-    assert bob.disputed("m01", relevant) and bob.annotator_grades("m01", relevant) == {
+    assert bob.grades.grade_source("m01", relevant) == (0, SOURCE_HAND)
+    assert bob.grades.disputed("m01", relevant) and bob.grades.annotator_grades(
+        "m01", relevant
+    ) == {
         "ann": 2,
         "bob": 0,
     }
     bob.set_grade("m03", other, 1)
-    assert bob.disputed_pairs() == [("m01", relevant)]
-    assert bob.disputed_pairs("m03") == [] and bob.disputed_questions() == ["m01"]
+    assert bob.grades.disputed_pairs() == [("m01", relevant)]
+    assert bob.grades.disputed_pairs("m03") == [] and bob.grades.disputed_questions() == ["m01"]
     assert filter_questions(bob, QuestionFilter.parse("disputed", bob.retrievers)) == ["m01"]
     assert (
         filter_questions(bob, QuestionFilter.parse("disputed slice:lookup", bob.retrievers)) == []
     )
     # The other session sees the dispute on its next refresh.
-    assert ann.refresh_labels() == {"m01", "m03"} and ann.disputed("m01", relevant)
+    assert ann.refresh_labels() == {"m01", "m03"} and ann.grades.disputed("m01", relevant)
     # Adjudication wins and settles it; the metrics use it.
     change = ann.set_grade("m01", relevant, 2, adjudicate=True)
     assert change.changes["bm25"][1].ndcg == 1.0 and change.label.adjudicated
-    assert ann.grade_source("m01", relevant) == (2, SOURCE_ADJUDICATED)
-    assert ann.adjudicated_grade("m01", relevant) == 2
-    assert not ann.disputed("m01", relevant) and ann.disputed_questions() == []
-    assert ann.annotator_grades("m01", relevant) == {"ann": 2, "bob": 0}
+    assert ann.grades.grade_source("m01", relevant) == (2, SOURCE_ADJUDICATED)
+    assert ann.grades.adjudicated_grade("m01", relevant) == 2
+    assert not ann.grades.disputed("m01", relevant) and ann.grades.disputed_questions() == []
+    assert ann.grades.annotator_grades("m01", relevant) == {"ann": 2, "bob": 0}
     # An adjudicated label is no annotator's own grade in agreement.
-    history = ann.labels.history
+    history = ann.grades.labels.history
     assert annotators(history) == {"ann": 1, "bob": 2}
     assert last_grades(history, "ann")[("m01", relevant)].grade == 2
     assert annotator_agreement(history, "ann", "bob").disagreements == [("m01", relevant, 2, 0)]
     # Undo takes the adjudication back: disputed again, bob's 0 counts.
     change = ann.undo()
     assert change is not None and change.changes["bm25"][1].ndcg == 0.0
-    assert ann.disputed("m01", relevant) and ann.grade_source("m01", relevant) == (0, SOURCE_HAND)
+    assert ann.grades.disputed("m01", relevant) and ann.grades.grade_source("m01", relevant) == (
+        0,
+        SOURCE_HAND,
+    )
 
 
 def test_a_stale_grade_neither_counts_nor_disputes(mini_settings, mini):
     ws = _as(mini_settings, "ann")
-    relevant = min(ws.effective_grades("m01"))
-    chunk = ws.chunk_by_id[relevant]
+    relevant = min(ws.grades.effective_grades("m01"))
+    chunk = ws.passages.by_id[relevant]
     ws.set_grade("m01", relevant, 2)
     # bob graded another text of the chunk: stale, kept, reported, no dispute.
     with open(mini / "golden" / "labels.jsonl", "ab") as fh:
         line = {"question": "m01", "chunk": relevant, "grade": 0, "chunk_sha1": "0" * 40}
         fh.write(orjson.dumps({**line, "at": "", "annotator": "bob"}) + b"\n")
     ws.refresh_labels()
-    assert ws.labels.disputed("m01", relevant), "the journal alone sees two grades"
-    assert not ws.disputed("m01", relevant) and ws.annotator_grades("m01", relevant) == {"ann": 2}
-    assert ws.grade_source("m01", relevant) == (2, SOURCE_HAND)
-    stale = ws.stale_labels()
+    assert ws.grades.labels.disputed("m01", relevant), "the journal alone sees two grades"
+    assert not ws.grades.disputed("m01", relevant) and ws.grades.annotator_grades(
+        "m01", relevant
+    ) == {"ann": 2}
+    assert ws.grades.grade_source("m01", relevant) == (2, SOURCE_HAND)
+    stale = ws.grades.stale_labels()
     assert [(s.label.annotator, s.reason) for s in stale] == [
         ("bob", "chunk text changed since it was labelled")
     ]
@@ -201,13 +208,13 @@ def test_compact_keeps_every_annotators_label_and_every_backup(mini, mini_settin
     line per pair (A 1, B 19), agreement fell to 0 shared pairs, and a second compaction overwrote
     the only backup."""
     a, b = _as(mini_settings, "A"), _as(mini_settings, "B")
-    pairs = [(q.id, c.id) for q in a.questions for c in a.chunks][:20]
+    pairs = [(q.id, c.id) for q in a.questions for c in a.data.chunks][:20]
     assert len(pairs) == 20
     for i, (qid, cid) in enumerate(pairs):
         a.set_grade(qid, cid, i % 3)
     for i, (qid, cid) in enumerate(pairs):
         b.set_grade(qid, cid, (i + i // 7) % 3)
-    a.labels.refresh()
+    a.grades.labels.refresh()
     a.set_grade(*pairs[0], 1)  # A's last word on one pair comes after B's
     b.set_grade(*pairs[1], None)  # B withdraws one grade...
     b.set_grade(*pairs[1], 2)  # ...and gives it again
@@ -239,9 +246,9 @@ def test_compact_keeps_every_annotators_label_and_every_backup(mini, mini_settin
     assert main(["agreement", "--annotators", "A", "B", *_args(mini)]) == 0
     assert _shared_pairs(capsys.readouterr().out) == 20
     # Adjudicated labels survive a compaction too.
-    a.labels.refresh()
+    a.grades.labels.refresh()
     a.set_grade(*pairs[3], 2, adjudicate=True)
-    a.labels.compact()
+    a.grades.labels.compact()
     reread = LabelJournal(journal)
     assert reread.pair(*pairs[3]).adjudicated is not None and grade_of(reread, *pairs[3]) == 2
 
@@ -266,34 +273,38 @@ def test_a_bad_line_from_another_writer_is_reported_once_and_our_grade_applies(m
     """Regression (issue 12 item 5): set_grade raised InputError after our line was fsynced, so the
     app died and the numbers were never updated."""
     ws = _as(mini_settings, "ann")
-    journal = ws.labels.path
-    relevant = min(ws.effective_grades("m01"))
-    ws.set_grade("m02", ws.chunks[0].id, 1)
+    journal = ws.grades.labels.path
+    relevant = min(ws.grades.effective_grades("m01"))
+    ws.set_grade("m02", ws.data.chunks[0].id, 1)
     _append_bad(journal, raw)
     change = ws.set_grade("m01", relevant, 0)  # raised InputError before
-    assert ws.grade_source("m01", relevant) == (0, SOURCE_HAND)
+    assert ws.grades.grade_source("m01", relevant) == (0, SOURCE_HAND)
     assert change.changes["bm25"][1].ndcg == 0.0, "our grade must be applied"
     (warning,) = change.warnings
     assert warning.startswith(f"{journal}:2: ") and warning.endswith("(line skipped)")
     again = ws.set_grade("m01", relevant, 1)
-    assert again.warnings == () and ws.refresh_labels() == set() and not ws.take_label_warnings()
+    assert (
+        again.warnings == ()
+        and ws.refresh_labels() == set()
+        and not ws.grades.labels.take_warnings()
+    )
     # The line stays in the file, and a new session reports it once, as a load warning.
     assert journal.read_bytes().splitlines()[1] == raw
     fresh = _as(mini_settings, "bob")
-    assert fresh.warnings == [warning] and fresh.take_label_warnings() == []
-    assert fresh.grade_source("m01", relevant) == (1, SOURCE_HAND)
+    assert fresh.warnings == [warning] and fresh.grades.labels.take_warnings() == []
+    assert fresh.grades.grade_source("m01", relevant) == (1, SOURCE_HAND)
 
 
 def test_a_bad_line_read_by_refresh_is_reported_once(mini_settings):
     ws = _as(mini_settings, "ann")
     other = _as(mini_settings, "bob")
     other.set_grade("m01", "ferry.md#0", 2)
-    _append_bad(ws.labels.path, BAD_LINES[0])
+    _append_bad(ws.grades.labels.path, BAD_LINES[0])
     other.set_grade("m03", "library.md#0", 1)
     assert ws.refresh_labels() == {"m01", "m03"}
-    (warning,) = ws.take_label_warnings()
+    (warning,) = ws.grades.labels.take_warnings()
     assert ":2: grade 77 out of range 0..9 (line skipped)" in warning
-    assert ws.refresh_labels() == set() and ws.take_label_warnings() == []
+    assert ws.refresh_labels() == set() and ws.grades.labels.take_warnings() == []
 
 
 def test_check_lists_a_bad_line_as_a_problem(mini, capsys):
@@ -319,23 +330,23 @@ def test_a_chunk_id_from_a_non_utf8_file_name_is_labelled_and_read_back(mini, mi
     ws = _as(mini_settings, "ann")
     # The corpus spells the byte \xff in the id (valid text for JSON, TREC files and the journal).
     cid = "bad\\xff.md#0"
-    assert cid in ws.chunk_by_id
+    assert cid in ws.passages.by_id
     ws.set_grade("m07", cid, 2)
-    raw = ws.labels.path.read_bytes()
+    raw = ws.grades.labels.path.read_bytes()
     raw.decode("utf-8")  # the journal stays UTF-8
     assert b"bad\\\\xff.md#0" in raw
     reread = _as(mini_settings, "bob")
-    assert reread.grade_source("m07", cid) == (2, SOURCE_HAND)
-    assert reread.labels.history[-1].chunk == cid
+    assert reread.grades.grade_source("m07", cid) == (2, SOURCE_HAND)
+    assert reread.grades.labels.history[-1].chunk == cid
     assert [w for w in reread.warnings if "file name is not UTF-8" not in w] == []
     # It survives a compaction, and the next grade after it.
     reread.set_grade("m07", cid, 1)
-    reread.labels.compact()
-    assert grade_of(LabelJournal(ws.labels.path), "m07", cid) == 1
+    reread.grades.labels.compact()
+    assert grade_of(LabelJournal(ws.grades.labels.path), "m07", cid) == 1
     # A chunk id holding a lone surrogate, given to the journal directly, is kept reversibly.
-    LabelJournal(ws.labels.path, "x").set_grade("m07", f"{name}#0", 1, "")
-    assert b"bad\\udcff.md#0" in ws.labels.path.read_bytes()
-    assert grade_of(LabelJournal(ws.labels.path), "m07", f"{name}#0") == 1
+    LabelJournal(ws.grades.labels.path, "x").set_grade("m07", f"{name}#0", 1, "")
+    assert b"bad\\udcff.md#0" in ws.grades.labels.path.read_bytes()
+    assert grade_of(LabelJournal(ws.grades.labels.path), "m07", f"{name}#0") == 1
 
 
 def test_a_non_utf8_login_name_does_not_crash_the_first_grade(mini, mini_settings, monkeypatch):
@@ -344,9 +355,9 @@ def test_a_non_utf8_login_name_does_not_crash_the_first_grade(mini, mini_setting
     for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):
         monkeypatch.setenv(variable, login)
     ws = Workspace.load(replace(mini_settings, annotator=None, retrievers=("bm25",)))
-    assert ws.labels.annotator == login
+    assert ws.grades.labels.annotator == login
     ws.set_grade("m01", "ferry.md#0", 2)
-    reread = LabelJournal(ws.labels.path, "other")
+    reread = LabelJournal(ws.grades.labels.path, "other")
     assert reread.history[-1].annotator == login and grade_of(reread, "m01", "ferry.md#0") == 2
     assert annotators(reread.history) == {login: 1}
 

@@ -112,7 +112,7 @@ def state(app: RagtuiApp, journal: Path, offset: int) -> dict[str, Any]:
             tuple(sorted((a, label.grade) for a, label in pair.annotators.items())),
             pair.adjudicated.grade if pair.adjudicated is not None else None,
         )
-        for q, by_chunk in ws.labels.pairs.items()
+        for q, by_chunk in ws.grades.labels.pairs.items()
         for c, pair in by_chunk.items()
     }
     screen = app.screen
@@ -125,7 +125,7 @@ def state(app: RagtuiApp, journal: Path, offset: int) -> dict[str, Any]:
     return {
         "journal": lines,
         "labels": effective,
-        "retired": sorted(ws.retired_ids),
+        "retired": sorted(ws.questions.retired_ids),
         "undo": [
             (e.kind, e.question, e.chunk, e.retired_before) for e in app.controller.undo_stack
         ],
@@ -151,11 +151,11 @@ async def disputes(pilot: Any) -> None:
     for annotator, grade in (("ann", 0), ("bob", 2)):
         other = LabelJournal(journal, annotator=annotator)
         for qid, cid in pairs:
-            other.set_grade(qid, cid, grade, ws.chunk_by_id[cid].sha1)
+            other.set_grade(qid, cid, grade, ws.passages.by_id[cid].sha1)
         other.close()
     app.poll_labels()
     await settle(pilot)
-    assert len(ws.disputed_pairs()) == len(pairs)
+    assert len(ws.grades.disputed_pairs()) == len(pairs)
     app.main_screen.set_filter("disputed")
     _key(app, "j")
     await settle(pilot)

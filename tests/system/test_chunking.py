@@ -171,7 +171,7 @@ def test_chunking_does_not_import_torch():
         "import sys; from ragtui.core.workspace import Workspace, Settings;"
         "from tests.conftest import MINI;"
         "ws = Workspace.load(Settings(corpus=MINI/'corpus', golden=MINI/'golden', chunk_size=48));"
-        "assert ws.chunks;"
+        "assert ws.data.chunks;"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'textual', 'rich') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -59,12 +59,12 @@ def test_subset_summary_is_the_mean_over_that_subset():
 def test_grading_the_only_relevant_chunk_zero_then_undo(mini_settings):
     ws = Workspace.open(mini_settings)
     qid = "m03"
-    relevant = [c for c, g in ws.effective_grades(qid).items() if g >= 1]
+    relevant = [c for c, g in ws.grades.effective_grades(qid).items() if g >= 1]
     assert len(relevant) == 1
     before = {n: ws.evaluation.per_question[n][qid] for n in ws.retrievers}
     means_before = {n: ws.evaluation.summary(n) for n in ws.retrievers}
     change = ws.set_grade(qid, relevant[0], 0)
-    assert ws.labels.path.read_text().count('"grade":0') == 1
+    assert ws.grades.labels.path.read_text().count('"grade":0') == 1
     for name in ws.retrievers:
         old, new = change.changes[name]
         assert old == before[name] and new.ndcg == 0.0 and new.recall == 0.0
@@ -75,15 +75,15 @@ def test_grading_the_only_relevant_chunk_zero_then_undo(mini_settings):
             means_before[name].recall - old.recall / n, abs=1e-12
         )
     assert qid not in ws.evaluation.skipped
-    assert ws.grade_source(qid, relevant[0]) == (0, "hand")
+    assert ws.grades.grade_source(qid, relevant[0]) == (0, "hand")
     ws.undo()
-    assert ws.grade_source(qid, relevant[0]) == (2, "evidence")
+    assert ws.grades.grade_source(qid, relevant[0]) == (2, "evidence")
     for name in ws.retrievers:
         assert ws.evaluation.per_question[name][qid] == before[name]
         assert ws.evaluation.summary(name).as_dict() == pytest.approx(
             means_before[name].as_dict(), abs=1e-12
         )
-    lines = ws.labels.path.read_text().splitlines()
+    lines = ws.grades.labels.path.read_text().splitlines()
     assert len(lines) == 2 and '"grade":null' in lines[1], "undo is itself a journal line"
 
 

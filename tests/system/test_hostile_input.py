@@ -603,7 +603,7 @@ def test_means_at_threshold_3_follow_trec_eval_on_cranfield(tmp_path: Path, chun
         beir=CRANFIELD, chunk_size=chunk_size, retrievers=("bm25",), k=10, depth=100, threshold=3
     )
     ws = Workspace.load(settings)
-    assert ws.level == ("document" if chunk_size else "chunk")
+    assert ws.data.level == ("document" if chunk_size else "chunk")
     from ragtui.core.analysis.export import export_trec
 
     export_trec(ws, tmp_path)

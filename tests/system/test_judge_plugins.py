@@ -18,10 +18,10 @@ import pytest
 
 from ragtui.cli import main
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
+from ragtui.core.judge_spec import JudgeSpec, parse_judge_section
+from ragtui.core.judges.base import JudgeError, JudgePair, Verdict
 from ragtui.core.judges.build import build_judge
 from ragtui.core.judges.plugins import PluginJudge, judge_entry_point_names
-from ragtui.core.judges.spec import parse_judge_section
 from ragtui.core.settings import Settings
 from tests.conftest import DATA, mini_args
 

@@ -27,14 +27,15 @@ import orjson
 import pytest
 
 from ragtui.cli import main
-from ragtui.core.analysis.judgement.cache import VerdictCache
-from ragtui.core.analysis.judgement.pairs import JudgeAsk
-from ragtui.core.analysis.judgement.run import JOURNAL_BATCH, failure_kind, judge_pool
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
-from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
+from ragtui.core.judge_spec import JudgeSpec
+from ragtui.core.judges.base import JudgeError, JudgePair, Verdict
 from ragtui.core.judges.build import build_judge
+from ragtui.core.judges.cache import VerdictCache
 from ragtui.core.judges.openai import openai_judge
+from ragtui.core.judges.pairs import JudgeAsk
 from ragtui.core.judges.prompt import default_prompt
+from ragtui.core.judges.run import JOURNAL_BATCH, failure_kind, judge_pool
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.retrieval.live import parse_retriever_spec
 from ragtui.core.settings import Settings
@@ -128,7 +129,7 @@ def test_grades_land_in_the_journal_as_model_verdicts_once_each(settings):
     )
     assert summary.tokens == 7 * len(pool.pairs) and summary.from_cache == 0
     assert summary.note == "prepared on 0 graded pairs"
-    lines = verdict_lines(ws.labels.path)
+    lines = verdict_lines(ws.grades.labels.path)
     assert len(lines) == len(pool.pairs)
     by_pair = {(p.question_id, p.chunk_id): p for p in pool.pairs}
     assert {(o["question"], o["chunk"]) for o in lines} == set(by_pair)
@@ -140,19 +141,19 @@ def test_grades_land_in_the_journal_as_model_verdicts_once_each(settings):
         assert obj["chunk_sha1"] == pair.chunk_sha1
     assert set(judge.asked.values()) == {1}
     # A person's grade still counts alone: the verdicts are there, not counted (--grades human).
-    fresh = LabelJournal(ws.labels.path, "tester")
+    fresh = LabelJournal(ws.grades.labels.path, "tester")
     assert fresh.current == {}
 
 
 def test_a_second_run_asks_nothing_and_writes_nothing(settings):
     judge_pool(_ws(settings), [ScriptedJudge()], JudgeAsk(depth=3))
     ws = _ws(settings)
-    size = ws.labels.path.stat().st_size
+    size = ws.grades.labels.path.stat().st_size
     again = ScriptedJudge()
     summary = judge_pool(ws, [again], JudgeAsk(depth=3)).judges[0]
     assert summary.pairs == 0 and summary.skipped_judged > 0 and not again.asked
     assert again.prepared == []  # nothing to grade: no model loaded, no thresholds fitted
-    assert ws.labels.path.stat().st_size == size
+    assert ws.grades.labels.path.stat().st_size == size
 
 
 def test_failures_are_counted_by_kind_and_only_they_are_asked_again(settings):
@@ -175,14 +176,14 @@ def test_failures_are_counted_by_kind_and_only_they_are_asked_again(settings):
     assert sum(summary.failures.values()) == summary.failed
     assert set(summary.failures) <= {"unreadable answer", "HTTP 500"}
     assert summary.graded == summary.pairs - summary.failed
-    written = {(o["question"], o["chunk"]) for o in verdict_lines(ws.labels.path)}
+    written = {(o["question"], o["chunk"]) for o in verdict_lines(ws.grades.labels.path)}
     assert written.isdisjoint(failed_pairs)  # a failure is never a grade
     # The next run asks the failed pairs, and only they, once each.
     second = ScriptedJudge()
     summary = judge_pool(_ws(settings), [second], JudgeAsk(depth=3)).judges[0]
     assert set(second.asked) == failed_pairs and set(second.asked.values()) == {1}
     assert summary.graded == len(failed_pairs) and summary.from_cache == 0
-    lines = verdict_lines(ws.labels.path)
+    lines = verdict_lines(ws.grades.labels.path)
     assert len(lines) == len({(o["question"], o["chunk"]) for o in lines})  # one line per pair
 
 
@@ -191,12 +192,12 @@ def test_verdicts_in_the_cache_are_written_without_asking_again(settings):
     ws = _ws(settings)
     first = ScriptedJudge()
     run = judge_pool(ws, [first], JudgeAsk(depth=3))
-    ws.labels.path.write_bytes(b"")  # as if the process died before its journal batches
+    ws.grades.labels.path.write_bytes(b"")  # as if the process died before its journal batches
     second = ScriptedJudge()
     summary = judge_pool(_ws(settings), [second], JudgeAsk(depth=3)).judges[0]
     assert not second.asked
     assert summary.from_cache == summary.graded == len(run.pool.pairs)
-    lines = verdict_lines(ws.labels.path)
+    lines = verdict_lines(ws.grades.labels.path)
     assert len(lines) == len(run.pool.pairs)
     assert all(o["reason"].startswith("reason for ") for o in lines)
     assert summary.tokens == 0  # no token was spent this time
@@ -222,14 +223,14 @@ def test_again_asks_the_judge_anew_and_replaces_the_cached_grade(settings):
     ).judges[0]
     assert summary.asked == summary.pairs == len(again.asked) > 0
     ws = _ws(settings)
-    pair = ws.labels.pair("m01", next(iter(again.asked))[1])
+    pair = ws.grades.labels.pair("m01", next(iter(again.asked))[1])
     assert pair is not None and pair.verdicts()["t"].reason == "changed its mind"
     # The cache now holds the new grade: a lost journal is rebuilt from it.
-    ws.labels.path.write_bytes(b"")
+    ws.grades.labels.path.write_bytes(b"")
     third = ScriptedJudge()
     judge_pool(_ws(settings), [third], JudgeAsk(depth=3, questions=("m01",)))
     assert not third.asked
-    assert {o["reason"] for o in verdict_lines(ws.labels.path)} == {"changed its mind"}
+    assert {o["reason"] for o in verdict_lines(ws.grades.labels.path)} == {"changed its mind"}
 
 
 def test_unjudged_leaves_out_the_pairs_people_graded(settings):
@@ -298,7 +299,7 @@ def test_a_judge_error_stops_the_run_and_keeps_what_was_written(settings):
     later = ScriptedJudge("later")
     run = judge_pool(ws, [judge, later], JudgeAsk(depth=3))
     assert run.stopped == "t: 401 Unauthorized: check the key in OPENAI_API_KEY"
-    assert run.judges[0].graded == 4 and len(verdict_lines(ws.labels.path)) == 4
+    assert run.judges[0].graded == 4 and len(verdict_lines(ws.grades.labels.path)) == 4
     assert not later.asked and len(run.judges) == 1  # the run stopped there
 
 
@@ -308,19 +309,19 @@ def test_a_grade_outside_the_scale_is_a_failure(settings):
     summary = judge_pool(ws, [judge], JudgeAsk(depth=3, questions=("m01",))).judges[0]
     assert summary.graded == 0 and summary.failed == summary.pairs
     assert dict(summary.failures) == {"grade outside the scale": summary.pairs}
-    assert verdict_lines(ws.labels.path) == []
+    assert verdict_lines(ws.grades.labels.path) == []
 
 
 def test_verdicts_are_written_in_batches_as_they_come(settings):
     ws = _ws(settings)
     sizes: list[int] = []
-    append = ws.labels.append_verdicts
+    append = ws.grades.labels.append_verdicts
 
     def spy(labels):
         sizes.append(len(labels))
         append(labels)
 
-    ws.labels.append_verdicts = spy  # type: ignore[method-assign]
+    ws.grades.labels.append_verdicts = spy  # type: ignore[method-assign]
     judge = ScriptedJudge(batch_size=1, concurrency=1)
     summary = judge_pool(ws, [judge], JudgeAsk(depth=10)).judges[0]
     assert summary.graded > JOURNAL_BATCH
@@ -361,7 +362,7 @@ def test_a_judge_that_raises_stops_the_run_with_one_line(settings, error):
     ws = _ws(settings)
     run = judge_pool(ws, [ScriptedJudge(answer=raises)], JudgeAsk(depth=3))
     assert run.stopped == f"t: {type(error).__name__}: {error}"
-    assert verdict_lines(ws.labels.path) == [] and not run.interrupted
+    assert verdict_lines(ws.grades.labels.path) == [] and not run.interrupted
 
 
 # ---- the command, against the OpenAI-compatible test server --------------------------------------
@@ -416,8 +417,8 @@ class Texts:
         )
 
     def pair(self, qid: str, cid: str) -> JudgePair:
-        chunk = self.ws.chunk_by_id[cid]
-        return JudgePair(qid, self.ws.question_by_id[qid].text, cid, chunk.text, chunk.sha1)
+        chunk = self.ws.passages.by_id[cid]
+        return JudgePair(qid, self.ws.questions.by_id[qid].text, cid, chunk.text, chunk.sha1)
 
     def prompt(self, qid: str, cid: str) -> str:
         return self.judge.messages(self.pair(qid, cid))[-1]["content"]
@@ -427,7 +428,7 @@ class Texts:
         found = [
             (q.id, c.id)
             for q in self.ws.questions
-            for c in self.ws.chunks
+            for c in self.ws.data.chunks
             if self.prompt(q.id, c.id) == text
         ]
         assert len(found) == 1, text[:200]
@@ -511,8 +512,8 @@ def test_failures_are_counted_and_asked_again_on_the_next_run_only(
     project = _project(tmp_path, chat.url, "concurrency = 3")
     texts = Texts(mini, chat.url)
     # Two chunks' pairs fail: one with an answer that holds no grade, one with HTTP 500.
-    unreadable = texts.ws.chunk_by_id["ferry.md#0"].text[-40:]
-    broken = texts.ws.chunk_by_id["library.md#0"].text[-40:]
+    unreadable = texts.ws.passages.by_id["ferry.md#0"].text[-40:]
+    broken = texts.ws.passages.by_id["library.md#0"].text[-40:]
     chat.script(unreadable, Reply("I would rather not say."))
     chat.script(broken, Reply("overloaded", status=500))
     first = _json_run(_judge_argv(mini, project), capsys)
@@ -550,9 +551,9 @@ def test_failures_are_counted_and_asked_again_on_the_next_run_only(
 def test_the_key_never_appears_in_any_output_or_file(mini, chat, cli_env, capsys, tmp_path):
     project = _project(tmp_path, chat.url)
     texts = Texts(mini, chat.url)
-    echo = texts.ws.chunk_by_id["ferry.md#0"].text[-40:]
-    error = texts.ws.chunk_by_id["library.md#0"].text[-40:]
-    garbled = texts.ws.chunk_by_id["market.txt#0"].text[-40:]
+    echo = texts.ws.passages.by_id["ferry.md#0"].text[-40:]
+    error = texts.ws.passages.by_id["library.md#0"].text[-40:]
+    garbled = texts.ws.passages.by_id["market.txt#0"].text[-40:]
     chat.script(echo, Reply("Reason: my key is {authorization}\nGrade: 1"))
     chat.script(error, Reply("bad request from {authorization}", status=400))
     chat.script(garbled, Reply("{authorization}"))
@@ -816,7 +817,7 @@ def test_odd_verdicts_are_failures_or_cleaned_never_a_crash(settings):
     ]
     assert (summary.pairs, summary.graded, summary.failed, summary.tokens) == (6, 3, 3, 0)
     assert dict(summary.failures) == {"grade outside the scale": 2, "not a verdict": 1}
-    lines = {o.get("reason", ""): o["grade"] for o in verdict_lines(ws.labels.path)}
+    lines = {o.get("reason", ""): o["grade"] for o in verdict_lines(ws.grades.labels.path)}
     # 2.0, True and the tuple failed; None became "", the odd tokens 0, the surrogate replaced.
     assert lines == {"": 1, "tokens": 1, "a lone ? surrogate": 2}
     cache = VerdictCache("scripted-settings", "ab" * 20, DEFAULT_GRADE_SCALE, settings.cache_dir)
@@ -834,7 +835,7 @@ def test_a_cache_that_is_a_fifo_or_cannot_be_written_is_gone_without(settings, c
     said: list[str] = []
     summary = judge_pool(ws, [judge], JudgeAsk(depth=3), notify=said.append).judges[0]
     assert summary.graded == summary.pairs > 0
-    assert len(verdict_lines(ws.labels.path)) == summary.pairs
+    assert len(verdict_lines(ws.grades.labels.path)) == summary.pairs
     assert said[-1] == (
         f"warning: t: cannot write the verdict cache ({path}: not a regular file); going on "
         "without it (an interrupted run asks these pairs again)"
@@ -853,7 +854,7 @@ def test_a_cache_that_is_a_fifo_or_cannot_be_written_is_gone_without(settings, c
 
 def test_a_read_only_journal_is_refused_before_the_judge_is_asked(settings):
     ws = _ws(settings)
-    ws.labels.path.chmod(0o444)
+    ws.grades.labels.path.chmod(0o444)
     judge = ScriptedJudge()
     with pytest.raises(Exception, match="nothing was graded"):
         judge_pool(ws, [judge], JudgeAsk(depth=3))
@@ -881,7 +882,7 @@ def test_ctrl_c_lets_the_batch_that_came_be_cached_and_written_whole(settings, m
     cache = VerdictCache(
         judge.settings_key, judge.prompt_sha1, DEFAULT_GRADE_SCALE, settings.cache_dir
     )
-    lines = verdict_lines(ws.labels.path)
+    lines = verdict_lines(ws.grades.labels.path)
     assert len(cache) == len(lines) == 6
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
 
@@ -889,18 +890,18 @@ def test_ctrl_c_lets_the_batch_that_came_be_cached_and_written_whole(settings, m
 def test_a_live_retrievers_own_passages_are_pooled_and_judged(settings):
     """A service over another chunking of the corpus: its passages are graded like ragtui's chunks."""
     plain = replace(settings, bm25_backend="bm25s")
-    with serve(Workspace.load(plain).chunks) as server:
+    with serve(Workspace.load(plain).data.chunks) as server:
         spec = parse_retriever_spec(f"svc={server.url}/passages?q={{query}}&k={{depth}}")
         ws = Workspace.open(replace(plain, live_retrievers=(spec,)))
-    assert ws.foreign
+    assert ws.passages.foreign
     judge = ScriptedJudge()
     run = judge_pool(ws, [judge], JudgeAsk(depth=3))
-    own = [p for p in run.pool.pairs if p.chunk_id in ws.foreign]
+    own = [p for p in run.pool.pairs if p.chunk_id in ws.passages.foreign]
     assert own and run.pool.retrievers == ("bm25", "svc")
     for pair in own:
-        assert pair.chunk == ws.foreign[pair.chunk_id].text
+        assert pair.chunk == ws.passages.foreign[pair.chunk_id].text
         assert judge.asked[(pair.question_id, pair.chunk_id)] == 1
-        verdict = ws.judge_verdicts(pair.question_id, pair.chunk_id)["t"]  # it applies
+        verdict = ws.grades.judge_verdicts(pair.question_id, pair.chunk_id)["t"]  # it applies
         assert verdict.grade == expected_grade(pair) and verdict.chunk_sha1 == pair.chunk_sha1
 
 

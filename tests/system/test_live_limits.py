@@ -487,8 +487,8 @@ def test_a_corrupted_cache_file_is_asked_again_without_a_traceback(
         forged.append(path)
     again = Workspace.open(settings)
     assert servers.count("other/search") == asked + len(forged)  # each forged answer asked again
-    assert again.live_status["web"].state == "ready"
-    assert again.rankings["web"] == first.rankings["web"]
+    assert again.live.status["web"].state == "ready"
+    assert again.ranked.rankings["web"] == first.ranked.rankings["web"]
     # The files now hold good answers again, and a command reads them without a word.
     cli = mini_args(
         ws_settings.corpus.parent,

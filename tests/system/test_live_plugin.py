@@ -66,7 +66,7 @@ def plugin(plugin_site, monkeypatch, mini_settings, tmp_path):
     chunks_file = tmp_path / "plugin-chunks.jsonl"
     ws = Workspace.load(replace(mini_settings, retrievers=("bm25",)))
     chunks_file.write_text(
-        "".join(json.dumps({"id": c.id, "text": c.text}) + "\n" for c in ws.chunks)
+        "".join(json.dumps({"id": c.id, "text": c.text}) + "\n" for c in ws.data.chunks)
     )
     monkeypatch.setenv("RAGTUI_TEST_PLUGIN_CHUNKS", str(chunks_file))
     yield chunks_file
@@ -96,7 +96,7 @@ def test_an_entry_point_named_in_retrievers_is_found(plugin, mini_settings, tmp_
     assert "testkw" in entry_point_names()
     ws = Workspace.open(_settings(mini_settings, tmp_path, retrievers=("bm25", "testkw")))
     assert ws.retrievers == ["bm25", "testkw"]
-    assert ws.rankings["testkw"] == ws.rankings["bm25"]
+    assert ws.ranked.rankings["testkw"] == ws.ranked.rankings["bm25"]
 
 
 def test_options_from_the_project_file_reach_the_factory(plugin, mini_settings, tmp_path):
@@ -107,12 +107,12 @@ def test_options_from_the_project_file_reach_the_factory(plugin, mini_settings, 
     settings = replace(mini_settings, retrievers=("bm25",), live_retrievers=(spec,))
     ws = Workspace.open(replace(settings, cache_dir=tmp_path / "cache"))
     # A plain function returning (id, score, text) tuples is a retriever too.
-    assert ws.rankings["fn"] == ws.rankings["bm25"]
+    assert ws.ranked.rankings["fn"] == ws.ranked.rankings["bm25"]
 
 
 def test_a_plugin_that_raises_shows_its_error_and_leaves_the_rest(plugin, mini_settings, tmp_path):
     ws = Workspace.open(_settings(mini_settings, tmp_path, "down=ragtui_test_plugin:make_broken"))
-    status = ws.live_status["down"]
+    status = ws.live.status["down"]
     assert status.state == "failed"
     assert status.message == "no question answered: RuntimeError: index offline"
     assert ws.retrievers == ["bm25"]
@@ -122,7 +122,7 @@ def test_unusable_results_are_named(plugin, mini_settings, tmp_path):
     ws = Workspace.open(
         _settings(mini_settings, tmp_path, "bad=ragtui_test_plugin:make_bad_results")
     )
-    assert ws.live_status["bad"].message == (
+    assert ws.live.status["bad"].message == (
         "no question answered: unusable result: result 1 (x) has a score that is not a number: 'high'"
     )
 
@@ -148,14 +148,14 @@ def test_a_plugin_is_imported_only_when_it_is_asked(plugin, mini_settings, tmp_p
     settings = _settings(mini_settings, tmp_path, "kw=ragtui_test_plugin:nothing")
     ws = Workspace.load(settings)
     assert "ragtui_test_plugin" not in sys.modules  # built, not imported
-    assert ws.live["kw"].describe() == {
+    assert ws.live.retrievers["kw"].describe() == {
         "kind": "plugin",
         "target": "ragtui_test_plugin:nothing",
         "version": "1.0.0",
     }
     ws = Workspace.open(settings)
-    assert ws.live_status["kw"].state == "failed"
-    assert ws.live_status["kw"].message == "ragtui_test_plugin has no nothing"
+    assert ws.live.status["kw"].state == "failed"
+    assert ws.live.status["kw"].message == "ragtui_test_plugin has no nothing"
     assert ws.retrievers == ["bm25"]
 
 
@@ -417,7 +417,7 @@ def test_whatever_a_plugin_raises_or_returns_is_its_own_failure(
         _settings(mini_settings, tmp_path), retrievers=("bm25",), live_retrievers=(spec,)
     )
     ws = Workspace.open(settings)  # neither exits nor raises
-    status = ws.live_status["p"]
+    status = ws.live.status["p"]
     assert status.state == "failed"
     assert status.message in (message, f"no question answered: {message}")
     assert "\n" not in status.message

@@ -61,15 +61,17 @@ def lite(tmp_path_factory: pytest.TempPathFactory, base_settings: Settings) -> s
     uri = str(tmp_path_factory.mktemp("milvus") / "ragtui.db")
     ws = Workspace.load(replace(base_settings, retrievers=("vector",)))
     # Windows on (the default), as ragtui index cuts them: these short chunks are one window each.
-    windows = chunk_windows(ws.chunks, token_counter(base_settings.model), ws.window_plan)
+    windows = chunk_windows(
+        ws.data.chunks, token_counter(base_settings.model), ws.ranked.window_plan
+    )
     result = index_collection(
         MilvusTarget(uri, COLLECTION),
-        ws.chunks,
+        ws.data.chunks,
         base_settings.model,
         windows=windows,
         cache_root=base_settings.cache_dir,
     )
-    assert result.created and result.written == len(ws.chunks) == 9 == result.windows
+    assert result.created and result.written == len(ws.data.chunks) == 9 == result.windows
     return uri
 
 
@@ -97,7 +99,7 @@ def test_the_default_retrievers_gain_the_three_milvus_ones(milvus_ws):
         "milvus-vector",
         "milvus-hybrid",
     ]
-    assert all(s.state == "ready" for s in milvus_ws.live_status.values())
+    assert all(s.state == "ready" for s in milvus_ws.live.status.values())
 
 
 def test_milvus_bm25_ranks_as_bm25s_with_scores_times_k1_plus_1(milvus_ws):
@@ -122,7 +124,7 @@ def test_milvus_hybrid_fuses_its_two_lists_as_ragtuis_hybrid(milvus_ws):
     for q in milvus_ws.questions:
         expected = rrf_fuse(
             [milvus_ws.ranking("milvus-bm25", q.id), milvus_ws.ranking("milvus-vector", q.id)],
-            milvus_ws.chunk_order,
+            milvus_ws.passages.order,
             milvus_ws.settings.depth,
         )
         assert milvus_ws.ranking("milvus-hybrid", q.id) == expected
@@ -137,13 +139,13 @@ def test_the_metrics_agree(milvus_ws):
 
 
 def _windows(ws: Workspace):
-    return chunk_windows(ws.chunks, token_counter(ws.settings.model), ws.window_plan)
+    return chunk_windows(ws.data.chunks, token_counter(ws.settings.model), ws.ranked.window_plan)
 
 
 def test_indexing_again_writes_nothing(lite, base_settings):
     ws = Workspace.load(replace(base_settings, retrievers=("vector",)))
     result = index_collection(
-        MilvusTarget(lite, COLLECTION), ws.chunks, base_settings.model, windows=_windows(ws)
+        MilvusTarget(lite, COLLECTION), ws.data.chunks, base_settings.model, windows=_windows(ws)
     )
     assert (result.written, result.already, result.created, result.encoded) == (0, 9, False, 0)
 
@@ -160,25 +162,25 @@ def test_an_interrupted_index_resumes_where_it_stopped(tmp_path, base_settings):
     with pytest.raises(KeyboardInterrupt):
         index_collection(
             target,
-            ws.chunks,
+            ws.data.chunks,
             base_settings.model,
             cache_root=base_settings.cache_dir,
             batch=4,
             write_progress=stop_after_first_batch,
         )
     result = index_collection(
-        target, ws.chunks, base_settings.model, cache_root=base_settings.cache_dir, batch=4
+        target, ws.data.chunks, base_settings.model, cache_root=base_settings.cache_dir, batch=4
     )
     assert (result.created, result.written, result.already) == (False, 5, 4)
     client = connect(uri)
     rows = client.query("resume", filter='id != ""', output_fields=["id"])
-    assert sorted(r["id"] for r in rows) == sorted(c.id for c in ws.chunks)
+    assert sorted(r["id"] for r in rows) == sorted(c.id for c in ws.data.chunks)
 
 
 def test_a_collection_from_other_chunks_or_another_model_is_refused(lite, base_settings):
     other = Workspace.load(replace(base_settings, retrievers=("vector",), chunk_size=32))
     with pytest.raises(InputError) as caught:
-        index_collection(MilvusTarget(lite, COLLECTION), other.chunks, base_settings.model)
+        index_collection(MilvusTarget(lite, COLLECTION), other.data.chunks, base_settings.model)
     assert (
         "collection 'mini' was built from other data (chunks: 9 chunks with fingerprint"
         in caught.value.message
@@ -187,12 +189,15 @@ def test_a_collection_from_other_chunks_or_another_model_is_refused(lite, base_s
     same = Workspace.load(replace(base_settings, retrievers=("vector",)))
     with pytest.raises(InputError) as caught:
         index_collection(
-            MilvusTarget(lite, COLLECTION), same.chunks, "some-other-model", windows=_windows(same)
+            MilvusTarget(lite, COLLECTION),
+            same.data.chunks,
+            "some-other-model",
+            windows=_windows(same),
         )
     assert "(model: all-MiniLM-L6-v2, not some-other-model)" in caught.value.message
     client = connect(lite)
     props = client.describe_collection(COLLECTION)["properties"]
-    assert props[PROP_CHUNKS] == chunks_fingerprint(same.chunks)
+    assert props[PROP_CHUNKS] == chunks_fingerprint(same.data.chunks)
 
 
 def test_a_teams_own_collection_is_read_through_its_fields(tmp_path, base_settings):
@@ -219,12 +224,12 @@ def test_a_teams_own_collection_is_read_through_its_fields(tmp_path, base_settin
     index.add_index("embedding", index_type="FLAT", metric_type="COSINE")
     index.add_index("bm25_sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     client.create_collection("team", schema=schema, index_params=index)
-    vectors = ws.embedding_cache().get([c.text for c in ws.chunks])
+    vectors = ws.embedding_cache().get([c.text for c in ws.data.chunks])
     client.insert(
         "team",
         [
             {"chunk_id": f"T-{i}", "content": c.text, "embedding": vectors[i].tolist()}
-            for i, c in enumerate(ws.chunks)
+            for i, c in enumerate(ws.data.chunks)
         ],
     )
     client.close()
@@ -236,9 +241,9 @@ def test_a_teams_own_collection_is_read_through_its_fields(tmp_path, base_settin
         live_retrievers=(),
     )
     team = Workspace.open(replace(settings, retrievers=("bm25", "milvus-bm25", "milvus-vector")))
-    assert team.live_status["milvus-bm25"].state == "ready"
+    assert team.live.status["milvus-bm25"].state == "ready"
     top = team.ranking("milvus-bm25", "m03")[0][0]
-    assert team.chunk_by_id[top].text == ws.chunk_by_id["library.md#1"].text
+    assert team.passages.by_id[top].text == ws.passages.by_id["library.md#1"].text
     # The evidence rule grades the team's chunks, so the numbers match ragtui's bm25.
     ev = team.evaluation
     assert ev is not None
@@ -246,7 +251,7 @@ def test_a_teams_own_collection_is_read_through_its_fields(tmp_path, base_settin
     # Field names given explicitly are checked against the schema.
     wrong = replace(settings, retrievers=("milvus-vector",), milvus_fields=(("vector", "vec"),))
     bad = Workspace.open(wrong)
-    assert bad.live_status["milvus-vector"].message == (
+    assert bad.live.status["milvus-vector"].message == (
         "collection 'team' has no field 'vec' (for vector); it has bm25_sparse, chunk_id, content, embedding"
     )
 
@@ -346,11 +351,11 @@ def test_milvus_bm25_is_bm25s_on_cranfield(tmp_path):
 
     ws = Workspace.load(Settings(beir=CRANFIELD, chunk_size=None, retrievers=("vector",)))
     rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(len(ws.chunks), 8)).astype(np.float32)
+    vectors = rng.normal(size=(len(ws.data.chunks), 8)).astype(np.float32)
     target = MilvusTarget(str(tmp_path / "cranfield.db"), "cranfield")
-    index_collection(target, ws.chunks, "random-8", vectors=vectors)
+    index_collection(target, ws.data.chunks, "random-8", vectors=vectors)
     milvus = MilvusRetriever("milvus-bm25", "bm25", target, "random-8")
-    ours = BM25Retriever(ws.chunks, backend="bm25s")
+    ours = BM25Retriever(ws.data.chunks, backend="bm25s")
     texts = [q.text for q in ws.questions]
     found = [
         hits
@@ -510,7 +515,7 @@ def test_an_interrupted_index_is_refused_until_it_is_finished(tmp_path, capsys, 
     with pytest.raises(KeyboardInterrupt):
         index_collection(
             MilvusTarget(uri, "part"),
-            ws.chunks,
+            ws.data.chunks,
             ws.settings.model,
             batch=4,
             write_progress=stop_after_first_batch,
@@ -555,7 +560,7 @@ def test_a_team_collection_is_searched_with_a_warning_that_it_cannot_be_checked(
         f"{uri}: collection 'plain' was not built by ragtui index, so whether it holds this "
         "workspace's chunks cannot be checked (docs/retriever-milvus.md)"
     ) in ws.warnings
-    assert ws.live_status["milvus-bm25"].state == "ready"
+    assert ws.live.status["milvus-bm25"].state == "ready"
 
 
 def _ragtui(*argv: str, cache: Path, timeout: float = 90) -> subprocess.CompletedProcess[str]:

@@ -56,15 +56,17 @@ def lite(tmp_path_factory: pytest.TempPathFactory, settings: Settings) -> str:
     uri = str(tmp_path_factory.mktemp("parity") / "parity.db")
     for mode in MODES:
         ws = Workspace.load(replace(settings, retrievers=("vector",), windows=mode))
-        windows = chunk_windows(ws.chunks, token_counter(settings.model), ws.window_plan)
+        windows = chunk_windows(
+            ws.data.chunks, token_counter(settings.model), ws.ranked.window_plan
+        )
         result = index_collection(
             MilvusTarget(uri, f"bundled_{mode}"),
-            ws.chunks,
+            ws.data.chunks,
             settings.model,
             windows=windows,
             cache_root=settings.cache_dir,
         )
-        assert result.chunks == len(ws.chunks) == 39
+        assert result.chunks == len(ws.data.chunks) == 39
         assert result.windows == (0 if mode == "off" else len(windows.texts))
     return uri
 
@@ -86,7 +88,7 @@ def _ids(ws: Workspace, name: str, qid: str) -> list[str]:
 @pytest.mark.parametrize("mode", MODES)
 def test_milvus_ranks_as_ragtui_on_the_bundled_set(opened, mode):
     ws = opened[mode]
-    assert all(s.state == "ready" for s in ws.live_status.values()), ws.live_status
+    assert all(s.state == "ready" for s in ws.live.status.values()), ws.live.status
     ev = ws.evaluation
     assert ev is not None
     for ours, theirs in (
@@ -101,7 +103,7 @@ def test_milvus_ranks_as_ragtui_on_the_bundled_set(opened, mode):
             assert _ids(ws, theirs, q.id) == _ids(ws, ours, q.id), (mode, theirs, q.id)
     if mode != "off":
         # Windows matter here: the 512-token chunks are read as several windows each.
-        assert ws.windows is not None and ws.windows.windowed > 0
+        assert ws.ranked.windows is not None and ws.ranked.windows.windowed > 0
         assert (
             ev.summary("milvus-vector").recall
             > opened["off"].evaluation.summary("milvus-vector").recall

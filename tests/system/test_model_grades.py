@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from ragtui.core.errors import InputError
+from ragtui.core.judges.sample import draw_sample, load_sample, save_sample
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.labelling.labels import (
     GRADES_HUMAN_MODEL,
@@ -22,7 +23,6 @@ from ragtui.core.labelling.labels import (
     judge_annotator,
     now_iso,
 )
-from ragtui.core.labelling.sample import draw_sample, load_sample, save_sample
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import SOURCE_EVIDENCE, SOURCE_HAND, SOURCE_MODEL, Workspace
 from tests.conftest import ROOT, grade_of, mini_args
@@ -129,28 +129,28 @@ def _ws(settings: Settings, **changes: object) -> Workspace:
 def test_model_grades_move_the_numbers_only_with_human_model(mini_settings):
     ws = _ws(mini_settings)
     qid = "m03"
-    ranking = ws.rankings["bm25"][qid]
+    ranking = ws.ranked.rankings["bm25"][qid]
     top = ranking[0][0]
-    _grade, source = ws.grade_source(qid, top)
+    _grade, source = ws.grades.grade_source(qid, top)
     assert source in (SOURCE_EVIDENCE, SOURCE_HAND)
     # A model calls the top chunk of m03 not relevant (on a chunk nobody graded by hand).
     unlabelled = next(
         cid
         for cid, _ in ranking
-        if ws.labels.pair(qid, cid) is None and ws.grade_source(qid, cid)[0]
+        if ws.grades.labels.pair(qid, cid) is None and ws.grades.grade_source(qid, cid)[0]
     )
     before = ws.evaluation.summary("bm25", [qid])
-    sha1 = ws.chunk_by_id[unlabelled].sha1
-    ws.labels.append_verdicts([_verdict(qid, unlabelled, 0, sha1)])
+    sha1 = ws.passages.by_id[unlabelled].sha1
+    ws.grades.labels.append_verdicts([_verdict(qid, unlabelled, 0, sha1)])
     ws.refresh_labels()
     assert ws.evaluation.summary("bm25", [qid]) == before  # human: the verdict counts for nothing
-    assert ws.judge_verdicts(qid, unlabelled)["llm"].grade == 0
+    assert ws.grades.judge_verdicts(qid, unlabelled)["llm"].grade == 0
     counted = _ws(mini_settings, counted_grades=GRADES_HUMAN_MODEL)
-    assert counted.grade_source(qid, unlabelled) == (0, SOURCE_MODEL)
+    assert counted.grades.grade_source(qid, unlabelled) == (0, SOURCE_MODEL)
     assert counted.evaluation.summary("bm25", [qid]) != before
     # A stale verdict (the chunk's text changed since) is never applied.
-    counted.labels.append_verdicts([_verdict(qid, unlabelled, 0, "0" * 40, judge="stale")])
-    assert "stale" not in counted.judge_verdicts(qid, unlabelled)
+    counted.grades.labels.append_verdicts([_verdict(qid, unlabelled, 0, "0" * 40, judge="stale")])
+    assert "stale" not in counted.grades.judge_verdicts(qid, unlabelled)
 
 
 def test_eval_says_which_grades_count(mini, cli_cache_env):

@@ -319,7 +319,7 @@ def test_the_app_keeps_a_failed_grades_error_through_the_label_poll(
             ws = app.workspace
             assert ws is not None
             other = LabelJournal(journal, annotator="other")
-            other.set_grade("m03", "library.md#0", 0, ws.chunk_by_id["library.md#0"].sha1)
+            other.set_grade("m03", "library.md#0", 0, ws.passages.by_id["library.md#0"].sha1)
             other.close()
             app.poll_labels()
             await pilot.pause()
@@ -496,7 +496,7 @@ def test_diff_says_hand_grades_differ_and_calls_no_unchanged_ranking_worse(
     save_run(Workspace.load(settings), "a", runs)
     ws = Workspace.load(settings)
     top = [cid for cid, _ in ws.ranking("bm25", "m01")]
-    outside = next(c.id for c in ws.chunks if c.id not in top[:3])
+    outside = next(c.id for c in ws.data.chunks if c.id not in top[:3])
     ws.set_grade("m01", outside, 2)  # a relevant chunk bm25 ranks below k: nDCG@3 falls
     ws.set_grade("m02", next(cid for cid, _ in ws.ranking("bm25", "m02")), 0)
     save_run(Workspace.load(settings), "b", runs)

@@ -252,7 +252,7 @@ def test_eval_init_and_writes_from_the_installed_package(installed, cache_dir):
         "ws = Workspace.load(Settings(retrievers=('bm25',), annotator='pkg'))\n"
         "q = ws.questions[0].id\n"
         "ws.set_grade(q, ws.ranking('bm25', q)[0][0], 1)\n"
-        "print(ws.labels.path)\n"
+        "print(ws.grades.labels.path)\n"
     )
     done = subprocess.run(
         [str(installed["python"]), "-c", script],

@@ -363,7 +363,7 @@ def test_init_with_the_handbook_evaluates_from_its_folder(tmp_path, monkeypatch,
     assert report["questions"] == 1
     assert list(report["retrievers"]["bm25"]["per_question"]) == [first_bundled["id"]]
     ws = Workspace.load(Settings(corpus=project / "corpus", golden=project / "golden"))
-    assert report["chunks"] == len(ws.chunks)
+    assert report["chunks"] == len(ws.data.chunks)
 
 
 def test_init_from_beir(tmp_path, monkeypatch, capsys):

@@ -396,12 +396,12 @@ def test_workspace_refresh_reports_the_questions_another_process_changed(mini_se
 
     mine = Workspace.load(mini_settings)
     theirs = Workspace.load(mini_settings)
-    chunk = mine.chunks[0].id
+    chunk = mine.data.chunks[0].id
     theirs.set_grade("m01", chunk, 0)
     assert mine.refresh_labels() == {"m01"}
-    assert mine.effective_grades("m01")[chunk] == 0
+    assert mine.grades.effective_grades("m01")[chunk] == 0
     assert mine.refresh_labels() == set()
-    theirs.labels.compact()
+    theirs.grades.labels.compact()
     assert mine.refresh_labels() == set()
 
 
@@ -585,7 +585,7 @@ def test_labels_for_unknown_questions_or_chunks_are_reported_stale_never_applied
     from ragtui.core.workspace import Workspace
 
     ws = Workspace.load(mini_settings)
-    relevant = min(ws.effective_grades("m01"))
+    relevant = min(ws.grades.effective_grades("m01"))
     labels = mini / "golden" / "labels.jsonl"
     labels.write_text(
         '{"question": "ghost", "chunk": "ferry.md#0", "grade": 2, "chunk_sha1": "", "at": ""}\n'
@@ -593,16 +593,18 @@ def test_labels_for_unknown_questions_or_chunks_are_reported_stale_never_applied
         f'{{"question": "m01", "chunk": "{relevant}", "grade": 0, "chunk_sha1": "0000", "at": ""}}\n'
     )
     ws = Workspace.load(mini_settings)
-    assert sorted((s.label.question, s.label.chunk, s.reason) for s in ws.stale_labels()) == sorted(
+    assert sorted(
+        (s.label.question, s.label.chunk, s.reason) for s in ws.grades.stale_labels()
+    ) == sorted(
         [
             ("ghost", "ferry.md#0", "unknown question"),
             ("m01", "ferry.md#99", "chunk not in the chunked corpus"),
             ("m01", relevant, "chunk text changed since it was labelled"),
         ]
     )
-    assert ws.effective_grades("m01") == {relevant: 2}, "a stale label was applied"
-    ws.set_grade("m02", ws.chunks[0].id, 1)
-    ws.labels.compact()
+    assert ws.grades.effective_grades("m01") == {relevant: 2}, "a stale label was applied"
+    ws.set_grade("m02", ws.data.chunks[0].id, 1)
+    ws.grades.labels.compact()
     kept = LabelJournal(labels)
     assert grade_of(kept, "ghost", "ferry.md#0") == 2 and grade_of(kept, "m01", "ferry.md#99") == 3
     assert grade_of(kept, "m01", relevant) == 0, "a stale label was dropped"
@@ -906,11 +908,13 @@ def test_a_read_only_golden_folder_refuses_edits_and_leaves_the_file_alone(
     _chmod_tree(golden, 0o444, 0o555)
     try:
         ws = Workspace.load(mini_settings)  # reading still works
-        assert ws.labels.read_only and "read-only" in (ws.labels.read_only_reason or "")
+        assert ws.grades.labels.read_only and "read-only" in (
+            ws.grades.labels.read_only_reason or ""
+        )
         with pytest.raises(ReadOnlyError, match="the change was not made"):
-            ws.set_grade("m01", ws.chunks[0].id, 2)
+            ws.set_grade("m01", ws.data.chunks[0].id, 2)
         with pytest.raises(ReadOnlyError):
-            ws.labels.compact()
+            ws.grades.labels.compact()
         assert labels.read_bytes() == before
         assert sorted(p.name for p in golden.iterdir()) == ["labels.jsonl", "questions.jsonl"]
         assert main(["labels", "compact", "--golden", str(golden)]) == 2

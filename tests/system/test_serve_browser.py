@@ -441,7 +441,7 @@ def test_keys_typed_right_after_the_page_loads_grade_the_pair_on_screen(page, se
         1,
         "browser",
     )
-    assert label["chunk_sha1"] == ws.chunk_by_id[top_bm25].sha1
+    assert label["chunk_sha1"] == ws.passages.by_id[top_bm25].sha1
     # The pair graded is the pair the screen shows: the chunk view names it, graded 1 by hand.
     screen = terminal.wait_for(lambda s: "grade 1 (hand)" in "\n".join(s.display))
     assert _chunk_on_screen(screen) == top_bm25

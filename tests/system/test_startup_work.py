@@ -119,7 +119,7 @@ async def test_the_judging_progress_places_no_question_when_nothing_is_judged(
     async with app.run_test(size=WIDE) as pilot:
         await wait_ready(pilot)
         pane = main_screen(app).questions
-        assert app.workspace is not None and not app.workspace.labels.pairs
+        assert app.workspace is not None and not app.workspace.grades.labels.pairs
         walk = pane.walk(app.workspace)
         totals = walk.totals()
         assert totals.judged == 0 and totals.pooled > 0
@@ -135,17 +135,19 @@ def test_the_load_evaluates_on_its_tables_rows_without_looking_for_repeats(
     from ragtui.core.workspace import Workspace
 
     ws = Workspace.load(mini_settings)
-    table = ws.rankings["bm25"]
+    table = ws.ranked.rankings["bm25"]
     assert isinstance(table, RankingTable) and table.distinct  # BM25 ranks each chunk once
     ev = ws.evaluation
     assert ev is not None
     # The questions as loaded: the evaluation reads the tables' own rows (no lookup).
-    assert ev.question_ids is ws.loaded_ids and ev._rows is ws.loaded_rows
+    assert ev.question_ids is ws.questions.loaded_ids and ev._rows is ws.questions.loaded_rows
     # The same numbers as an evaluation that builds its own rows and looks for repeats.
     plain = dict(table.items())
-    again = Evaluation(list(ws.loaded_ids), ws.evaluation_grades, {"bm25": plain}, ws.settings.k)
+    again = Evaluation(
+        list(ws.questions.loaded_ids), ws.grades.evaluation_grades, {"bm25": plain}, ws.settings.k
+    )
     assert again.summary("bm25") == ev.summary("bm25")
-    for qid in ws.loaded_ids:
+    for qid in ws.questions.loaded_ids:
         assert again.per_question["bm25"][qid] == ev.per_question["bm25"][qid]
 
 
@@ -194,7 +196,7 @@ def test_the_first_load_is_what_the_loading_worker_computes(tui_settings: Settin
     assert ws.evaluation is not None and own.evaluation is not None
     for retriever in ("bm25", "vector", "hybrid"):
         assert ws.evaluation.summary(retriever) == own.evaluation.summary(retriever)
-        for qid in own.loaded_ids:
+        for qid in own.questions.loaded_ids:
             assert ws.ranking(retriever, qid) == own.ranking(retriever, qid)
     # The worker takes them: one WorkspaceLoaded with the first load's workspace and rankings,
     # then the retrievers built from the embedding cache.

@@ -23,7 +23,7 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
     settings = dataclasses.replace(mini_settings, retrievers=("bm25",))
     add_cors_page(settings)
     ws = Workspace.load(settings)
-    grade_as(settings, "alice", [(q.id, c.id, 1) for q in ws.questions for c in ws.chunks])
+    grade_as(settings, "alice", [(q.id, c.id, 1) for q in ws.questions for c in ws.data.chunks])
     args = [
         *ragtui_command(),
         "--corpus",

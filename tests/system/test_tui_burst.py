@@ -125,14 +125,14 @@ def test_an_undo_names_the_change_it_undoes(mini_settings: Settings) -> None:
     # The key was pressed before the retirement was made: that undo undoes nothing.
     with pytest.raises(Refused, match="Not undone: the latest change is now m02 retired"):
         controller.undo(second)
-    assert ws.question_by_id["m02"].retired and ws.grade_source("m01", "ferry.md#0")[0] == 2
-    assert controller.undo(retired).undo and not ws.question_by_id["m02"].retired
+    assert ws.questions.by_id["m02"].retired and ws.grades.grade_source("m01", "ferry.md#0")[0] == 2
+    assert controller.undo(retired).undo and not ws.questions.by_id["m02"].retired
     change = controller.undo(second)
     assert change.undo and change.chunk == "ferry.md#0"
-    assert ws.grade_source("m01", "ferry.md#0") == (1, "hand")
+    assert ws.grades.grade_source("m01", "ferry.md#0") == (1, "hand")
     assert controller.latest_change == first
     controller.undo(None)  # the latest, whatever it is (the command palette's undo)
-    assert ws.grade_source("m01", "ferry.md#0") != (1, "hand")
+    assert ws.grades.grade_source("m01", "ferry.md#0") != (1, "hand")
     assert controller.latest_change == 0
 
 

@@ -89,14 +89,14 @@ async def test_undo_clear_and_moves(tui_settings: Settings) -> None:
         await pilot.press("u")
         await pilot.pause()
         assert session.current == second
-        assert grade_of(app.workspace.labels, *second.key) is None
-        assert grade_of(app.workspace.labels, *first.key) == 2
+        assert grade_of(app.workspace.grades.labels, *second.key) is None
+        assert grade_of(app.workspace.grades.labels, *first.key) == 2
         await pilot.press("left")
         await pilot.pause()
         assert session.current == first
         await pilot.press("backspace")
         await pilot.pause()
-        assert grade_of(app.workspace.labels, *first.key) is None
+        assert grade_of(app.workspace.grades.labels, *first.key) is None
         assert session.current == first, "clearing stays on the pair"
         count = len(labels(tui_settings))
         await pilot.press("right", "right")
@@ -178,12 +178,12 @@ async def test_context_shows_the_neighbouring_chunks(tui_settings: Settings) -> 
         await pilot.press("c")
         await pilot.pause()
         framed = body.body_text.plain
-        assert ws.chunk_by_id[entry.chunk].text in framed and len(framed) > len(alone)
-        position = ws.chunk_order[entry.chunk]
+        assert ws.passages.by_id[entry.chunk].text in framed and len(framed) > len(alone)
+        position = ws.passages.order[entry.chunk]
         neighbours = [
             c
-            for c in ws.chunks[max(0, position - 1) : position + 2]
-            if c.doc == ws.chunk_by_id[entry.chunk].doc and c.id != entry.chunk
+            for c in ws.data.chunks[max(0, position - 1) : position + 2]
+            if c.doc == ws.passages.by_id[entry.chunk].doc and c.id != entry.chunk
         ]
         assert neighbours and all(n.text[:40] in framed for n in neighbours)
         await pilot.press("c")
@@ -212,7 +212,7 @@ async def test_retire_a_question_and_undo(tui_settings: Settings) -> None:
         assert (
             "m01" not in ws.evaluation.evaluated and len(ws.evaluation.evaluated) == evaluated - 1
         )
-        assert ws.retired == ["m01"]
+        assert ws.questions.retired == ["m01"]
         assert screen.question_list.cell("m01", "mark") == "⊘"
         assert "retired" in str(screen.query_one("#question-bar").content)
         walk = screen.walk()
@@ -221,7 +221,7 @@ async def test_retire_a_question_and_undo(tui_settings: Settings) -> None:
         await pilot.pause()
         assert "retired" not in json.loads(path.read_bytes().splitlines()[0])
         assert path.read_bytes().splitlines()[1:] == before.splitlines()[1:]
-        assert "m01" in ws.evaluation.evaluated and ws.retired == []
+        assert "m01" in ws.evaluation.evaluated and ws.questions.retired == []
         assert "undone" in app.status.text
 
 
@@ -296,7 +296,7 @@ def grade_as(settings: Settings, who: str, pairs, adjudicate: bool = False) -> N
     ws = Workspace.load(dataclasses.replace(settings, annotator=who, retrievers=("bm25",)))
     for qid, cid, grade in pairs:
         ws.set_grade(qid, cid, grade, adjudicate=adjudicate)
-    ws.labels.close()
+    ws.grades.labels.close()
 
 
 def screen_lines(app) -> list[str]:
@@ -380,7 +380,7 @@ async def test_adjudicating_three_annotators_at_80x24(tui_settings: Settings) ->
         assert any("hybrid #" in row and "grade 1 (hand)" in row for row in rows), rows
         await pilot.press("2")
         await wait_ready(pilot)
-        assert app.workspace.grade_source("m08", CORS_CHUNK) == (2, "adjudicated")
+        assert app.workspace.grades.grade_source("m08", CORS_CHUNK) == (2, "adjudicated")
         rows = assert_every_line_shown(app, screen)
         assert any("  annotators: alice 2 · bob 0 · carol 1" in row for row in rows), rows
         assert not any("disputed" in row for row in rows)
@@ -394,7 +394,7 @@ async def test_a_second_annotator_has_a_queue_of_their_own(tui_settings: Setting
     from ragtui.core.workspace import Workspace
 
     ws = Workspace.load(dataclasses.replace(tui_settings, retrievers=("bm25",)))
-    every = [(q.id, c.id, 1) for q in ws.questions for c in ws.chunks]
+    every = [(q.id, c.id, 1) for q in ws.questions for c in ws.data.chunks]
     grade_as(tui_settings, "alice", every)
     bob = dataclasses.replace(tui_settings, annotator="bob")
     app = make_app(bob)
@@ -416,7 +416,7 @@ async def test_a_second_annotator_has_a_queue_of_their_own(tui_settings: Setting
         ], "one digit a pair"
         assert session.position == 5 and "judged 5/" in screen.progress
         # alice's grades still count as hers: every pair keeps its grade from her or bob.
-        assert app.workspace.annotator_grades(*expected[1]) == {"alice": 1, "bob": 2}
+        assert app.workspace.grades.annotator_grades(*expected[1]) == {"alice": 1, "bob": 2}
 
 
 @run_async
@@ -427,7 +427,7 @@ async def test_the_dispute_line_appears_right_after_grading(tui_settings: Settin
     from ragtui.core.workspace import Workspace
 
     ws = Workspace.load(dataclasses.replace(tui_settings, retrievers=("bm25",)))
-    every = [(q.id, c.id) for q in ws.questions for c in ws.chunks]
+    every = [(q.id, c.id) for q in ws.questions for c in ws.data.chunks]
     last = ("m01", "ferry.md#1")
     grade_as(tui_settings, "alice", [(*last, 2)])
     grade_as(tui_settings, "bob", [(q, c, 1) for q, c in every if (q, c) != last])

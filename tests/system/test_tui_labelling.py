@@ -12,8 +12,8 @@ import pytest
 
 from ragtui.core.analysis.rule_agreement import rule_agreement
 from ragtui.core.data.paths import bundled_corpus, bundled_golden
-from ragtui.core.labelling.judging import JudgingQueue, judged_summaries
 from ragtui.core.settings import Settings
+from ragtui.core.workspace.judging import JudgingQueue, judged_summaries
 from ragtui.tui.app import RagtuiApp
 from ragtui.tui.screens.adhoc import AdhocScreen
 from ragtui.tui.screens.agreement import AgreementScreen
@@ -149,7 +149,7 @@ async def test_adhoc_query_shows_every_retriever(tui_settings: Settings) -> None
         # The chunk view shows the highlighted chunk as plain text.
         area = screen.query_one("#adhoc-chunk")
         first = expected["bm25"][0][0]
-        assert area.text == app.workspace.chunk_by_id[first].text
+        assert area.text == app.workspace.passages.by_id[first].text
         # Embedding the query is not a load: the main screen shows no embedding progress.
         await pilot.pause()
         assert app.controller.embedding_progress is None
@@ -220,8 +220,8 @@ async def test_agreement_view_numbers(tui_settings: Settings) -> None:
     async with app.run_test(size=WIDE) as pilot:
         await wait_ready(pilot)
         ws = app.workspace
-        relevant = next(c for c, g in ws.base_grades["m01"].items() if g >= 1)
-        other = next(c.id for c in ws.chunks if c.id not in ws.base_grades["m01"])
+        relevant = next(c for c, g in ws.grades.base["m01"].items() if g >= 1)
+        other = next(c.id for c in ws.data.chunks if c.id not in ws.grades.base["m01"])
         ws.set_grade("m01", relevant, 0)  # contains the evidence, graded 0: a disagreement
         ws.set_grade("m01", other, 0)  # agrees with the rule
         await pilot.press("g")
@@ -253,7 +253,7 @@ async def test_diagnostics_view_and_rechunking_keep_labels(tui_settings: Setting
         screen = app.screen
         assert isinstance(screen, DiagnosticsScreen)
         assert screen.result is not None
-        assert f"{len(ws.chunks)} chunks" in screen.plain
+        assert f"{len(ws.data.chunks)} chunks" in screen.plain
         assert "chunk token counts" in screen.plain
         await pilot.press("escape")
         await pilot.pause()
@@ -261,9 +261,9 @@ async def test_diagnostics_view_and_rechunking_keep_labels(tui_settings: Setting
         await wait_ready(pilot)
         new = app.workspace
         assert new is not ws and new.settings.chunk_size == 24 and new.settings.overlap == 4
-        assert len(new.chunks) > len(ws.chunks)
+        assert len(new.data.chunks) > len(ws.data.chunks)
         assert any(lab["chunk"] == chunk for lab in labels(tui_settings))
-        assert ("m01", chunk) in new.labels.current
+        assert ("m01", chunk) in new.grades.labels.current
 
 
 def bundled_settings(tmp_path: Path) -> Settings:
@@ -313,7 +313,7 @@ async def test_label_whole_pooled_top3_of_bundled_set_from_keyboard(tmp_path: Pa
         for q in ws.questions:
             keys: list[str] = []
             for entry in queue.pools[q.id]:
-                keys += ["n", str(ws.base_grades.get(entry.question, {}).get(entry.chunk, 0))]
+                keys += ["n", str(ws.grades.base.get(entry.question, {}).get(entry.chunk, 0))]
             await type_ahead(pilot, keys)
             keystrokes += len(keys)
         await pilot.pause()
@@ -321,7 +321,7 @@ async def test_label_whole_pooled_top3_of_bundled_set_from_keyboard(tmp_path: Pa
         # Every pooled pair exactly once (grades of different lists may land in either order).
         assert sorted(written) == sorted(order) and len(set(order)) == len(order)
         assert all(
-            lab["grade"] == ws.base_grades.get(lab["question"], {}).get(lab["chunk"], 0)
+            lab["grade"] == ws.grades.base.get(lab["question"], {}).get(lab["chunk"], 0)
             for lab in labels(settings)
         )
         assert keystrokes == 2 * len(order)

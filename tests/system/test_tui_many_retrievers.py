@@ -88,7 +88,7 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cache_dir=work / "cache",
         retrievers=("bm25",),
     )
-    chunks = [[c.id, c.text] for c in Workspace.load(settings).chunks]
+    chunks = [[c.id, c.text] for c in Workspace.load(settings).data.chunks]
     folder = work / "plugin"
     folder.mkdir()
     (folder / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE.format(chunks=json.dumps(chunks)))

@@ -78,7 +78,7 @@ async def test_another_sessions_labels_update_rows_lists_and_metrics(
         ws = app.workspace
         assert ws is not None
         other = LabelJournal(Path(tui_settings.golden) / "labels.jsonl", annotator="other")
-        other.set_grade("m01", "ferry.md#1", 0, ws.chunk_by_id["ferry.md#1"].sha1)
+        other.set_grade("m01", "ferry.md#1", 0, ws.passages.by_id["ferry.md#1"].sha1)
         other.close()
         for _ in range(40):  # the poll runs every second
             await pilot.pause(0.05)
@@ -315,7 +315,7 @@ async def test_frame_titles_show_file_names_with_brackets_as_they_are(
         assert ws is not None
         qid = screen.current_qid
         for name in ("x[b]y[i]z.md", "a[@click=app.quit]c.md"):
-            cid = next(c.id for c in ws.chunks if c.doc == name)
+            cid = next(c.id for c in ws.data.chunks if c.doc == name)
             screen.chunk_view.show(ws, qid, cid)
             await pilot.pause()
             title = screen.chunk_view._border_title  # what the frame draws

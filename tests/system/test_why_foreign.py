@@ -110,7 +110,7 @@ def foreign_ws(plugin_path, mini_settings, monkeypatch) -> Workspace:
         live_retrievers=(parse_retriever_spec("extra=extra_mini_plugin:make"),),
     )
     ws = Workspace.open(settings)
-    assert "extra-1" in ws.chunk_by_id and chunk_index(ws, "extra-1") is None
+    assert "extra-1" in ws.passages.by_id and chunk_index(ws, "extra-1") is None
     ws.set_grade("m01", "extra-1", 2)
     yield ws
     sys.modules.pop("extra_mini_plugin", None)
@@ -118,11 +118,11 @@ def foreign_ws(plugin_path, mini_settings, monkeypatch) -> Workspace:
 
 def test_every_lookup_treats_an_own_passage_as_none_of_ragtuis_chunks(foreign_ws):
     ws = foreign_ws
-    assert [chunk_index(ws, c.id) for c in ws.chunks] == list(range(len(ws.chunks)))
+    assert [chunk_index(ws, c.id) for c in ws.data.chunks] == list(range(len(ws.data.chunks)))
     assert chunk_index(ws, "not-an-id") is None
     # What the vector retriever reads of it: nothing known (it never embedded it).
     assert FirstTokens(ws).read_spans("extra-1") is None
-    assert ws.windows is not None and WindowSpans(ws).read_spans("extra-1") is None
+    assert ws.ranked.windows is not None and WindowSpans(ws).read_spans("extra-1") is None
     index = WhyIndex(ws)
     why = index.question("m01")
     for name in ("bm25", "vector", "hybrid"):
@@ -140,4 +140,4 @@ def test_every_lookup_treats_an_own_passage_as_none_of_ragtuis_chunks(foreign_ws
     json.dumps(question_why_json(why, ws.settings.k, ws.settings.depth))
     explain_hybrid(ws, "m01")
     pool_ceilings(ws)
-    assert len(diagnose(ws).token_counts) == len(ws.chunks)
+    assert len(diagnose(ws).token_counts) == len(ws.data.chunks)

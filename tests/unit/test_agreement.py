@@ -169,8 +169,8 @@ def test_labels_carry_the_annotator(mini_settings, mini):
     )
     # Without --annotator: the login name.
     ws = Workspace.load(settings_from(build_parser().parse_args(["check", *_args(mini)])))
-    assert ws.labels.annotator == getpass.getuser()
-    assert annotators(ws.labels.history) == {"tester": 1, "zoe": 1}
+    assert ws.grades.labels.annotator == getpass.getuser()
+    assert annotators(ws.grades.labels.history) == {"tester": 1, "zoe": 1}
 
 
 def test_agreement_command(mini, capsys):
@@ -183,7 +183,7 @@ def test_agreement_command(mini, capsys):
         ("m01", "ferry.md#0", 1, "bob"),
     ]
     ws = Workspace.load(settings_of(mini, retrievers=("bm25",)))
-    sha = {c.id: c.sha1 for c in ws.chunks}
+    sha = {c.id: c.sha1 for c in ws.data.chunks}
     journal.write_text(
         "".join(
             json.dumps(
@@ -241,7 +241,7 @@ def test_an_adjudicated_grade_is_credited_to_no_annotator(mini, mini_settings, c
     ]
     assert rule_agreement(ws, "carol").pairs == 0, "an adjudication is not carol's own grade"
     assert [d.by for d in rule_agreement(ws, "alice").disagreements] == ["alice"]
-    assert annotators(ws.labels.history) == {"alice": 1, "bob": 1}
+    assert annotators(ws.grades.labels.history) == {"alice": 1, "bob": 1}
     assert main(["agreement", *_args(mini)]) == 0
     rows = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
     assert "m01 ferry.md#1 0 adjudicated graded not relevant but contains the evidence" in rows

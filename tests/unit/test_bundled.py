@@ -34,18 +34,18 @@ def test_check_passes_on_the_bundled_set(capsys, monkeypatch, cache_dir):
 
 def test_bundled_shape(bundled):
     ws = bundled
-    assert 10 <= len(ws.corpus.documents) <= 14
-    tokens = sum(c.token_count for c in ws.chunks)
+    assert 10 <= len(ws.data.corpus.documents) <= 14
+    tokens = sum(c.token_count for c in ws.data.chunks)
     assert 16_000 <= tokens <= 18_500
-    assert 30 <= len(ws.chunks) <= 40
+    assert 30 <= len(ws.data.chunks) <= 40
     assert len(ws.questions) >= 47
     relevant = Counter(
-        sum(1 for g in ws.effective_grades(q.id).values() if g >= 1) for q in ws.questions
+        sum(1 for g in ws.grades.effective_grades(q.id).values() if g >= 1) for q in ws.questions
     )
     assert relevant[0] == 0
     assert relevant[1] / len(ws.questions) >= 0.8
     assert sum(n for r, n in relevant.items() if r > 1) >= 1
-    tables = [c for c in ws.chunks if re.search(r"^\|.*\|$", c.text, re.M)]
+    tables = [c for c in ws.data.chunks if re.search(r"^\|.*\|$", c.text, re.M)]
     assert len({c.doc for c in tables}) >= 3
 
 

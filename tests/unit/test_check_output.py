@@ -100,7 +100,7 @@ def test_check_chunks_explains_labels_made_on_ragtuis_own_chunking(
 ):
     monkeypatch.chdir(tmp_path)
     ws = Workspace.load(replace(mini_settings, retrievers=("bm25",)))
-    first, second = ws.chunks[0], ws.chunks[1]
+    first, second = ws.data.chunks[0], ws.data.chunks[1]
     ws.set_grade("m01", first.id, 2)
     ws.set_grade("m02", second.id, 1)
     assert re.fullmatch(r".+#\d+", first.id)
@@ -108,7 +108,7 @@ def test_check_chunks_explains_labels_made_on_ragtuis_own_chunking(
     # The team's chunks: the same texts under ids of their own, but the second's text edited.
     rows = [
         {"id": f"kb-{i:04d}", "text": c.text + (" (edited)" if c is second else ""), "doc": c.doc}
-        for i, c in enumerate(ws.chunks)
+        for i, c in enumerate(ws.data.chunks)
     ]
     chunks.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code = main(

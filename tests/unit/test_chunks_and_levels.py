@@ -70,8 +70,8 @@ def _maxp(ranking):
 def test_document_qrels_over_chunks_are_evaluated_per_document(beir_settings):
     (beir_settings.golden).mkdir()
     ws = Workspace.open(beir_settings)
-    assert ws.level == "document"
-    assert len(ws.chunks) == 9
+    assert ws.data.level == "document"
+    assert len(ws.data.chunks) == 9
     ev = ws.evaluation
     assert ev is not None
     for name in ws.retrievers:
@@ -152,14 +152,14 @@ def test_a_run_of_document_ids_keeps_matching(beir_settings, tmp_path):
 def test_a_hand_grade_on_a_chunk_grades_its_document(beir_settings):
     beir_settings.golden.mkdir()
     ws = Workspace.open(replace(beir_settings, retrievers=("bm25",)))
-    assert ws.evaluation_grades("m04") == {"library.md": 1}
+    assert ws.grades.evaluation_grades("m04") == {"library.md": 1}
     ws.set_grade("m04", "ferry.md#2", 2)
-    assert ws.evaluation_grades("m04") == {"library.md": 1, "ferry.md": 2}
+    assert ws.grades.evaluation_grades("m04") == {"library.md": 1, "ferry.md": 2}
     ev = ws.evaluation
     assert ev is not None and ev.gains("m04") == {"library.md": 1, "ferry.md": 2}
     # The highest hand grade among a document's chunks is the document's.
     ws.set_grade("m04", "ferry.md#0", 0)
-    assert ws.evaluation_grades("m04")["ferry.md"] == 2
+    assert ws.grades.evaluation_grades("m04")["ferry.md"] == 2
 
 
 def test_document_level_needs_document_qrels(mini_settings):
@@ -175,7 +175,7 @@ def _write_chunks(ws: Workspace, path: Path, prefix: str = "C") -> dict[str, str
     """The workspace's chunks written as a chunks file with new ids; returns old id -> new id."""
     renamed = {}
     with open(path, "w") as out:
-        for i, c in enumerate(ws.chunks):
+        for i, c in enumerate(ws.data.chunks):
             renamed[c.id] = f"{prefix}{i:03d}"
             line = {
                 "id": renamed[c.id],
@@ -194,11 +194,11 @@ def test_own_chunks_are_used_as_they_are(mini_settings, tmp_path):
     path = tmp_path / "chunks.jsonl"
     renamed = _write_chunks(ws, path)
     own = Workspace.open(replace(mini_settings, corpus=None, chunks=path))
-    assert [c.id for c in own.chunks] == list(renamed.values())
-    assert own.chunk_by_id["C000"].meta == {"source": "team chunker v2"}
-    assert own.chunk_by_id["C000"].heading_path == ws.chunks[0].heading_path
-    for c in own.chunks:
-        doc = next(d for d in own.corpus.documents if d.path == c.doc)
+    assert [c.id for c in own.data.chunks] == list(renamed.values())
+    assert own.passages.by_id["C000"].meta == {"source": "team chunker v2"}
+    assert own.passages.by_id["C000"].heading_path == ws.data.chunks[0].heading_path
+    for c in own.data.chunks:
+        doc = next(d for d in own.data.corpus.documents if d.path == c.doc)
         assert doc.text[c.start : c.end] == c.text
     ev, theirs = ws.evaluation, own.evaluation
     assert ev is not None and theirs is not None
@@ -209,7 +209,9 @@ def test_own_chunks_are_used_as_they_are(mini_settings, tmp_path):
                 c for c, _ in own.ranking(name, q.id)
             ]
     # Evidence matching and labels use the team's ids.
-    assert set(own.effective_grades("m03")) == {renamed[c] for c in ws.effective_grades("m03")}
+    assert set(own.grades.effective_grades("m03")) == {
+        renamed[c] for c in ws.grades.effective_grades("m03")
+    }
     label = own.set_grade("m03", "C004", 1).label
     assert label.chunk == "C004"
 
@@ -220,7 +222,7 @@ def test_own_chunks_with_beir_qrels_are_evaluated_per_document(beir_settings, tm
     path = tmp_path / "chunks.jsonl"
     _write_chunks(ws, path)
     own = Workspace.open(replace(beir_settings, chunks=path))
-    assert own.level == "document"
+    assert own.data.level == "document"
     ev, theirs = ws.evaluation, own.evaluation
     assert ev is not None and theirs is not None
     for name in ws.retrievers:

@@ -76,7 +76,7 @@ def tripwire(tmp_path: Path) -> Settings:
 def test_each_diagnostic_trips(tripwire):
     ws = Workspace.load(tripwire)
     # harbour.md#0 ends with "... The secret code of the gate is ZX-41." (39 tokens); #1 starts with the opening hours.
-    assert [(c.id, c.token_count) for c in ws.chunks] == [
+    assert [(c.id, c.token_count) for c in ws.data.chunks] == [
         ("harbour.md#0", 39),
         ("harbour.md#1", 31),
         ("museum.md#0", 19),
@@ -93,9 +93,9 @@ def test_each_diagnostic_trips(tripwire):
         ("harbour.md#1", 1),
     ]
     counter = token_counter(tripwire.model)
-    first = ws.chunk_by_id["harbour.md#0"]
+    first = ws.passages.by_id["harbour.md#0"]
     assert (
-        counter.count(ws.corpus.documents[0].text[first.start : diag.truncated[0].visible_end])
+        counter.count(ws.data.corpus.documents[0].text[first.start : diag.truncated[0].visible_end])
         == 30
     )
     # d1's evidence runs past the cut.
@@ -116,7 +116,7 @@ def test_each_diagnostic_trips(tripwire):
         (28, 31, 1, 1),
         (36, 39, 1, 1),
     ]
-    assert sum(b.count for b in diag.histogram) == len(ws.chunks) and len(diag.histogram) == 10
+    assert sum(b.count for b in diag.histogram) == len(ws.data.chunks) and len(diag.histogram) == 10
 
 
 def test_check_exits_1_only_for_problems_and_prints_notes(tripwire, capsys):
@@ -252,21 +252,21 @@ def test_labels_survive_a_chunk_size_change_as_stale(mini_settings, mini):
     journal = mini / "golden" / "labels.jsonl"
     written = journal.read_bytes()
     labelled = {("m01", "ferry.md#0"): 1, ("m02", "library.md#1"): 0}
-    assert ws.effective_grades("m01")["ferry.md#0"] == 1 and not ws.stale_labels()
+    assert ws.grades.effective_grades("m01")["ferry.md#0"] == 1 and not ws.grades.stale_labels()
 
     other = Workspace.load(replace(settings, chunk_size=24))
     assert journal.read_bytes() == written, "the journal is never rewritten"
-    stale = {(s.label.question, s.label.chunk): s.reason for s in other.stale_labels()}
+    stale = {(s.label.question, s.label.chunk): s.reason for s in other.grades.stale_labels()}
     assert set(stale) == set(labelled)
     assert all(
         reason in ("chunk not in the chunked corpus", "chunk text changed since it was labelled")
         for reason in stale.values()
     )
-    assert other.hand_grades("m01") == {} and other.hand_grades("m02") == {}
+    assert other.grades.hand_grades("m01") == {} and other.grades.hand_grades("m02") == {}
     assert sum(1 for p in check_workspace(other) if "stale label" in p.problem) == 2
 
     back = Workspace.load(settings)
     assert journal.read_bytes() == written
-    assert not back.stale_labels()
-    assert {(q, c): back.hand_grades(q)[c] for q, c in labelled} == labelled
-    assert back.effective_grades("m01")["ferry.md#0"] == 1
+    assert not back.grades.stale_labels()
+    assert {(q, c): back.grades.hand_grades(q)[c] for q, c in labelled} == labelled
+    assert back.grades.effective_grades("m01")["ferry.md#0"] == 1

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from ragtui.core.judges.estimate import mean_interval, ppi_mean
 from ragtui.core.metrics.batch import batch_metrics
-from ragtui.core.metrics.estimate import mean_interval, ppi_mean
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import CRANFIELD
@@ -76,9 +76,9 @@ def cranfield() -> Cranfield:
     ranked = np.full((len(qids), K), -1, dtype=np.int64)
     offsets, codes, truth, pooled = [0], [], [], []
     for row, qid in enumerate(qids):
-        top = [code.setdefault(doc, len(code)) for doc, _ in ws.rankings["bm25"][qid][:K]]
+        top = [code.setdefault(doc, len(code)) for doc, _ in ws.ranked.rankings["bm25"][qid][:K]]
         ranked[row, : len(top)] = top
-        grades = {code.setdefault(doc, len(code)): g for doc, g in ws.qrels[qid].items()}
+        grades = {code.setdefault(doc, len(code)): g for doc, g in ws.data.qrels[qid].items()}
         for doc in top:
             grades.setdefault(doc, 0)  # unjudged: not relevant, as trec_eval reads it
         for doc, grade in grades.items():

@@ -10,22 +10,20 @@ import pytest
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.golden import Question
 from ragtui.core.metrics.formulas import evidence_recall
-from ragtui.core.workspace.grading import LEVEL_CHUNK
-from ragtui.core.workspace.live_answers import ChunkTexts, _evidence_ranks
+from ragtui.core.workspace import LEVEL_CHUNK, Passages, QuestionSet
+from ragtui.core.workspace.live_answers import _evidence_ranks
 
 
 def _chunk(cid: str, doc: str, text: str = "") -> Chunk:
     return Chunk(cid, doc, 0, 0, len(text), text, (), 1)
 
 
-def _ws(chunks: list[Chunk], evidence: tuple[str, ...] = ()) -> SimpleNamespace:
-    question = Question("q1", "what?", evidence)
+def _grades(chunks: list[Chunk], evidence: tuple[str, ...] = ()) -> SimpleNamespace:
+    """What the evidence ranks read of the grades part: the questions, the level, the passages."""
     return SimpleNamespace(
-        settings=SimpleNamespace(threshold=1),
-        question_by_id={"q1": question},
-        level=LEVEL_CHUNK,
-        chunk_by_id={c.id: c for c in chunks},
-        chunk_texts=ChunkTexts(),
+        questions=QuestionSet.of([Question("q1", "what?", evidence)]),
+        data=SimpleNamespace(level=LEVEL_CHUNK),
+        passages=Passages.of(chunks),
     )
 
 
@@ -35,18 +33,18 @@ def test_document_units_count_only_the_questions_relevant_documents():
     chunks = [_chunk("x", "C"), _chunk("a", "A"), _chunk("b", "B")]
     shared = {"a": 2, "b": 1}
     gains = {"x": 2, "a": 2, "b": 1}
-    ranks = _evidence_ranks(_ws(chunks), "q1", ["x", "a", "b"], gains, shared)
+    ranks = _evidence_ranks(1, _grades(chunks), "q1", ["x", "a", "b"], gains, shared)
     assert ranks == (2, 3)
     assert evidence_recall(ranks, 2) == 0.5 and evidence_recall(ranks, 3) == 1.0
 
 
 def test_string_units_and_a_passage_graded_0_holds_nothing():
     chunks = [_chunk("p", "D", "the pump  PS-07 runs"), _chunk("r", "D", "PS-07 runs; PV-12 too")]
-    ws = _ws(chunks, evidence=("PS-07 runs", "PV-12"))
-    assert _evidence_ranks(ws, "q1", ["p", "r"], {"p": 2, "r": 2}, {}) == (1, 2)
+    grades = _grades(chunks, evidence=("PS-07 runs", "PV-12"))
+    assert _evidence_ranks(1, grades, "q1", ["p", "r"], {"p": 2, "r": 2}, {}) == (1, 2)
     # p graded 0 by hand: PS-07's first holder is r, at rank 2.
-    assert _evidence_ranks(ws, "q1", ["p", "r"], {"p": 0, "r": 2}, {}) == (2, 2)
-    assert _evidence_ranks(ws, "q1", ["p"], {"p": 2}, {}) == (1, None)
+    assert _evidence_ranks(1, grades, "q1", ["p", "r"], {"p": 0, "r": 2}, {}) == (2, 2)
+    assert _evidence_ranks(1, grades, "q1", ["p"], {"p": 2}, {}) == (1, None)
 
 
 @pytest.mark.parametrize(

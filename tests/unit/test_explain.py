@@ -107,14 +107,16 @@ def test_recall_curve_equals_recall_at_every_k(ws):
     assert list(curves) == ["bm25", "vector", "hybrid"]
     evaluated = sorted(ws.evaluation.evaluated)
     # Down to --depth, or to the number of chunks when there are fewer (no ranking holds more).
-    depth = min(ws.settings.depth, len(ws.chunks))
+    depth = min(ws.settings.depth, len(ws.data.chunks))
     for name, curve in curves.items():
         assert len(curve) == depth
         assert all(a <= b + 1e-12 for a, b in itertools.pairwise(curve))
         for k in range(1, depth + 1):
             expected = sum(
                 recall_at_k(
-                    [c for c, _ in ws.ranking(name, q)], relevant_ids(ws.effective_grades(q)), k
+                    [c for c, _ in ws.ranking(name, q)],
+                    relevant_ids(ws.grades.effective_grades(q)),
+                    k,
                 )
                 for q in evaluated
             ) / len(evaluated)
@@ -122,7 +124,9 @@ def test_recall_curve_equals_recall_at_every_k(ws):
         assert curve[ws.settings.k - 1] == pytest.approx(ws.evaluation.summary(name).recall)
     assert recall_curves(ws, depth=3, questions=["m01"])["bm25"] == [
         recall_at_k(
-            [c for c, _ in ws.ranking("bm25", "m01")], relevant_ids(ws.effective_grades("m01")), k
+            [c for c, _ in ws.ranking("bm25", "m01")],
+            relevant_ids(ws.grades.effective_grades("m01")),
+            k,
         )
         for k in (1, 2, 3)
     ]
@@ -158,7 +162,7 @@ def test_attribution_terms_add_up_to_the_hybrid_ranking(ws):
             assert r.score == pytest.approx(r.bm25_term + r.vector_term, abs=1e-15)
         assert {s.chunk for s in expl.only_bm25} == set(bm25) - set(vector)
         assert {s.chunk for s in expl.only_vector} == set(vector) - set(bm25)
-        relevant = relevant_ids(ws.effective_grades(qid))
+        relevant = relevant_ids(ws.grades.effective_grades(qid))
         if relevant:
             pool = set(bm25) | set(vector)
             assert expl.pool_ceiling == min(3, len(relevant & pool)) / len(relevant)
@@ -176,8 +180,8 @@ def test_attribution_terms_add_up_to_the_hybrid_ranking(ws):
 
 def test_attribution_marks_ties(ws):
     # Two lists that share nothing: ranks 1 of each tie at 1/61, ranks 2 at 1/62, ...
-    ws.rankings["bm25"]["m01"] = [("ferry.md#0", 5.0), ("ferry.md#1", 4.0)]
-    ws.rankings["vector"]["m01"] = [
+    ws.ranked.rankings["bm25"]["m01"] = [("ferry.md#0", 5.0), ("ferry.md#1", 4.0)]
+    ws.ranked.rankings["vector"]["m01"] = [
         ("library.md#0", 0.9),
         ("market.txt#0", 0.8),
         ("library.md#1", 0.7),

@@ -95,13 +95,13 @@ def test_a_depth_beyond_the_chunks_is_the_number_of_chunks(
     assert cache.lookup(TextKeys(["a question"])).index.shape == (1, 9)
     # A workspace whose settings say so (below the option's bound, settings can come from code).
     ws = Workspace.load(settings_of(mini, depth=10**12, retrievers=("bm25",), cache_dir=cache_dir))
-    table = ws.rankings["bm25"]
-    assert table.index.shape == (len(ws.loaded_ids), len(ws.chunks))
-    assert {len(curve) for curve in recall_curves(ws).values()} == {len(ws.chunks)}
+    table = ws.ranked.rankings["bm25"]
+    assert table.index.shape == (len(ws.questions.loaded_ids), len(ws.data.chunks))
+    assert {len(curve) for curve in recall_curves(ws).values()} == {len(ws.data.chunks)}
     # The command line takes up to a million, and the run is the same as at the number of chunks.
     assert run(["eval", *_args(mini, "--depth", "1000000", "--json")]) == 0
     deep = json.loads(capsys.readouterr().out)
-    assert run(["eval", *_args(mini, "--depth", str(len(ws.chunks)), "--json")]) == 0
+    assert run(["eval", *_args(mini, "--depth", str(len(ws.data.chunks)), "--json")]) == 0
     exact = json.loads(capsys.readouterr().out)
     assert deep["retrievers"] == exact["retrievers"]
 

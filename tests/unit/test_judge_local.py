@@ -17,7 +17,8 @@ import pytest
 
 from ragtui.cli import main
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE
-from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec
+from ragtui.core.judge_spec import JudgeSpec
+from ragtui.core.judges.base import JudgeError, JudgePair
 from ragtui.core.judges.build import build_judge
 from ragtui.core.judges.local import (
     SIMILARITY_DEFAULTS,
@@ -47,12 +48,12 @@ def _pool(ws: Workspace, retrievers=("bm25", "vector")) -> list[tuple[JudgePair,
     out = []
     for q in ws.questions:
         seen: set[str] = set()
-        grades = ws.effective_grades(q.id)
+        grades = ws.grades.effective_grades(q.id)
         for name in retrievers:
             for cid, _ in ws.ranking(name, q.id):
                 if cid not in seen:
                     seen.add(cid)
-                    chunk = ws.chunk_by_id[cid]
+                    chunk = ws.passages.by_id[cid]
                     pair = JudgePair(q.id, q.text, cid, chunk.text, chunk.sha1)
                     out.append((pair, grades.get(cid, 0)))
     return out
@@ -245,11 +246,13 @@ def test_a_long_chunk_is_scored_by_its_windows_as_the_vector_retriever_does(
         cache_dir=cache_dir,
     )
     ws = Workspace.open(settings)
-    assert ws.windows is not None and ws.windows.windowed >= 1  # the chunk is read as windows
+    assert (
+        ws.ranked.windows is not None and ws.ranked.windows.windowed >= 1
+    )  # the chunk is read as windows
     judge = build_judge(JudgeSpec("sim", "similarity"), ws.settings)
     for q in ws.questions:
         for cid, score in ws.ranking("vector", q.id):
-            chunk = ws.chunk_by_id[cid]
+            chunk = ws.passages.by_id[cid]
             [mine] = judge.scores([JudgePair(q.id, q.text, cid, chunk.text, chunk.sha1)])
             assert mine == pytest.approx(score, abs=1e-5)
 

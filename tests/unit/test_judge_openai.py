@@ -15,7 +15,8 @@ import pytest
 
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec
+from ragtui.core.judge_spec import JudgeSpec
+from ragtui.core.judges.base import JudgeError, JudgePair
 from ragtui.core.judges.openai import MAX_RETRY_AFTER, OpenAIJudge, chat_url, openai_judge
 from ragtui.core.judges.prompt import DEFAULT_PROMPT
 from tests.judge_server import SHAPES, JudgeServer, Reply, serve_judge

@@ -12,9 +12,9 @@ from ragtui.cli import main
 from ragtui.core.data.golden import load_questions
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.authoring import append_question, next_question_id
-from ragtui.core.labelling.judging import JudgingQueue, judged_summaries, pool_question
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import JudgingQueue, judged_summaries, pool_question
 from tests.conftest import mini_args
 
 
@@ -166,7 +166,7 @@ def test_a_queue_per_person_when_several_people_grade(mini_settings, mini):
     other = Workspace.load(replace(bm25, annotator="zoe"))
     other.set_grade("m01", "ferry.md#0", 1)
     solo.refresh_labels()
-    assert own.person == solo.labels.annotator and own.count("m01").judged == 1
+    assert own.person == solo.grades.labels.annotator and own.count("m01").judged == 1
 
 
 def test_random_order_is_a_seeded_permutation_per_question(full_ws):
@@ -247,9 +247,11 @@ def test_adhoc_query_ranks_any_text_with_every_retriever(mini_settings, mini):
     ws.prepare_vectors()
     found = ws.search_adhoc("price of a ferry ticket")
     assert list(found) == ["bm25", "vector", "hybrid"]
-    assert found["bm25"] == ws.bm25.search("price of a ferry ticket", 10)
-    assert {cid for cid, _ in found["vector"]} <= set(ws.chunk_by_id) and len(found["vector"]) == 9
-    assert found["hybrid"] == ws.hybrid.fuse(found["bm25"], found["vector"], 10)
+    assert found["bm25"] == ws.ranked.bm25.search("price of a ferry ticket", 10)
+    assert {cid for cid, _ in found["vector"]} <= set(ws.passages.by_id) and len(
+        found["vector"]
+    ) == 9
+    assert found["hybrid"] == ws.ranked.hybrid.fuse(found["bm25"], found["vector"], 10)
     assert found["vector"][0][0].startswith("ferry.md")
     assert len(ws.search_adhoc("ferry", depth=2)["vector"]) == 2
     assert [q.id for q in ws.questions][-1] == "m07" and (
@@ -279,7 +281,7 @@ def test_add_question_appends_atomically_and_evaluates_at_once(full_ws, mini):
     assert added.metrics["bm25"].first_relevant_rank == 1
     # The workspace knows it at once: grades, rankings, evaluation, the queue.
     ws = full_ws
-    assert ws.effective_grades("m08") == {"ferry.md#1": 2}
+    assert ws.grades.effective_grades("m08") == {"ferry.md#1": 2}
     assert (
         "m08" in ws.evaluation.evaluated
         and ws.evaluation.per_question["vector"]["m08"] == added.metrics["vector"]
@@ -334,7 +336,7 @@ def test_append_keeps_bytes_adds_a_missing_newline_and_serialises_writers(bm25_w
     raw = path.read_bytes().rstrip(b"\n")
     path.write_bytes(raw)  # an editor left the last line without its newline
     q = append_question(
-        mini / "golden", "Fine?", "A late book costs 0.25 EUR per day", chunks=bm25_ws.chunks
+        mini / "golden", "Fine?", "A late book costs 0.25 EUR per day", chunks=bm25_ws.data.chunks
     )
     assert path.read_bytes().startswith(raw + b"\n") and q.line == 8
     errors: list[Exception] = []
@@ -346,7 +348,7 @@ def test_append_keeps_bytes_adds_a_missing_newline_and_serialises_writers(bm25_w
                 f"Question {i}?",
                 "cost 18 EUR per day",
                 ["number"],
-                chunks=bm25_ws.chunks,
+                chunks=bm25_ws.data.chunks,
             )
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)

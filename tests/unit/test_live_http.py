@@ -40,7 +40,7 @@ def ws_settings(mini_settings, tmp_path):
 
 @pytest.fixture
 def server(ws_settings):
-    chunks = Workspace.load(ws_settings).chunks
+    chunks = Workspace.load(ws_settings).data.chunks
     with serve(chunks) as running:
         yield running
 
@@ -57,7 +57,7 @@ def test_a_live_retriever_returning_bm25s_rankings_gives_bm25s_numbers(ws_settin
     settings = _with(ws_settings, f"web={server.url}/search?q={{query}}&k={{depth}}")
     ws = Workspace.open(settings)
     assert ws.retrievers == ["bm25", "web"]
-    assert ws.live_status["web"].state == "ready"
+    assert ws.live.status["web"].state == "ready"
     ev = ws.evaluation
     assert ev is not None
     for q in ws.questions:
@@ -78,23 +78,23 @@ def test_answers_are_cached_per_question_and_refresh_asks_again(ws_settings, ser
     assert asked == len(first.questions)
     again = Workspace.open(settings)
     assert server.requests["/search"] == asked, "a second run reads the cache"
-    assert again.live_status["web"].from_cache == len(again.questions)
-    assert again.rankings["web"] == first.rankings["web"]
+    assert again.live.status["web"].from_cache == len(again.questions)
+    assert again.ranked.rankings["web"] == first.ranked.rankings["web"]
     # A deeper run re-asks the questions whose cached answer was full (there may be more);
     # a shorter answer was all the server had.
-    full = sum(1 for r in first.rankings["web"].values() if len(r) == 3)
+    full = sum(1 for r in first.ranked.rankings["web"].values() if len(r) == 3)
     assert 0 < full < asked
     Workspace.open(replace(settings, depth=5))
     assert server.requests["/search"] == asked + full
     # A shallower run is served from the deeper answers, cut.
     shallow = Workspace.open(replace(settings, depth=1))
     assert server.requests["/search"] == asked + full
-    assert shallow.rankings["web"] == shallow.rankings["bm25"]
+    assert shallow.ranked.rankings["web"] == shallow.ranked.rankings["bm25"]
     count = server.requests["/search"]
     Workspace.open(replace(settings, refresh=True))
     assert server.requests["/search"] == count + asked
     # The palette's refresh: the core function, computed then applied.
-    result = again.refresh_live(["web"])
+    result = again.compute_live(["web"], refresh=True)
     again.apply_live(result)
     assert result.runs["web"].queried == len(again.questions)
     assert server.requests["/search"] == count + 2 * asked
@@ -129,9 +129,9 @@ def test_elasticsearch_mapping_posts_a_body_and_reads_hits(ws_settings, server):
 def test_a_503_is_asked_again_after_a_back_off(ws_settings, server):
     settings = _with(ws_settings, f"flaky={server.url}/flaky?q={{query}}&k={{depth}}")
     ws = Workspace.open(settings)
-    assert ws.live_status["flaky"].state == "ready"
+    assert ws.live.status["flaky"].state == "ready"
     assert server.requests["/flaky"] == 2 * len(ws.questions)
-    assert ws.rankings["flaky"] == ws.rankings["bm25"]
+    assert ws.ranked.rankings["flaky"] == ws.ranked.rankings["bm25"]
 
 
 def test_a_server_that_times_out_fails_fast_with_one_message(ws_settings, server):
@@ -142,7 +142,7 @@ def test_a_server_that_times_out_fails_fast_with_one_message(ws_settings, server
     started = time.monotonic()
     ws = Workspace.open(settings)
     elapsed = time.monotonic() - started
-    status = ws.live_status["slow"]
+    status = ws.live.status["slow"]
     assert status.state == "failed"
     # The timeout is the question's whole deadline: no time is left for the retry.
     assert status.message == (
@@ -185,10 +185,10 @@ def test_passages_with_the_text_of_a_chunk_are_that_chunk(ws_settings, server):
     """A service returning ragtui's own passages under its own ids scores as the ranking it serves."""
     settings = _with(ws_settings, f"ext={server.url}/foreign?q={{query}}&k={{depth}}")
     ws = Workspace.open(settings)
-    assert ws.foreign == {}
+    assert ws.passages.foreign == {}
     for q in ws.questions:
         assert [c for c, _ in ws.ranking("ext", q.id)] == [c for c, _ in ws.ranking("bm25", q.id)]
-    assert ws.passages["ext"].mapped == ws.passages["ext"].returned > 0
+    assert ws.live.counts["ext"].mapped == ws.live.counts["ext"].returned > 0
     ev = ws.evaluation
     assert ev is not None
     assert ev.summary("ext") == ev.summary("bm25")

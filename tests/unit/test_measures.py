@@ -118,14 +118,14 @@ def test_values_equal_pytrec_eval_on_graded_labels(mini_settings, tmp_path):
         # Exponential gain and Judged@k, which trec_eval lacks, against the metric functions.
         for qid in evaluated:
             ids = [cid for cid, _ in ws.ranking(name, qid)]
-            gains = ws.effective_grades(qid)
+            gains = ws.grades.effective_grades(qid)
             assert Measure("nDCG_exp", 3).value(ids, gains) == ndcg_at_k(
                 ids, gains, 3, gain="exponential"
             )
             assert Measure("Judged", 5).value(ids, gains) == judged_at_k(ids, gains.keys(), 5)
     # With grade 3 next to grade 2, exponential gain gives another number than the default.
     ids = [cid for cid, _ in ws.ranking("vector", "m03")]
-    gains = ws.effective_grades("m03")
+    gains = ws.grades.effective_grades("m03")
     assert Measure("nDCG_exp", 3).value(ids, gains) != Measure("nDCG", 3).value(ids, gains)
 
 

@@ -183,7 +183,7 @@ def test_markdown_and_html_show_the_evaluations_numbers(hostile_mini, mini_setti
     assert shown == "<script>alert(1)</script> | *x* \\x1b]0;pwned\\x07 &amp;"
     curve = tables["Recall@k curve"]
     curves = recall_curves(ws)
-    depth = min(ws.settings.depth, len(ws.chunks))  # no ranking holds more than every chunk
+    depth = min(ws.settings.depth, len(ws.data.chunks))  # no ranking holds more than every chunk
     assert [r[0] for r in curve[1:]] == [str(k) for k in range(1, depth + 1)]
     for j, name in enumerate(ws.retrievers, start=1):
         assert [r[j] for r in curve[1:]] == [fmt(v) for v in curves[name]]
@@ -250,7 +250,7 @@ def test_report_against_a_baseline_run(mini, mini_settings, capsys, tmp_path):
     base = load_run(mini / "golden" / "runs" / "base.json")
     # A hand grade that makes a chunk in bm25's top 3 for m03 relevant raises its precision@3.
     ws = Workspace.open(mini_settings)
-    grades = ws.effective_grades("m03")
+    grades = ws.grades.effective_grades("m03")
     chunk = next(cid for cid, _ in ws.ranking("bm25", "m03")[:3] if grades.get(cid, 0) < 1)
     ws.set_grade("m03", chunk, 2)
     out_file = tmp_path / "report.md"

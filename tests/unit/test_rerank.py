@@ -32,12 +32,12 @@ def _reference_order(
     from sentence_transformers import CrossEncoder
 
     scores = CrossEncoder(str(model), device="cpu").predict(
-        [(question, ws.chunk_by_id[c].text) for c in first_stage]
+        [(question, ws.passages.by_id[c].text) for c in first_stage]
     )
     return [
         c
         for _, c in sorted(
-            zip(scores, first_stage, strict=True), key=lambda p: (-p[0], ws.chunk_order[p[1]])
+            zip(scores, first_stage, strict=True), key=lambda p: (-p[0], ws.passages.order[p[1]])
         )
     ]
 
@@ -60,8 +60,8 @@ def test_reranked_list_is_the_first_stage_ordered_by_the_cross_encoder(
     # Evaluated like any retriever.
     assert ws.evaluation is not None and "hybrid+rerank" in ws.evaluation.per_question
     # Latency: every question timed, all scored now (the cache was cold).
-    assert ws.rerank is not None
-    latency = ws.rerank.latency
+    assert ws.ranked.rerank is not None
+    latency = ws.ranked.rerank.latency
     assert latency.questions == len(ws.questions) and latency.scored_now == len(ws.questions)
     assert 0 < latency.median <= latency.p95 and latency.mean > 0
 
@@ -69,11 +69,13 @@ def test_reranked_list_is_the_first_stage_ordered_by_the_cross_encoder(
 def test_scores_are_cached_and_the_model_not_loaded_again(rerank_settings, monkeypatch):
     first = Workspace.open(rerank_settings)
     cache = RerankCache(
-        str(rerank_settings.rerank), first.reranker.model.fingerprint, rerank_settings.cache_dir
+        str(rerank_settings.rerank),
+        first.ranked.reranker.model.fingerprint,
+        rerank_settings.cache_dir,
     )  # type: ignore[union-attr]
     q = first.questions[0]
     top = first.ranking("hybrid", q.id)
-    assert all(cache.get(q.text, first.chunk_by_id[cid].text) is not None for cid, _ in top)
+    assert all(cache.get(q.text, first.passages.by_id[cid].text) is not None for cid, _ in top)
     assert len(cache.entries) >= len(top)
 
     def refuse(self):
@@ -81,11 +83,11 @@ def test_scores_are_cached_and_the_model_not_loaded_again(rerank_settings, monke
 
     monkeypatch.setattr(CrossEncoderModel, "_load", refuse)
     again = Workspace.open(rerank_settings)
-    assert again.rankings["hybrid+rerank"] == first.rankings["hybrid+rerank"]
-    assert again.rerank is not None and first.rerank is not None
-    assert again.rerank.scored_now == set()
+    assert again.ranked.rankings["hybrid+rerank"] == first.ranked.rankings["hybrid+rerank"]
+    assert again.ranked.rerank is not None and first.ranked.rerank is not None
+    assert again.ranked.rerank.scored_now == set()
     # The time measured when the pairs were scored is kept with them.
-    assert again.rerank.seconds == pytest.approx(first.rerank.seconds)
+    assert again.ranked.rerank.seconds == pytest.approx(first.ranked.rerank.seconds)
 
 
 def test_a_changed_model_rebuilds_the_cache(rerank_settings, tiny_cross_encoder, tmp_path):
@@ -135,7 +137,7 @@ def test_missing_models_are_one_line_errors(mini, capsys, tmp_path):
 
 def test_rerank_over_bm25_needs_no_embeddings(rerank_settings):
     ws = Workspace.open(replace(rerank_settings, retrievers=("bm25",), rerank_over="bm25"))
-    assert ws.retrievers == ["bm25", "bm25+rerank"] and ws.vector is None
+    assert ws.retrievers == ["bm25", "bm25+rerank"] and ws.ranked.vector is None
     for q in ws.questions:
         assert {c for c, _ in ws.ranking("bm25+rerank", q.id)} == {
             c for c, _ in ws.ranking("bm25", q.id)

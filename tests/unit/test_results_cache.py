@@ -66,7 +66,7 @@ def _everything(ws: Workspace) -> dict[str, object]:
     assert ev is not None
     return {
         "rankings": {n: {q.id: ws.ranking(n, q.id) for q in ws.questions} for n in ws.retrievers},
-        "grades": {q.id: ws.evaluation_grades(q.id) for q in ws.questions},
+        "grades": {q.id: ws.grades.evaluation_grades(q.id) for q in ws.questions},
         "metrics": {n: {q: ev.per_question[n][q] for q in ev.question_ids} for n in ws.retrievers},
         "judged": {n: dict(ev.judged[n]) for n in ws.retrievers},
         "means": {n: ev.summary(n).as_dict() for n in ws.retrievers},
@@ -96,8 +96,8 @@ def test_a_warm_start_reads_everything_and_equals_a_cold_one(
     matches = _Counting(monkeypatch, EvidenceIndex, "matching_indices")
     warm = Workspace.open(_settings(mini, own_cache))
     assert searches.calls == [] and matches.calls == [], "a warm start computes nothing"
-    assert isinstance(warm.rankings["bm25"], RankingTable)
-    assert isinstance(warm.rankings["hybrid"], RankingTable)
+    assert isinstance(warm.ranked.rankings["bm25"], RankingTable)
+    assert isinstance(warm.ranked.rankings["hybrid"], RankingTable)
     assert _everything(warm) == _everything(cold)
     assert not [w for w in warm.warnings if "cache" in w]
     # Without the caches, the numbers are the same too (the cache changes nothing).
@@ -110,12 +110,12 @@ def test_cached_vectors_give_the_lists_before_any_embedding(mini: Path, own_cach
     early = ws.cached_vectors()
     assert early is not None and early.vector is None
     ws.apply_vectors(early)
-    assert ws.vector is None and "hybrid" in ws.retrievers
+    assert ws.ranked.vector is None and "hybrid" in ws.retrievers
     shown = _everything(ws)
     result = ws.compute_vectors(known=early)
     assert result is not None and result.vector is not None
     ws.apply_vectors(result)
-    assert ws.vector is not None and ws.hybrid is not None
+    assert ws.ranked.vector is not None and ws.ranked.hybrid is not None
     assert _everything(ws) == shown
     # The retriever built afterwards ranks as the cached lists (one query at a time, as float32
     # arithmetic in another order: the scores agree to float32 precision).
@@ -125,7 +125,7 @@ def test_cached_vectors_give_the_lists_before_any_embedding(mini: Path, own_cach
     assert [s for _, s in adhoc] == pytest.approx([s for _, s in listed], abs=1e-6)
     # The question vectors are embedded when first asked for (why's cosine reads them).
     qid = ws.questions[0].id
-    assert qid in ws.question_vectors and ws.question_vectors[qid].shape == (384,)
+    assert qid in ws.ranked.question_vectors and ws.ranked.question_vectors[qid].shape == (384,)
 
 
 def test_one_question_added_or_edited_is_the_only_one_ranked_again(
@@ -232,7 +232,7 @@ def test_a_damaged_evidence_cache_is_rebuilt(mini: Path, own_cache: Path) -> Non
         (folder / "l_codes.npy").write_bytes(bytes(raw))
     ws = Workspace.load(_settings(mini, own_cache))
     assert any("evidence cache ignored and rebuilt" in w for w in ws.warnings)
-    assert dict(ws.base_grades) == dict(cold.base_grades)
+    assert dict(ws.grades.base) == dict(cold.grades.base)
 
 
 def test_chunks_from_the_cache_equal_chunking_and_a_damaged_cache_is_rebuilt(

@@ -102,7 +102,7 @@ def test_unknown_ids_are_reported_and_still_ranked(mini_settings, tmp_path, caps
         ("ferry.md#0", 7.0),
     ]
     assert ws.ranking("es", "m02") == []
-    external = ws.external["es"]
+    external = ws.ranked.external["es"]
     assert external.unknown_chunks == ["s3://bucket/elsewhere.pdf"]
     assert external.unknown_questions == ["m99", "zz1"]
     assert external.missing_questions == ["m02", "m03", "m04", "m05", "m06", "m07"]
@@ -112,7 +112,7 @@ def test_unknown_ids_are_reported_and_still_ranked(mini_settings, tmp_path, caps
     # The unknown id keeps its rank and counts as not relevant.
     ids = [cid for cid, _ in ws.ranking("es", "m01")]
     assert ws.evaluation.per_question["es"]["m01"] == question_metrics(
-        ids, ws.effective_grades("m01"), 3
+        ids, ws.grades.effective_grades("m01"), 3
     )
     # On the command line: warnings on stderr, exit 0, the id shown in the ranked list.
     assert (
@@ -285,7 +285,7 @@ def test_diff_of_a_known_change(mini_settings, tmp_path, capsys):
         out[1].startswith("settings changed: external") is False
     )  # file paths of external runs are not settings
     row = next(line for line in out if line.startswith("m03 "))
-    gains = ws.effective_grades("m03")
+    gains = ws.grades.effective_grades("m03")
     ndcg_before, ndcg_after = ndcg_at_k(m03, gains, 3), ndcg_at_k(list(reversed(m03)), gains, 3)
     assert f"{rank_before} -> {rank_after}" in row and f"{ndcg_after - ndcg_before:+.3f}" in row
     assert sum(1 for line in out if line.startswith("m0")) == 1

@@ -67,7 +67,7 @@ def test_a_grade_on_the_bundled_set_goes_to_the_users_copy(fresh_home):
     change = ws.set_grade(qid, cid, 1)
     copy = fresh_home / "golden"
     assert Path(ws.settings.golden) == copy == user_golden()
-    assert ws.labels.path == copy / "labels.jsonl"
+    assert ws.grades.labels.path == copy / "labels.jsonl"
     assert [json.loads(x)["chunk"] for x in (copy / "labels.jsonl").read_text().splitlines()] == [
         cid
     ]
@@ -90,7 +90,7 @@ def test_a_grade_on_the_bundled_set_goes_to_the_users_copy(fresh_home):
     # A later run reads the copy: the hand grade applies.
     again = Workspace.load(Settings(retrievers=("bm25",)))
     assert Path(again.settings.golden) == copy
-    assert again.hand_grades(qid) == {cid: 2}
+    assert again.grades.hand_grades(qid) == {cid: 2}
 
 
 def test_the_journal_itself_refuses_to_write_into_the_bundled_set(fresh_home):
@@ -175,7 +175,7 @@ def test_a_read_only_install_is_labelled_through_the_copy(tmp_path, monkeypatch,
         )
         ws = Workspace.load(settings)
         # Grading is allowed (the app asks this before it grades): the copy will be writable.
-        assert ws.labels.read_only_reason is None
+        assert ws.grades.labels.read_only_reason is None
         qid = ws.questions[0].id
         ws.set_grade(qid, ws.ranking("bm25", qid)[0][0], 0)
         target = tmp_path / "xdg" / "ragtui" / "golden"
@@ -191,7 +191,7 @@ def test_a_read_only_install_is_labelled_through_the_copy(tmp_path, monkeypatch,
         again = Workspace.load(settings)
         assert Path(again.settings.golden) == target
         assert (
-            again.labels.read_only_reason
+            again.grades.labels.read_only_reason
             == f"{target / 'labels.jsonl'}: the label journal is read-only"
         )
     finally:

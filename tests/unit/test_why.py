@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -239,8 +240,11 @@ def _miss(index: WhyIndex, qid: str, retriever: str, chunk: str | None = None):
 
 
 def test_the_set_is_what_the_module_docstring_says(ws):
-    assert [c.id for c in ws.chunks if c.doc == "harbour.md"] == ["harbour.md#0", "harbour.md#1"]
-    assert all(c.id.endswith("#0") for c in ws.chunks if c.doc != "harbour.md")
+    assert [c.id for c in ws.data.chunks if c.doc == "harbour.md"] == [
+        "harbour.md#0",
+        "harbour.md#1",
+    ]
+    assert all(c.id.endswith("#0") for c in ws.data.chunks if c.doc != "harbour.md")
     assert FirstTokens(ws).tokens == 38
     assert ws.evaluation.skipped == ["w1", "w2"]
 
@@ -299,7 +303,7 @@ def test_label_gap_names_the_hand_graded_chunk_above(index):
 def test_cut_off_shows_the_span_and_what_the_model_reads(ws, index):
     cut = _miss(index, "w5", "vector").findings[0]
     assert isinstance(cut, CutOff)
-    text = ws.chunk_by_id["lighthouse.md#0"].text
+    text = ws.passages.by_id["lighthouse.md#0"].text
     assert text[cut.span[0] : cut.span[1]] == "The door of the tower is painted bright green."
     ((start, end),) = cut.read
     assert start == 0 and end < cut.span[0] and cut.wholly
@@ -355,18 +359,19 @@ def test_windows_that_read_the_whole_chunk_leave_no_cut_off(ws):
         """A vector retriever reading every chunk whole, as long-chunk windows would."""
 
         def read_spans(self, chunk_id: str) -> list[tuple[int, int]]:
-            return [(0, len(ws.chunk_by_id[chunk_id].text))]
+            return [(0, len(ws.passages.by_id[chunk_id].text))]
 
     index = WhyIndex(ws, coverage=Windows())
     assert index.causes("w5", "vector") == ("not-retrieved",)
     assert index.causes("w5", "hybrid") == ("not-retrieved",)
     # A vector retriever that says what it read is asked first.
-    vector = ws.vector
+    ranked = ws.ranked
     try:
-        ws.vector = type("Windowed", (), {"read_spans": Windows.read_spans})()
+        windowed = type("Windowed", (), {"read_spans": Windows.read_spans})()
+        ws.ranked = replace(ranked, vector=windowed)
         assert not isinstance(vector_coverage(ws), FirstTokens)
     finally:
-        ws.vector = vector
+        ws.ranked = ranked
     assert isinstance(vector_coverage(ws), FirstTokens)
 
 
@@ -378,7 +383,7 @@ def test_real_windows_read_the_tail_the_model_cut_off(island):
         assert "cut-off" not in index.causes("w5", retriever)
     # What the windows read covers the whole lighthouse chunk.
     spans = vector_coverage(windowed).read_spans("lighthouse.md#0")
-    text = windowed.chunk_by_id["lighthouse.md#0"].text
+    text = windowed.passages.by_id["lighthouse.md#0"].text
     assert spans and spans[0][0] == 0 and max(b for _, b in spans) == len(text)
 
 
@@ -688,7 +693,7 @@ def test_document_level_judges_documents_and_their_words(tmp_path, cache_dir):
     ws = Workspace.open(
         Settings(beir=beir, chunk_size=32, k=1, depth=3, retrievers=("bm25",), cache_dir=cache_dir)
     )
-    assert ws.level == "document" and len([c for c in ws.chunks if c.doc == "d1"]) > 1
+    assert ws.data.level == "document" and len([c for c in ws.data.chunks if c.doc == "d1"]) > 1
     why = explain_misses(ws, "t1")
     (miss,) = why.retrievers["bm25"].misses
     assert why.relevant == ("d1",) and miss.chunk == "d1"

@@ -40,14 +40,14 @@ def cranfield(cache_dir: Path) -> tuple[Workspace, WhyIndex]:
 def _words_of(ws: Workspace) -> dict[str, set[str]]:
     """Each document's BM25 tokens (at document level a document is all its chunks)."""
     words: dict[str, set[str]] = {}
-    for chunk in ws.chunks:
+    for chunk in ws.data.chunks:
         words.setdefault(chunk.doc, set()).update(query_terms(chunk.text))
     return words
 
 
 def test_lexical_gap_comes_first_only_when_no_relevant_document_shares_a_word(cranfield):
     ws, index = cranfield
-    assert ws.level == "document" and ws.settings.k == 3
+    assert ws.data.level == "document" and ws.settings.k == 3
     words = _words_of(ws)
     summary = cause_summary(index)["bm25"]
     lexical = summary.causes["lexical-gap"]

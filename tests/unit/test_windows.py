@@ -85,7 +85,7 @@ def tail_corpus(tmp_path: Path, cache_dir: Path) -> Settings:
 def test_evidence_only_in_the_tail_is_found_with_windows_and_not_without(tail_corpus):
     with_windows = Workspace.open(tail_corpus)
     assert with_windows.settings.windows == "max", "windows are on by default"
-    long_chunk = with_windows.chunk_by_id["bakery.md#0"]
+    long_chunk = with_windows.passages.by_id["bakery.md#0"]
     assert long_chunk.token_count > 254 and EVIDENCE in long_chunk.text
     # The model reads 254 tokens: the evidence starts after them.
     head = token_counter().offsets(long_chunk.text)[254][0]
@@ -103,11 +103,11 @@ def test_evidence_only_in_the_tail_is_found_with_windows_and_not_without(tail_co
 
 def test_window_texts_are_cached_by_content(tail_corpus):
     ws = Workspace.open(tail_corpus)
-    assert ws.windows is not None and ws.windows.windowed == 1
-    spans = ws.windows.spans[ws.chunk_order["bakery.md#0"]]
+    assert ws.ranked.windows is not None and ws.ranked.windows.windowed == 1
+    spans = ws.ranked.windows.spans[ws.passages.order["bakery.md#0"]]
     assert len(spans) >= 3
     cache = EmbeddingCache(tail_corpus.model, tail_corpus.cache_dir)
-    assert all(text_key(t) in cache.rows for t in ws.windows.texts)
+    assert all(text_key(t) in cache.rows for t in ws.ranked.windows.texts)
 
     class Refuses:
         """An embedder that fails if anything is left to encode."""
@@ -175,8 +175,8 @@ def test_pooling_takes_the_best_or_the_mean_window():
 
 def test_chunks_that_fit_are_their_own_window(mini_settings):
     ws = Workspace.load(mini_settings)
-    windows = chunk_windows(ws.chunks, token_counter(), ws.window_plan)
-    assert windows.windowed == 0 and windows.texts == [c.text for c in ws.chunks]
+    windows = chunk_windows(ws.data.chunks, token_counter(), ws.ranked.window_plan)
+    assert windows.windowed == 0 and windows.texts == [c.text for c in ws.data.chunks]
 
 
 @pytest.fixture

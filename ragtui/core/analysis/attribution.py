@@ -99,16 +99,16 @@ class PoolCeiling:
 
 def _lists(ws: Workspace, qid: str) -> tuple[Ranking, Ranking, int]:
     """The bm25 and vector top-depth lists of a question, and the RRF k."""
-    missing = [n for n in ("bm25", "vector") if n not in ws.rankings]
+    missing = [n for n in ("bm25", "vector") if n not in ws.ranked.rankings]
     if missing:
         raise InputError(
             None,
             f"hybrid attribution needs the bm25 and vector rankings; {' and '.join(missing)} not loaded",
         )
-    if qid not in ws.question_by_id:
+    if qid not in ws.questions.by_id:
         raise InputError(None, f"unknown question {qid!r}")
     depth = ws.settings.depth
-    rrf_k = ws.hybrid.k if ws.hybrid is not None else RRF_K
+    rrf_k = ws.ranked.hybrid.k if ws.ranked.hybrid is not None else RRF_K
     return ws.ranking("bm25", qid)[:depth], ws.ranking("vector", qid)[:depth], rrf_k
 
 
@@ -123,11 +123,11 @@ def explain_hybrid(ws: Workspace, qid: str) -> HybridExplanation:
     bm25, vector, rrf_k = _lists(ws, qid)
     k, depth = ws.settings.k, ws.settings.depth
     # Chunk grades, whatever the evaluation level: attribution is about the chunks the two lists hold.
-    gains = ws.effective_grades(qid)
+    gains = ws.grades.effective_grades(qid)
     relevant = relevant_set(gains, ws.settings.threshold)
     bm25_rank = {cid: r for r, (cid, _) in enumerate(bm25, start=1)}
     vector_rank = {cid: r for r, (cid, _) in enumerate(vector, start=1)}
-    fused = rrf_fuse([bm25, vector], ws.chunk_order, depth, rrf_k)
+    fused = rrf_fuse([bm25, vector], ws.passages.order, depth, rrf_k)
     hybrid_rank = {cid: r for r, (cid, _) in enumerate(fused, start=1)}
     results = []
     for i, (cid, score) in enumerate(fused):
@@ -148,7 +148,7 @@ def explain_hybrid(ws: Workspace, qid: str) -> HybridExplanation:
                 tied=tied,
                 grade=gains.get(cid),
                 relevant=cid in relevant,
-                known=cid in ws.chunk_by_id,
+                known=cid in ws.passages.by_id,
             )
         )
 
@@ -162,7 +162,7 @@ def explain_hybrid(ws: Workspace, qid: str) -> HybridExplanation:
     pool = set(bm25_rank) | set(vector_rank)
     missed = sorted(
         (c for c in relevant if c not in pool),
-        key=lambda c: ws.chunk_order.get(c, len(ws.chunk_order)),
+        key=lambda c: ws.passages.order.get(c, len(ws.passages.order)),
     )
     return HybridExplanation(
         question=qid,
@@ -201,9 +201,9 @@ def pool_ceilings(ws: Workspace) -> PoolCeiling:
         if qid not in ev.evaluated:
             continue
         bm25, vector, rrf_k = _lists(ws, qid)
-        relevant = relevant_set(ws.effective_grades(qid), ws.settings.threshold)
+        relevant = relevant_set(ws.grades.effective_grades(qid), ws.settings.threshold)
         pool = {cid for cid, _ in bm25} | {cid for cid, _ in vector}
-        fused = [cid for cid, _ in rrf_fuse([bm25, vector], ws.chunk_order, depth, rrf_k)]
+        fused = [cid for cid, _ in rrf_fuse([bm25, vector], ws.passages.order, depth, rrf_k)]
         per_question[qid] = (
             _ceiling(relevant, pool, k),
             _hybrid_recall(ws, qid, fused, relevant, k),
@@ -247,23 +247,23 @@ class RerankExplanation:
 
 def explain_rerank(ws: Workspace, qid: str) -> RerankExplanation | None:
     """The reranked list of ``qid`` beside the first stage's ranks; None without a reranker."""
-    if ws.rerank is None or ws.reranker is None:
+    if ws.ranked.rerank is None or ws.ranked.reranker is None:
         return None
-    if qid not in ws.question_by_id:
+    if qid not in ws.questions.by_id:
         raise InputError(None, f"unknown question {qid!r}")
     assert ws.evaluation is not None
     gains = ws.evaluation.gains(qid)
     relevant = relevant_set(gains, ws.settings.threshold)
-    first = {cid: r for r, (cid, _) in enumerate(ws.ranking(ws.reranker.over, qid), start=1)}
+    first = {cid: r for r, (cid, _) in enumerate(ws.ranking(ws.ranked.reranker.over, qid), start=1)}
     results = [
         RerankedResult(rank, cid, score, first.get(cid, 0), gains.get(cid), cid in relevant)
-        for rank, (cid, score) in enumerate(ws.ranking(ws.rerank.name, qid), start=1)
+        for rank, (cid, score) in enumerate(ws.ranking(ws.ranked.rerank.name, qid), start=1)
     ]
     return RerankExplanation(
         qid,
-        ws.rerank.name,
-        ws.reranker.over,
-        ws.reranker.model.name,
+        ws.ranked.rerank.name,
+        ws.ranked.reranker.over,
+        ws.ranked.reranker.model.name,
         results,
-        ws.rerank.seconds.get(qid, 0.0),
+        ws.ranked.rerank.seconds.get(qid, 0.0),
     )

@@ -55,15 +55,15 @@ def other_chunking(ws: Workspace) -> dict[str, str]:
         return {}
     missing = [
         s.label
-        for s in ws.stale_labels()
-        if s.label.chunk not in ws.chunk_by_id and OWN_CHUNK_ID.fullmatch(s.label.chunk)
+        for s in ws.grades.stale_labels()
+        if s.label.chunk not in ws.passages.by_id and OWN_CHUNK_ID.fullmatch(s.label.chunk)
     ]
     if not missing:
         return {}
     by_sha1: dict[str, str] = {}
-    for chunk in ws.chunks:
+    for chunk in ws.data.chunks:
         by_sha1.setdefault(chunk.sha1, chunk.id)
-    docs = {chunk.doc for chunk in ws.chunks}
+    docs = {chunk.doc for chunk in ws.data.chunks}
     out: dict[str, str] = {}
     for label in missing:
         match = OWN_CHUNK_ID.fullmatch(label.chunk)
@@ -84,9 +84,9 @@ def chunking_hint(ws: Workspace) -> str | None:
     other = other_chunking(ws)
     if not other:
         return None
-    labels = sum(1 for s in ws.stale_labels() if s.label.chunk in other)
+    labels = sum(1 for s in ws.grades.stale_labels() if s.label.chunk in other)
     example = next(iter(other))
-    file_ids = [c.id for c in ws.chunks[:2]]
+    file_ids = [c.id for c in ws.data.chunks[:2]]
     return (
         f"{labels} label{'s' if labels != 1 else ''} name chunks of ragtui's own chunking (such as "
         f"{example}), made without --chunks; {shown_path(str(ws.settings.chunks))} names its chunks "
@@ -100,16 +100,18 @@ def check_workspace(ws: Workspace) -> list[Problem]:
     """Evidence found in no chunk (straddling a boundary or absent), label lines that cannot be read (skipped), and stale labels."""
     problems: list[Problem] = []
     questions_file = str(Path(ws.settings.golden or "") / "questions.jsonl")
-    index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
+    index = EvidenceIndex([c.id for c in ws.data.chunks], [c.text for c in ws.data.chunks])
     for q in ws.questions:
         for evidence in q.evidence:
             if index.matching_chunks([evidence]):
                 continue
             short = shorten(evidence)
             needle = normalize_ws(evidence)
-            containing = [d.path for d in ws.corpus.documents if needle in normalize_ws(d.text)]
+            containing = [
+                d.path for d in ws.data.corpus.documents if needle in normalize_ws(d.text)
+            ]
             if containing:
-                pairs = straddling_pairs(ws.corpus.documents, ws.chunks, evidence)
+                pairs = straddling_pairs(ws.data.corpus.documents, ws.data.chunks, evidence)
                 where = (
                     "; ".join(f"{a} and {b}" for a, b in pairs)
                     or f"{containing[0]} (across several chunks)"
@@ -126,19 +128,19 @@ def check_workspace(ws: Workspace) -> list[Problem]:
                 problems.append(
                     Problem(questions_file, q.line, q.id, f"evidence {short!r} is in no document")
                 )
-    for bad in ws.labels.bad_lines:
+    for bad in ws.grades.labels.bad_lines:
         problems.append(
             Problem(bad.path, bad.line, "", f"label line skipped, not applied: {bad.problem}")
         )
     other = other_chunking(ws)
-    for stale in ws.stale_labels():
+    for stale in ws.grades.stale_labels():
         lab = stale.label
         reason = stale.reason
         if lab.chunk in other:
             reason = other[lab.chunk]
         problems.append(
             Problem(
-                str(ws.labels.path),
+                str(ws.grades.labels.path),
                 lab.line,
                 lab.question,
                 f"stale {'adjudicated ' if lab.adjudicated else ''}label for {lab.chunk} "

@@ -13,7 +13,7 @@ __all__ = ["curve_depth", "recall_curves"]
 def curve_depth(ws: Workspace) -> int:
     """How deep the curve goes: ``--depth``, or the number of chunks (and of passages a live
     retriever brought of its own) when there are fewer, since no ranking holds more."""
-    return max(0, min(ws.settings.depth, len(ws.chunks) + len(ws.foreign)))
+    return max(0, min(ws.settings.depth, len(ws.data.chunks) + len(ws.passages.foreign)))
 
 
 def recall_curves(

@@ -174,12 +174,12 @@ def diagnose(ws: Workspace) -> ChunkDiagnostics:
     """Every chunking diagnostic of a loaded workspace (no embedding needed)."""
     return diagnose_chunks(
         ws.settings.model,
-        ws.chunks,
+        ws.data.chunks,
         ws.questions,
-        ws.corpus.documents,
+        ws.data.corpus.documents,
         ws.settings.windows,
         ws.settings.window_stride,
-        ws.window_plan,
+        ws.ranked.window_plan,
     )
 
 

@@ -7,9 +7,9 @@ from typing import Any
 from ragtui.core.analysis.attribution import pool_ceilings
 from ragtui.core.analysis.slices import slices_json
 from ragtui.core.analysis.why import CAUSES, WhyIndex
-from ragtui.core.labelling.judging import judged_summaries
 from ragtui.core.metrics.evaluation import definitions
-from ragtui.core.workspace import Workspace, grading
+from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import judged_summaries
 
 
 def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
@@ -45,38 +45,38 @@ def eval_report(ws: Workspace, why: WhyIndex | None = None) -> dict[str, Any]:
         }
         # Which recall the row holds: the table's unit, "chunks" or "evidence" (every row alike).
         retrievers[name]["recall_definition"] = ev.unit
-        counts = ws.passages.get(name)
+        counts = ws.live.counts.get(name)
         if counts is not None:
             # What a live retriever returned: ragtui's chunks by id or by text, its own passages.
             retrievers[name]["passages"] = counts.as_dict()
-        status = ws.live_status.get(name)
+        status = ws.live.status.get(name)
         if status is not None:
             # Questions a live retriever could not answer (they count as empty runs), with reasons.
             retrievers[name]["failed"] = dict(status.failed)
     if (
-        ws.level == "chunk"
+        ws.data.level == "chunk"
         and "hybrid" in retrievers
-        and "bm25" in ws.rankings
-        and "vector" in ws.rankings
+        and "bm25" in ws.ranked.rankings
+        and "vector" in ws.ranked.rankings
     ):
         # The best recall@k any fusion of the two top-depth lists could reach, beside hybrid's recall.
         retrievers["hybrid"]["pool_ceiling"] = pool_ceilings(ws).pool_ceiling
-    if ws.rerank is not None and ws.rerank.name in retrievers:
-        retrievers[ws.rerank.name]["rerank"] = rerank_json(ws)
+    if ws.ranked.rerank is not None and ws.ranked.rerank.name in retrievers:
+        retrievers[ws.ranked.rerank.name]["rerank"] = rerank_json(ws)
     return {
         "k": ws.settings.k,
         "depth": ws.settings.depth,
         "questions": len(ev.evaluated),
         "skipped": ev.skipped,
         # Questions retired from the app: kept in questions.jsonl, left out of every mean.
-        "retired": ws.retired,
-        "chunks": len(ws.chunks),
+        "retired": ws.questions.retired,
+        "chunks": len(ws.data.chunks),
         # What the metrics rank and judge: "chunk", or "document" (each at its best chunk's rank).
-        "level": ws.level,
+        "level": ws.data.level,
         # The unit of every row's measures ("chunks" or "evidence") and what each figure is.
         "unit": ev.unit,
         # Hand grades that do not apply to the chunking in use (ragtui check lists them).
-        "grades_not_applying": grading.count_stale(ws),
+        "grades_not_applying": ws.grades.count_stale(),
         "definitions": definitions(ev.unit, ws.settings.k),
         # Which grades count: "human", or "human+model" (a model judge's where no person graded).
         "grades": ws.settings.counted_grades,
@@ -111,7 +111,7 @@ def passage_notes(ws: Workspace) -> list[str]:
             "(docs/metrics.md#units)"
         )
     for name in ws.retrievers:
-        counts = ws.passages.get(name)
+        counts = ws.live.counts.get(name)
         if counts is not None:
             notes.append(counts.describe(name))
     return notes
@@ -119,20 +119,20 @@ def passage_notes(ws: Workspace) -> list[str]:
 
 def rerank_json(ws: Workspace) -> dict[str, Any]:
     """What the reranking stage did: the model, the list it re-scored, and its time per question."""
-    assert ws.rerank is not None and ws.reranker is not None
+    assert ws.ranked.rerank is not None and ws.ranked.reranker is not None
     return {
-        "model": ws.reranker.model.name,
-        "over": ws.reranker.over,
+        "model": ws.ranked.reranker.model.name,
+        "over": ws.ranked.reranker.over,
         "depth": ws.settings.depth,
-        "latency": ws.rerank.latency.as_dict(),
+        "latency": ws.ranked.rerank.latency.as_dict(),
     }
 
 
 def rerank_line(ws: Workspace) -> str | None:
     """``hybrid+rerank: MODEL re-scored the top 10 of hybrid; median ... per question``, or None."""
-    if ws.rerank is None or ws.reranker is None:
+    if ws.ranked.rerank is None or ws.ranked.reranker is None:
         return None
     return (
-        f"{ws.rerank.name}: {ws.reranker.model.name} re-scored the top {ws.settings.depth} of "
-        f"{ws.reranker.over}; latency {ws.rerank.latency.describe()}"
+        f"{ws.ranked.rerank.name}: {ws.ranked.reranker.model.name} re-scored the top {ws.settings.depth} of "
+        f"{ws.ranked.reranker.over}; latency {ws.ranked.rerank.latency.describe()}"
     )

@@ -34,8 +34,8 @@ def qrels_lines(ws: Workspace, retriever: str | None = None) -> list[str]:
     out."""
     lines = []
     first_chunk: dict[str, int] = {}
-    for c in ws.chunks:
-        first_chunk.setdefault(c.doc, ws.chunk_order[c.id])
+    for c in ws.data.chunks:
+        first_chunk.setdefault(c.doc, ws.passages.order[c.id])
     ev = ws.evaluation
     for q in exported_questions(ws):
         if retriever is not None and ev is not None and q.id in ev.rankings.get(retriever, {}):
@@ -44,12 +44,13 @@ def qrels_lines(ws: Workspace, retriever: str | None = None) -> list[str]:
             grades = dict(ev.gains_for(retriever, q.id))
             # ragtui's other judged chunks at grade 0: the question stays judged (trec_eval averages
             # over the questions with a judgement, as eval does) and no measure moves.
-            for cid in ws.evaluation_grades(q.id):
+            for cid in ws.grades.evaluation_grades(q.id):
                 grades.setdefault(cid, 0)
         else:
-            grades = ws.evaluation_grades(q.id)
+            grades = ws.grades.evaluation_grades(q.id)
         for cid in sorted(
-            grades, key=lambda c: ws.chunk_order.get(c, first_chunk.get(c, len(ws.chunk_order)))
+            grades,
+            key=lambda c: ws.passages.order.get(c, first_chunk.get(c, len(ws.passages.order))),
         ):
             lines.append(f"{trec_id(q.id)} 0 {trec_id(cid)} {grades[cid]}")
     return lines
@@ -61,7 +62,7 @@ def run_lines(ws: Workspace, name: str) -> list[str]:
     lines = []
     depth = ws.settings.depth
     for q in exported_questions(ws):
-        ranking = ws.evaluated_ranking(ws.ranking(name, q.id))
+        ranking = ws.grades.evaluated_ranking(ws.ranking(name, q.id))
         for rank, (cid, _) in enumerate(ranking, start=1):
             lines.append(
                 f"{trec_id(q.id)} Q0 {trec_id(cid)} {rank} {depth - rank + 1} ragtui-{name}"

@@ -15,10 +15,10 @@ from ragtui import __version__
 from ragtui.core.analysis.curve import curve_depth, recall_curves
 from ragtui.core.analysis.eval_report import passage_notes
 from ragtui.core.analysis.gate import GateResult, gate_section
-from ragtui.core.analysis.judgement.estimates import Estimates
-from ragtui.core.analysis.judgement.estimates_report import estimates_report
 from ragtui.core.analysis.runs import SavedRun, manifest, settings_changes
 from ragtui.core.analysis.slices import slice_reports
+from ragtui.core.judges.estimates import Estimates
+from ragtui.core.judges.estimates_report import estimates_report
 from ragtui.core.metrics.measures import default_measures, system_from_workspace
 from ragtui.core.metrics.significance import compare_systems
 from ragtui.core.report_model import Report, Row, Section, fmt, signed, table, text_section
@@ -87,7 +87,7 @@ def _overview(ws: Workspace) -> Section:
     if ev.skipped:
         counted += f" ({len(ev.skipped)} skipped: no judgement)"
     return text_section(
-        f"{counted}; {len(ws.chunks)} chunks; k={s.k}, depth={s.depth}, relevant = grade >= {s.threshold}",
+        f"{counted}; {len(ws.data.chunks)} chunks; k={s.k}, depth={s.depth}, relevant = grade >= {s.threshold}",
         f"data: {_data(ws)}",
         f"chunk size {s.chunk_size if s.chunk_size is not None else 'whole documents'}, "
         f"overlap {s.overlap}; model {s.model}; ragtui {__version__}",

@@ -12,7 +12,7 @@ A filter is words and terms, all of which a question must match:
   ``ragtui.core.analysis.why.CAUSES``), ``why:CAUSE:RETRIEVER`` those that retriever misses with it;
   a cause is named in full (``fusion-loss``) or by the why column's short mark (``fuse``).
 - ``judge:disagree`` the questions with a pair where a model judge and a person or the evidence
-  rule disagree (``ragtui.core.analysis.judgement.agreement.disagreeing_questions``: another grade
+  rule disagree (``ragtui.core.judges.agreement.disagreeing_questions``: another grade
   than a person's, or the other side of the threshold from the rule).
 
 A miss is one rule everywhere (``misses_in_top_k``): the retriever's recall@k is below 1, that is
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragtui.core.analysis.judgement.agreement import disagreeing_questions
 from ragtui.core.analysis.why import CAUSE_MARKS, CAUSES, WhyIndex
-from ragtui.core.labelling.judging import JudgingQueue
+from ragtui.core.judges.agreement import disagreeing_questions
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import JudgingQueue
 
 #: The terms a filter understands besides plain words.
 TERMS = (
@@ -177,7 +177,7 @@ def filter_questions(
     shown = list(ws.retrievers)
     if flt.unjudged and queue is None:
         queue = JudgingQueue(ws)
-    disputed = set(ws.disputed_questions()) if flt.disputed else set()
+    disputed = set(ws.grades.disputed_questions()) if flt.disputed else set()
     disagree = disagreeing_questions(ws) if flt.judge_disagree else set()
     if flt.causes and why is None:
         why = WhyIndex(ws)
@@ -230,7 +230,7 @@ def worst_first(ws: Workspace, qids: Sequence[str]) -> list[str]:
     evaluated = known & evaluation.evaluated_mask[safe]
     ndcg = np.where(evaluated, evaluation.column(shown[0], "ndcg")[safe], 0.0)
     first = np.where(evaluated, evaluation.column(shown[0], "first")[safe], 0)
-    position = ws.question_positions(chosen)
+    position = ws.questions.positions(chosen)
     # The key (skipped last, nDCG up, a miss before a hit, the later first hit first, golden
     # order); np.lexsort takes the last key as the first.
     order = np.lexsort((position, -first, (first > 0).astype(np.int64), ndcg, ~evaluated))

@@ -34,24 +34,24 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
         # The people's grade that counts for each pair (adjudicated, else the latest person's):
         # a model judge's verdict is never a hand grade, even where --grades human+model counts it.
         def applies(label: Label) -> bool:
-            return ws.label_status(label) is None
+            return ws.grades.label_status(label) is None
 
         hand = {}
         for q in ws.questions:
-            for cid, pair in ws.labels.pairs.get(q.id, {}).items():
+            for cid, pair in ws.grades.labels.pairs.get(q.id, {}).items():
                 label = pair.human(applies)
                 if label is not None:
                     hand[(q.id, cid)] = label
     else:
-        hand = dict(last_grades(ws.labels.history, annotator).items())
+        hand = dict(last_grades(ws.grades.labels.history, annotator).items())
     order = {q.id: i for i, q in enumerate(ws.questions)}
     applying = sorted(
         (
             label
             for label in hand.values()
-            if label.grade is not None and ws.label_status(label) is None
+            if label.grade is not None and ws.grades.label_status(label) is None
         ),
-        key=lambda lab: (order[lab.question], ws.chunk_order[lab.chunk]),
+        key=lambda lab: (order[lab.question], ws.passages.order[lab.chunk]),
     )
     table: Counter[tuple[bool, int]] = Counter()
     rule: list[bool] = []
@@ -59,7 +59,7 @@ def rule_agreement(ws: Workspace, annotator: str | None = None) -> RuleAgreement
     disagreements: list[Disagreement] = []
     for label in applying:
         assert label.grade is not None
-        base = ws.base_grades.get(label.question, {}).get(label.chunk)
+        base = ws.grades.base.get(label.question, {}).get(label.chunk)
         match = base is not None and base >= threshold
         table[(match, label.grade)] += 1
         relevant = label.grade >= threshold

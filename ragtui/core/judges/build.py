@@ -8,8 +8,8 @@ judge is first used (``prepare``, ``grade``).
 from __future__ import annotations
 
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
-from ragtui.core.judges.base import Judge, JudgeSpec
-from ragtui.core.judges.spec import JudgeSettings, judge_shares
+from ragtui.core.judge_spec import JudgeSettings, JudgeSpec, judge_shares
+from ragtui.core.judges.base import Judge
 
 __all__ = ["build_judge", "judge_shares"]
 

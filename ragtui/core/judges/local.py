@@ -17,7 +17,7 @@ Both score a (question, chunk) pair and map the score to a grade by thresholds
   scores are logits).
 
 A judge that shares its model with a retriever favours that retriever:
-``ragtui.core.judges.spec.judge_shares`` names them from its model id.
+``ragtui.core.judge_spec.judge_shares`` names them from its model id.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import orjson
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.data.tokenizer import TokenCounter, model_fingerprint, model_limit, token_counter
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
-from ragtui.core.judges.spec import JudgeSettings, judge_where
+from ragtui.core.judge_spec import JudgeSettings, JudgeSpec, judge_where
+from ragtui.core.judges.base import JudgeError, JudgePair, Verdict
 from ragtui.core.judges.thresholds import Thresholds, choose_thresholds, default_thresholds
 from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
 from ragtui.core.retrieval.rerank import CrossEncoderModel

@@ -44,7 +44,8 @@ from ragtui import __version__
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.files import content_hash
-from ragtui.core.judges.base import JudgeError, JudgePair, JudgeSpec, Verdict
+from ragtui.core.judge_spec import JudgeSpec
+from ragtui.core.judges.base import JudgeError, JudgePair, Verdict
 from ragtui.core.judges.parse import UNREADABLE, parse_grade
 from ragtui.core.judges.prompt import (
     Prompt,

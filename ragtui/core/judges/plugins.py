@@ -43,14 +43,13 @@ import orjson
 
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.errors import InputError
+from ragtui.core.judge_spec import JudgeSpec, judge_where
 from ragtui.core.judges.base import (
     JUDGE_ENTRY_POINT_GROUP,
     JudgeError,
     JudgePair,
-    JudgeSpec,
     Verdict,
 )
-from ragtui.core.judges.spec import judge_where
 from ragtui.core.retrieval.live_base import one_line
 from ragtui.core.retrieval.plugins import (
     describe_exception,

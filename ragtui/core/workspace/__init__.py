@@ -7,15 +7,15 @@ possible, else with the model: slow) and adds the vector and hybrid retrievers; 
 adds ``<retriever>+rerank`` when a cross-encoder is set. Each slow step has a ``compute_*`` half
 that only reads (for a worker thread) and an ``apply_*`` half that changes the workspace.
 
-``Workspace`` (``workspace.py``) holds the state; its methods call the functions of ``loading``
-(the steps of ``load``), ``vectors`` (the built-in retrievers, the results cache, reranking),
-``live_answers`` (live retrievers' answers, their own passages, evidence recall), ``grading``
-(hand, effective and shown grades, label status, disputes, saving a grade) and ``question_set``
-(adding, inserting and retiring questions, the ad-hoc search).
+``Workspace`` (``workspace.py``) owns the parts and applies every change to them; each part is
+built by one function of its module: ``loading`` (``Data``, ``Passages``), ``question_set``
+(``QuestionSet``), ``grading`` (``Grades``), ``vectors`` (``Ranked``), ``live_answers`` (``Live``).
 """
 
 from ragtui.core.settings import Settings
-from ragtui.core.workspace.grading import (
+from ragtui.core.workspace.grading import GradeChange, Grades, StaleLabel
+from ragtui.core.workspace.live_answers import Live, LiveResult, PassageCounts
+from ragtui.core.workspace.loading import (
     LEVEL_CHUNK,
     LEVEL_DOCUMENT,
     SOURCE_ADJUDICATED,
@@ -23,12 +23,13 @@ from ragtui.core.workspace.grading import (
     SOURCE_HAND,
     SOURCE_MODEL,
     SOURCE_QRELS,
-    GradeChange,
-    StaleLabel,
+    ChunkTexts,
+    Data,
+    Passages,
+    Shared,
 )
-from ragtui.core.workspace.live_answers import LiveResult, PassageCounts
-from ragtui.core.workspace.loading import Shared
-from ragtui.core.workspace.vectors import QuestionVectors, VectorResult
+from ragtui.core.workspace.question_set import QuestionSet
+from ragtui.core.workspace.vectors import QuestionVectors, Ranked, VectorResult
 from ragtui.core.workspace.workspace import Workspace
 
 __all__ = [
@@ -39,10 +40,17 @@ __all__ = [
     "SOURCE_HAND",
     "SOURCE_MODEL",
     "SOURCE_QRELS",
+    "ChunkTexts",
+    "Data",
     "GradeChange",
+    "Grades",
+    "Live",
     "LiveResult",
     "PassageCounts",
+    "Passages",
+    "QuestionSet",
     "QuestionVectors",
+    "Ranked",
     "Settings",
     "Shared",
     "StaleLabel",

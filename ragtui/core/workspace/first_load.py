@@ -45,7 +45,7 @@ class FirstLoad:
             except Exception as exc:
                 self._load_error = exc
                 return
-            if not ws.vectors_needed or ws.vector is not None:
+            if not ws.vectors_needed or ws.ranked.vector is not None:
                 return
             try:
                 s = ws.settings

@@ -1,46 +1,35 @@
-"""The steps of ``Workspace.load`` that need no embedding model: read and chunk the data (shared
-between the variants of ``ragtui experiment``), index the chunks and questions, grade them by the
-evidence rule or the qrels, build the live retrievers and read the external runs.
+"""The data part of a workspace and the steps of loading that need no embedding model: read and
+chunk the data (``Data``, shared between the variants of ``ragtui experiment``), every passage by
+id (``Passages``: ragtui's chunks and the live retrievers' own), the load's warnings and the
+external runs.
 
-The settings are checked before (``Settings.checked``); BM25 is built by ``vectors.add_bm25``.
+The settings are checked before (``Settings.checked``). The other parts are built by
+``question_set.QuestionSet.of``, ``grading.grades``, ``vectors.ranked`` and ``live_answers.live_part``.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
 
 from ragtui.core.data.beir import load_beir
 from ragtui.core.data.chunk_cache import cached_chunks, chunks_digest
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.chunks_file import load_chunks_file
 from ragtui.core.data.corpus import Corpus, load_folder
-from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question
+from ragtui.core.data.golden import EVIDENCE_GRADE, EvidenceIndex, Question, normalize_ws
 from ragtui.core.data.questions_cache import cached_questions
 from ragtui.core.data.tokenizer import TokenCounter, model_limit, token_counter
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal
-from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL
-from ragtui.core.metrics.tables import GradeArrays, GradeRows
-from ragtui.core.retrieval.base import Ranking
-from ragtui.core.retrieval.connectors import build_live_retrievers
+from ragtui.core.retrieval.base import Hit
 from ragtui.core.retrieval.embeddings import Embedder
 from ragtui.core.retrieval.external import ExternalRun, load_external_run
-from ragtui.core.retrieval.live import LiveRetriever, LiveStatus, examples
+from ragtui.core.retrieval.live import examples
 from ragtui.core.retrieval.rerank import CrossEncoderModel, Reranker
-from ragtui.core.retrieval.results_cache import EvidenceCache, TextKeys
 from ragtui.core.retrieval.windows import WindowPlan, window_plan
 from ragtui.core.settings import Settings
-from ragtui.core.workspace.grading import (
-    LEVEL_CHUNK,
-    LEVEL_DOCUMENT,
-    SOURCE_EVIDENCE,
-    SOURCE_QRELS,
-)
 
 
 @dataclass
@@ -55,56 +44,151 @@ class Shared:
     cross_encoders: dict[str, CrossEncoderModel] = field(default_factory=dict)
 
 
+#: Where a base grade came from: the evidence rule, or the qrels (``--beir``); and the other
+#: sources of an effective grade.
+SOURCE_EVIDENCE = "evidence"
+SOURCE_QRELS = "qrels"
+SOURCE_HAND = "hand"
+#: A hand grade that settles a dispute: it wins over every annotator's grade of the pair.
+SOURCE_ADJUDICATED = "adjudicated"
+#: A model judge's verdict, counted where no person graded the pair (``--grades human+model``).
+SOURCE_MODEL = "model"
+
+#: The levels a workspace evaluates at: chunks, or documents (a document ranks at its best chunk's rank).
+LEVEL_CHUNK = "chunk"
+LEVEL_DOCUMENT = "document"
+
+
 @dataclass(frozen=True)
-class ReadData:
-    """What ``read_data`` read: the corpus, questions, qrels and chunks, and the caches' warnings."""
+class Data:
+    """What ``read_data`` read and chunked: the corpus and its chunks (never changed once loaded),
+    the qrels, where the base grades come from and the level the metrics read."""
 
     corpus: Corpus
-    questions: list[Question]
-    qrels: dict[str, dict[str, int]]
     chunks: list[Chunk]
+    #: The chunk ids in chunk order (a chunk's code in every rankings table).
+    chunk_ids: list[str]
+    #: The chunks' content digest: what the BM25 index and the results caches are keyed by.
+    chunks_key: str
+    #: The documents of the corpus: qrels naming others stay relevant, unretrievable.
+    corpus_docs: frozenset[str]
+    #: The qrels as the data set gives them (BEIR: question -> document -> grade).
+    qrels: dict[str, dict[str, int]]
     #: Where the base grades come from: the evidence rule, or the qrels (``--beir``).
     base_source: str
+    #: ``chunk`` or ``document``: what the metrics rank and judge.
+    level: str
     #: The token counter of the model (chunk sizes and the model's limit are counted with it).
     counter: TokenCounter
+    #: The caches' warnings met while reading.
     warnings: list[str]
 
 
-class Loading(Protocol):
-    """What the loading steps read and fill in of a workspace (``Workspace`` is one)."""
+class ChunkTexts:
+    """Texts with white space collapsed, each computed when first asked for: ragtui's chunk ids by
+    their text (to map a passage onto the chunk it is), and any passage's text (for evidence recall)."""
 
-    settings: Settings
-    corpus: Corpus
-    chunks: list[Chunk]
-    questions: list[Question]
-    labels: LabelJournal
-    base_grades: MutableMapping[str, dict[str, int]]
-    base_source: str
-    rankings: dict[str, MutableMapping[str, Ranking]]
-    chunk_by_id: dict[str, Chunk]
-    chunk_order: dict[str, int]
-    question_by_id: dict[str, Question]
-    warnings: list[str]
-    external: dict[str, ExternalRun]
-    live: dict[str, LiveRetriever]
-    live_status: dict[str, LiveStatus]
-    level: str
-    qrels: dict[str, dict[str, int]]
-    corpus_docs: set[str]
-    reranker: Reranker | None
-    chunks_key: str
-    loaded_ids: list[str]
-    loaded_texts: TextKeys
-    loaded_rows: dict[str, int]
-    chunk_ids: list[str]
+    def __init__(self) -> None:
+        self._by_text: dict[str, str] | None = None
+        self._normalized: dict[str, str] = {}
+
+    def chunk_of(self, text: str, chunks: Iterable[Chunk]) -> str | None:
+        """The chunk of ``chunks`` whose text is ``text`` with white space collapsed (the first), or None."""
+        by_text = self._by_text
+        if by_text is None:
+            by_text = {}
+            for c in chunks:
+                by_text.setdefault(normalize_ws(c.text), c.id)
+            self._by_text = by_text
+        return by_text.get(normalize_ws(text))
+
+    def normalized(self, cid: str, chunk_by_id: Mapping[str, Chunk]) -> str:
+        """The text of a passage with white space collapsed ("" for an id that is no passage)."""
+        text = self._normalized.get(cid)
+        if text is None:
+            chunk = chunk_by_id.get(cid)
+            text = self._normalized[cid] = normalize_ws(chunk.text) if chunk is not None else ""
+        return text
+
+
+@dataclass(frozen=True)
+class Passages:
+    """Every passage by id: ragtui's chunks, then the passages live retrievers returned with a text
+    that ragtui's chunks do not hold (their own: appended by ``add``, never changed), with their
+    evidence-rule (or qrels) grades, which only their retriever's numbers read."""
+
+    chunks: Sequence[Chunk]
+    by_id: dict[str, Chunk]
+    order: dict[str, int]
+    foreign: dict[str, Chunk] = field(default_factory=dict)
+    #: question -> own passage -> grade.
+    own_grades: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: ragtui's chunk ids by their white-space-collapsed text (built on the first live answer).
+    texts: ChunkTexts = field(default_factory=ChunkTexts)
+
+    @classmethod
+    def of(cls, chunks: Sequence[Chunk]) -> Passages:
+        """ragtui's chunks, no own passage yet."""
+        return cls(chunks, {c.id: c for c in chunks}, {c.id: i for i, c in enumerate(chunks)})
+
+    def snapshot(self) -> Passages:
+        """A copy a worker thread may read while this one grows."""
+        return replace(self, by_id=dict(self.by_id), foreign=dict(self.foreign))
+
+    def doc_of(self, cid: str) -> str:
+        """The document of a passage id (an id that is no passage stands for itself: a document id)."""
+        chunk = self.by_id.get(cid)
+        return chunk.doc if chunk is not None else cid
+
+    def add(
+        self, hits: Iterable[Hit], origin: str, questions: Iterable[Question], data: Data
+    ) -> None:
+        """Keep the passages of ``hits`` (already through ``map_hits``) that are no passage yet,
+        graded by the evidence rule (or the qrels) for every question."""
+        new: list[Chunk] = []
+        for hit in hits:
+            if hit.text is None or hit.id in self.by_id:
+                continue
+            chunk = Chunk(
+                id=hit.id,
+                doc=hit.doc or hit.id,
+                index=0,
+                start=0,
+                end=len(hit.text),
+                text=hit.text,
+                heading_path=(),
+                token_count=-1,
+                meta={"retriever": origin},
+            )
+            self.foreign[hit.id] = chunk
+            self.by_id[hit.id] = chunk
+            self.order[hit.id] = len(self.order)
+            new.append(chunk)
+        if not new:
+            return
+        if data.base_source == SOURCE_EVIDENCE:
+            index = EvidenceIndex([c.id for c in new], [c.text for c in new])
+            for q in questions:
+                found = index.matching_chunks(q.evidence)
+                if found:
+                    self.own_grades.setdefault(q.id, {}).update(
+                        dict.fromkeys(found, EVIDENCE_GRADE)
+                    )
+        else:
+            for q in questions:
+                graded = data.qrels.get(q.id, {})
+                for chunk in new:
+                    if chunk.doc in graded:
+                        self.own_grades.setdefault(q.id, {})[chunk.id] = graded[chunk.doc]
 
 
 # ---- reading and chunking --------------------------------------------------------------------
 
 
-def read_data(settings: Settings, shared: Shared | None) -> ReadData:
-    """The corpus (or the team's chunks), the questions and qrels, chunked as the settings say;
-    with ``shared``, a corpus already read and chunked the same way is reused."""
+def read_data(settings: Settings, shared: Shared | None) -> tuple[Data, list[Question]]:
+    """The data part (the corpus or the team's chunks, chunked as the settings say, and the qrels)
+    and the golden questions as read; with ``shared``, a corpus already read and chunked the same
+    way is reused."""
     own = (
         load_chunks_file(settings.chunks, round(settings.max_file_mb * 1048576))
         if settings.chunks is not None
@@ -125,9 +209,8 @@ def read_data(settings: Settings, shared: Shared | None) -> ReadData:
     )
     if shared is not None and key in shared.chunkings:
         corpus, read_questions, qrels, read_chunks = shared.chunkings[key]
-        # Copies: a workspace appends added questions to its own list.
-        return ReadData(
-            corpus, list(read_questions), qrels, list(read_chunks), base_source, counter, []
+        return _data(settings, corpus, read_chunks, qrels, base_source, counter, []), list(
+            read_questions
         )
     if settings.beir is not None:
         corpus, questions, qrels = load_beir(settings.beir, with_corpus=own is None)
@@ -156,16 +239,29 @@ def read_data(settings: Settings, shared: Shared | None) -> ReadData:
         raise InputError(corpus.source, "the corpus gave no chunks (every document is empty)")
     if shared is not None:
         shared.chunkings[key] = (corpus, list(questions), qrels, list(chunks))
-    return ReadData(corpus, questions, qrels, chunks, base_source, counter, cache_warnings)
+    return _data(settings, corpus, chunks, qrels, base_source, counter, cache_warnings), questions
 
 
-def label_journal(settings: Settings) -> LabelJournal:
-    """The golden set's label journal, read."""
-    assert settings.golden is not None
-    return LabelJournal(
-        Path(settings.golden) / "labels.jsonl",
-        settings.annotator,
-        models=settings.counted_grades == GRADES_HUMAN_MODEL,
+def _data(
+    settings: Settings,
+    corpus: Corpus,
+    chunks: list[Chunk],
+    qrels: dict[str, dict[str, int]],
+    base_source: str,
+    counter: TokenCounter,
+    warnings: list[str],
+) -> Data:
+    return Data(
+        corpus,
+        chunks,
+        [c.id for c in chunks],
+        chunks_digest(chunks),
+        frozenset(c.doc for c in chunks),
+        qrels,
+        base_source,
+        evaluation_level(settings, base_source, chunks),
+        counter,
+        warnings,
     )
 
 
@@ -197,31 +293,7 @@ def reranker_for(settings: Settings, chunks: list[Chunk], shared: Shared | None)
     return reranker
 
 
-# ---- indexing and grading --------------------------------------------------------------------
-
-
-def index(ws: Loading, qrels: dict[str, dict[str, int]]) -> None:
-    """The look-ups by chunk and question id, the chunks' digest and the rows of the loaded
-    questions, the qrels and the documents of the corpus."""
-    chunks, questions = ws.chunks, ws.questions
-    ws.chunk_by_id = {c.id: c for c in chunks}
-    ws.chunk_order = {c.id: i for i, c in enumerate(chunks)}
-    ws.question_by_id = {q.id: q for q in questions}
-    ws.chunks_key = chunks_digest(chunks)
-    ws.chunk_ids = [c.id for c in chunks]
-    ws.loaded_ids = [q.id for q in questions]
-    ws.loaded_rows = {q: i for i, q in enumerate(ws.loaded_ids)}
-    ws.loaded_texts = TextKeys([q.text for q in questions])
-    ws.qrels = qrels
-    ws.corpus_docs = {c.doc for c in chunks}
-
-
-def grade(ws: Loading) -> None:
-    """The evaluation level, and the grades before hand labels (``base_grades``)."""
-    ws.level = evaluation_level(ws.settings, ws.base_source, ws.chunks)
-    ws.base_grades = (
-        _evidence_grades(ws) if ws.base_source == SOURCE_EVIDENCE else _qrels_grades(ws)
-    )
+# ---- the evaluation level and the load's warnings ---------------------------------------------
 
 
 def evaluation_level(settings: Settings, base_source: str, chunks: list[Chunk]) -> str:
@@ -240,82 +312,43 @@ def evaluation_level(settings: Settings, base_source: str, chunks: list[Chunk]) 
     return LEVEL_CHUNK
 
 
-def _qrels_grades(ws: Loading) -> dict[str, dict[str, int]]:
-    """The BEIR qrels as chunk grades (a chunked document's chunks share its grade).
-
-    At document level these chunk grades are what the app shows beside a chunk; the metrics read
-    the qrels themselves (``grading.evaluation_grades``).
-    """
-    by_doc: dict[str, list[str]] = {}
-    for c in ws.chunks:
-        by_doc.setdefault(c.doc, []).append(c.id)
-    grades: dict[str, dict[str, int]] = {}
-    for q in ws.questions:
-        graded: dict[str, int] = {}
-        for doc, grade in ws.qrels.get(q.id, {}).items():
-            for cid in by_doc.get(doc, ()):
-                graded[cid] = grade
-        grades[q.id] = graded
-    return grades
-
-
-def _evidence_grades(ws: Loading) -> GradeRows:
-    """The evidence rule's grades of every question, from the evidence cache (only the evidence
-    strings it lacks are matched against the chunks)."""
-    chunks = ws.chunks
-    index: list[EvidenceIndex] = []
-
-    def match(needle: str) -> list[int]:
-        if not index:
-            index.append(EvidenceIndex([c.id for c in chunks], [c.text for c in chunks]))
-        return index[0].matching_indices(needle)
-
-    cache = EvidenceCache(ws.chunks_key, len(chunks), ws.settings.cache_dir)
-    offsets, codes = cache.lookup([q.evidence for q in ws.questions], match)
-    ws.warnings.extend(cache.warnings)
-    arrays = GradeArrays(
-        ws.loaded_ids,
-        ws.chunk_ids,
-        offsets,
-        codes,
-        np.full(len(codes), EVIDENCE_GRADE, dtype=np.int64),
-        ws.loaded_rows,
-    )
-    return GradeRows(arrays)
-
-
-def load_warnings(ws: Loading, data: ReadData) -> list[str]:
-    """Every warning of the load so far, in the order shown: k above depth, the corpus, the label
+def load_warnings(
+    settings: Settings,
+    data: Data,
+    questions: Iterable[Question],
+    labels: LabelJournal,
+    reranker: Reranker | None,
+) -> list[str]:
+    """Every warning of reading the data, in the order shown: k above depth, the corpus, the label
     journal, documents the qrels judge but the corpus lacks, the caches, the reranker's cache."""
     warnings = [
-        *ws.settings.notes(),
-        *ws.corpus.warnings,
-        *ws.labels.take_warnings(),
-        *_absent_warnings(ws),
+        *settings.notes(),
+        *data.corpus.warnings,
+        *labels.take_warnings(),
+        *_absent_warnings(settings, data, questions),
         *data.warnings,
-        *ws.warnings,  # the evidence cache's
     ]
-    if ws.reranker is not None:
-        warnings.extend(ws.reranker.cache.warnings)
+    if reranker is not None:
+        warnings.extend(reranker.cache.warnings)
     return warnings
 
 
-def _absent_warnings(ws: Loading) -> list[str]:
+def _absent_warnings(settings: Settings, data: Data, questions: Iterable[Question]) -> list[str]:
     """A warning when the qrels judge documents the corpus lacks (they count, as trec_eval counts them)."""
-    if not ws.qrels:
+    if not data.qrels:
         return []
-    asked = {q.id for q in ws.questions}
+    asked = {q.id for q in questions}
     pairs = [
         (qid, doc)
-        for qid, graded in ws.qrels.items()
+        for qid, graded in data.qrels.items()
         if qid in asked
         for doc, grade in graded.items()
-        if doc not in ws.corpus_docs
+        if doc not in data.corpus_docs
     ]
     if not pairs:
         return []
     docs = sorted({doc for _, doc in pairs})
-    relevant = sum(1 for qid, doc in pairs if ws.qrels[qid][doc] >= ws.settings.threshold)
+    relevant = sum(1 for qid, doc in pairs if data.qrels[qid][doc] >= settings.threshold)
     warning = (
         f"the qrels judge {len(docs)} document{'s' if len(docs) != 1 else ''} the corpus lacks "
         f"(e.g. {examples(docs, 3)}; {len(pairs)} judgement{'s' if len(pairs) != 1 else ''}, "
@@ -325,56 +358,15 @@ def _absent_warnings(ws: Loading) -> list[str]:
     return [warning]
 
 
-# ---- live retrievers and external runs -------------------------------------------------------
-
-
-def add_live_retrievers(ws: Loading) -> None:
-    """The live retrievers (plugins, HTTP APIs, Milvus), built but not asked yet, each waiting.
-
-    A Milvus collection indexed from other chunks, corpus or model is refused (its ids would name
-    other texts); one ragtui did not index is searched with a warning.
-    """
-    s = ws.settings
-    ws.live = build_live_retrievers(
-        s.retrievers,
-        s.live_retrievers,
-        milvus=s.milvus,
-        collection=s.collection,
-        milvus_fields=s.milvus_fields,
-        model=s.model,
-        cache_root=s.cache_dir,
-        taken=[name for name, _ in s.runs],
-    )
-    ws.live_status = {name: LiveStatus(name, "waiting") for name in ws.live}
-    if not ws.live:
-        return  # nothing to check: the Milvus modules (and logging) are not even imported
-    from ragtui.core.retrieval.milvus import check_collection
-
-    ws.warnings.extend(
-        check_collection(
-            ws.live,
-            ws.chunks,
-            s.model,
-            documents=ws.corpus.documents,
-            chunk_size=s.chunk_size,
-            overlap=s.overlap,
-            chunks_file=s.chunks,
-            windows=s.windows,
-            window_stride=s.window_stride,
-        )
-    )
-
-
-def add_runs(ws: Loading) -> None:
+def read_runs(
+    settings: Settings, data: Data, questions: Iterable[Question]
+) -> dict[str, ExternalRun]:
     """The external runs (``--run NAME=path``), read as rankings of the loaded questions."""
-    known_ids: set[str] | dict[str, Chunk] = ws.chunk_by_id
-    if ws.level == LEVEL_DOCUMENT:
-        # Runs of document ids (the usual BEIR run) match documents as they are.
-        known_ids = set(ws.chunk_by_id) | {c.doc for c in ws.chunks}
-    for name, path in ws.settings.runs:
-        external = load_external_run(
-            name, path, known_ids, [q.id for q in ws.questions], ws.settings.depth
-        )
-        ws.external[name] = external
-        ws.rankings[name] = external.rankings
-        ws.warnings.extend(external.warnings)
+    known_ids = set(data.chunk_ids)
+    if data.level == LEVEL_DOCUMENT:
+        known_ids |= data.corpus_docs  # runs of document ids (the usual BEIR run) match as they are
+    ids = [q.id for q in questions]
+    return {
+        name: load_external_run(name, path, known_ids, ids, settings.depth)
+        for name, path in settings.runs
+    }

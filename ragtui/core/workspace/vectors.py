@@ -1,22 +1,19 @@
-"""The built-in retrievers' rankings: BM25 at load, the vector and hybrid retrievers, the reranking
-stage, and the results cache they are read from and written to.
+"""The rankings part of a workspace (``Ranked``, built by ``ranked``): BM25 at load, the vector
+and hybrid retrievers, the reranking stage, and the results cache they are read from and written to.
 
-Each slow step has a ``compute_*`` half that only reads (for a worker thread) and an ``apply_*``
-half that changes the workspace (on the UI thread).
+Each slow step has a ``compute_*`` function that only reads (for a worker thread); the
+``Workspace.apply_*`` method of the same step adds its result (on the UI thread).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.golden import Question
 from ragtui.core.data.tokenizer import model_fingerprint, token_counter
-from ragtui.core.metrics.evaluation import Evaluation
 from ragtui.core.metrics.tables import RankingTable
 from ragtui.core.retrieval.base import Ranking
 from ragtui.core.retrieval.bm25 import BM25Retriever
@@ -28,15 +25,17 @@ from ragtui.core.retrieval.embeddings import (
     model_slug,
     resolve_backend,
 )
+from ragtui.core.retrieval.external import ExternalRun
 from ragtui.core.retrieval.hybrid import RRF_K, HybridRetriever
 from ragtui.core.retrieval.live import examples
 from ragtui.core.retrieval.rerank import Reranker, RerankProgress, RerankResult
-from ragtui.core.retrieval.results_cache import RankingCache, TextKeys
+from ragtui.core.retrieval.results_cache import RankingCache
 from ragtui.core.retrieval.vector import VectorRetriever
 from ragtui.core.retrieval.window_cache import cached_chunk_windows
 from ragtui.core.retrieval.windows import ChunkWindows, WindowPlan
 from ragtui.core.settings import Settings
-from ragtui.core.workspace.loading import Shared
+from ragtui.core.workspace.loading import Data, Shared, read_runs, reranker_for, windows_for
+from ragtui.core.workspace.question_set import QuestionSet
 
 
 @dataclass(frozen=True)
@@ -80,68 +79,127 @@ class QuestionVectors(Mapping[str, np.ndarray]):
         return len(self._questions)
 
 
-class Ranked(Protocol):
-    """What the ranking functions read and change of a workspace (``Workspace`` is one)."""
+@dataclass(frozen=True)
+class Ranked:
+    """The rankings part of a workspace: each retriever's ranking of each golden question, and the
+    built-in retrievers and stages that made them (built by ``ranked``; replaced whole when a
+    retriever's rankings arrive, its tables growing by a row when a question is added)."""
 
-    settings: Settings
-    chunks: list[Chunk]
-    questions: list[Question]
-    question_by_id: dict[str, Question]
-    chunk_order: dict[str, int]
-    chunk_ids: list[str]
-    chunks_key: str
-    #: The golden questions as loaded: the rows of every rankings table.
-    loaded_ids: list[str]
-    loaded_texts: TextKeys
-    loaded_rows: dict[str, int]
     rankings: dict[str, MutableMapping[str, Ranking]]
-    evaluation: Evaluation | None
-    warnings: list[str]
-    bm25: BM25Retriever | None
-    vector: VectorRetriever | None
-    hybrid: HybridRetriever | None
-    question_vectors: Mapping[str, np.ndarray]
-    window_plan: WindowPlan | None
-    windows: ChunkWindows | None
-    reranker: Reranker | None
-    rerank: RerankResult | None
-    shared: Shared | None
+    bm25: BM25Retriever | None = None
+    vector: VectorRetriever | None = None
+    hybrid: HybridRetriever | None = None
+    question_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
+    #: How chunks longer than the model reads are cut into windows (None: windows off, or the
+    #: model's limit unknown); ``windows`` holds every chunk's windows once embedded.
+    window_plan: WindowPlan | None = None
+    windows: ChunkWindows | None = None
+    #: The reranking stage (``--rerank``), and what its last run found.
+    reranker: Reranker | None = None
+    rerank: RerankResult | None = None
+    external: Mapping[str, ExternalRun] = field(default_factory=dict)
 
-    def evaluated_rankings(
-        self, by_question: MutableMapping[str, Ranking]
-    ) -> MutableMapping[str, Ranking]:
-        """Rankings as the metrics read them (documents at document level)."""
-        ...
+    def with_rankings(self, name: str, by_question: MutableMapping[str, Ranking]) -> Ranked:
+        """This part with ``name``'s rankings replaced."""
+        return replace(self, rankings={**self.rankings, name: by_question})
+
+    def rank_new(self, name: str, text: str, depth: int) -> Ranking:
+        """One built-in retriever's (or the reranked list's) ranking of a text that was not
+        ranked with the golden set."""
+        if name == "vector" and self.vector is not None:
+            return self.vector.search(text, depth)
+        if name == "hybrid" and self.hybrid is not None:
+            return self.hybrid.search(text, depth)
+        if name == "bm25" and self.bm25 is not None:
+            return self.bm25.search(text, depth)
+        if self.reranker is not None and name == self.reranker.name:
+            over = self.rank_new(self.reranker.over, text, depth)
+            ranked = self.reranker.rerank(text, over).ranking
+            self.reranker.cache.save()
+            return ranked
+        return []
+
+
+def ranked(
+    settings: Settings,
+    data: Data,
+    questions: QuestionSet,
+    shared: Shared | None,
+    warnings: list[str],
+) -> Ranked:
+    """The rankings part at load: BM25's (when it is needed: shown, reranked or fused) and the
+    external runs', with the windows plan and the reranking stage ready for later."""
+    plan = windows_for(settings, data.counter)
+    reranker = reranker_for(settings, data.chunks, shared)
+    external = read_runs(settings, data, questions)
+    rankings: dict[str, MutableMapping[str, Ranking]] = {n: r.rankings for n, r in external.items()}
+    bm25 = None
+    needed = settings.needed_retrievers()
+    if "bm25" in needed or "hybrid" in needed:
+        bm25 = BM25Retriever(
+            data.chunks,
+            backend=settings.bm25_backend,
+            cache_root=settings.cache_dir,
+            chunks_key=data.chunks_key,
+        )
+        warnings.extend(bm25.warnings)
+        texts = questions.loaded_texts
+        cache = ranking_cache(settings, data, bm25, plan, "bm25")
+        table = ranking_table(
+            data,
+            questions,
+            cache,
+            lambda rows: [bm25.search(texts.texts[i], settings.depth) for i in rows],
+        )
+        warnings.extend(w for w in cache.warnings if w not in warnings)
+        rankings = {"bm25": table, **rankings}
+        empty = table.empty_rows()
+        if empty:
+            warnings.append(
+                f"bm25: {len(empty)} question{'s share' if len(empty) != 1 else ' shares'} no word "
+                f"with any chunk (e.g. {examples(empty, 3)}): no results; "
+                f"{'they count' if len(empty) != 1 else 'it counts'} as an empty run"
+            )
+    for run in external.values():
+        warnings.extend(run.warnings)
+    return Ranked(rankings, bm25, window_plan=plan, reranker=reranker, external=external)
 
 
 # ---- the results cache -----------------------------------------------------------------------
 
 
-def ranking_cache(ws: Ranked, kind: str, embedder: TextEncoder | None = None) -> RankingCache:
+def ranking_cache(
+    settings: Settings,
+    data: Data,
+    bm25: BM25Retriever | None,
+    plan: WindowPlan | None,
+    kind: str,
+    embedder: TextEncoder | None = None,
+) -> RankingCache:
     """The results cache of one built-in retriever, keyed by everything that decides its rankings."""
-    return RankingCache(
-        kind,
-        _ranking_key(ws, kind, embedder),
-        len(ws.chunks),
-        ws.settings.depth,
-        ws.settings.cache_dir,
-    )
+    key = _ranking_key(settings, data, bm25, plan, kind, embedder)
+    return RankingCache(kind, key, len(data.chunks), settings.depth, settings.cache_dir)
 
 
-def _ranking_key(ws: Ranked, kind: str, embedder: TextEncoder | None = None) -> dict[str, object]:
-    s = ws.settings
+def _ranking_key(
+    s: Settings,
+    data: Data,
+    bm25: BM25Retriever | None,
+    plan: WindowPlan | None,
+    kind: str,
+    embedder: TextEncoder | None = None,
+) -> dict[str, object]:
     if kind == "bm25":
         return {
-            "chunks": ws.chunks_key,
+            "chunks": data.chunks_key,
             "backend": s.bm25_backend,
-            "k1": ws.bm25.k1 if ws.bm25 is not None else 1.5,
-            "b": ws.bm25.b if ws.bm25 is not None else 0.75,
+            "k1": bm25.k1 if bm25 is not None else 1.5,
+            "b": bm25.b if bm25 is not None else 0.75,
         }
     if kind == "vector":
         name = embedder.cache_name if embedder is not None else s.model
-        plan = ws.window_plan
         key: dict[str, object] = {
-            "chunks": ws.chunks_key,
+            "chunks": data.chunks_key,
             "embedder": model_slug(name, model_fingerprint(name)),
             "tokenizer": model_slug(s.model, model_fingerprint(s.model)),
             "windows": [plan.mode, plan.length, plan.stride] if plan is not None else None,
@@ -152,22 +210,23 @@ def _ranking_key(ws: Ranked, kind: str, embedder: TextEncoder | None = None) -> 
         return key
     return {
         "rrf": RRF_K,
-        "bm25": _ranking_key(ws, "bm25"),
-        "vector": _ranking_key(ws, "vector", embedder),
+        "bm25": _ranking_key(s, data, bm25, plan, "bm25"),
+        "vector": _ranking_key(s, data, bm25, plan, "vector", embedder),
     }
 
 
 def ranking_table(
-    ws: Ranked,
+    data: Data,
+    questions: QuestionSet,
     cache: RankingCache,
-    texts: TextKeys,
     rank: Callable[[list[int]], list[Ranking]],
 ) -> RankingTable:
     """Every loaded question's ranking: read from ``cache``, the rows it lacks ranked by
     ``rank`` (row numbers of the loaded questions -> their rankings) and written back."""
+    texts = questions.loaded_texts
     found = cache.lookup(texts)
     if found.missing:
-        order = ws.chunk_order
+        order = {cid: i for i, cid in enumerate(data.chunk_ids)}
         ranked = rank(found.missing)
         for i, ranking in zip(found.missing, ranked, strict=True):
             found.index[i] = -1
@@ -180,45 +239,13 @@ def ranking_table(
     # No row names a chunk twice: the cache's rows are checked for it when read, and a built-in
     # retriever ranks each chunk once (so evaluation need not look: 10 ms at 100,000 questions).
     return RankingTable(
-        ws.loaded_ids,
-        [c.id for c in ws.chunks],
+        questions.loaded_ids,
+        data.chunk_ids,
         found.index,
         found.scores,
-        ws.loaded_rows,
+        questions.loaded_rows,
         distinct=True,
     )
-
-
-# ---- BM25 ------------------------------------------------------------------------------------
-
-
-def add_bm25(ws: Ranked) -> None:
-    """Build BM25 when it is needed (shown, reranked or fused) and rank the loaded questions with it."""
-    needed = ws.settings.needed_retrievers()
-    if "bm25" not in needed and "hybrid" not in needed:
-        return
-    settings = ws.settings
-    bm25 = ws.bm25 = BM25Retriever(
-        ws.chunks,
-        backend=settings.bm25_backend,
-        cache_root=settings.cache_dir,
-        chunks_key=ws.chunks_key,
-    )
-    ws.warnings.extend(bm25.warnings)
-    texts = ws.loaded_texts
-    cache = ranking_cache(ws, "bm25")
-    table = ranking_table(
-        ws, cache, texts, lambda rows: [bm25.search(texts.texts[i], settings.depth) for i in rows]
-    )
-    ws.warnings.extend(w for w in cache.warnings if w not in ws.warnings)
-    ws.rankings["bm25"] = table
-    empty = table.empty_rows()
-    if empty:
-        ws.warnings.append(
-            f"bm25: {len(empty)} question{'s share' if len(empty) != 1 else ' shares'} no word "
-            f"with any chunk (e.g. {examples(empty, 3)}): no results; "
-            f"{'they count' if len(empty) != 1 else 'it counts'} as an empty run"
-        )
 
 
 # ---- vector and hybrid -----------------------------------------------------------------------
@@ -253,41 +280,47 @@ def embedding_cache(settings: Settings, embedder: TextEncoder | None = None) -> 
     return EmbeddingCache(name, settings.cache_dir, embedding_backend(settings, embedder))
 
 
-def _wants_hybrid(ws: Ranked) -> bool:
-    return "hybrid" in ws.settings.needed_retrievers() and ws.bm25 is not None
-
-
-def cached_vectors(ws: Ranked, embedder: TextEncoder | None = None) -> VectorResult | None:
+def cached_vectors(
+    settings: Settings,
+    data: Data,
+    questions: QuestionSet,
+    ranked: Ranked,
+    embedder: TextEncoder | None = None,
+) -> VectorResult | None:
     """Every loaded question's vector (and hybrid) ranking from the results cache, without building
     the retrievers (no embedding read, no model); None unless the cache holds them all.
 
     The app shows these at once and builds the retrievers afterwards (``compute_vectors``).
     """
-    if not vectors_needed(ws.settings) or ws.vector is not None:
+    if not vectors_needed(settings) or ranked.vector is not None:
         return None
-    texts = ws.loaded_texts
-    kinds = ["vector", "hybrid"] if _wants_hybrid(ws) else ["vector"]
+    texts = questions.loaded_texts
+    hybrid = "hybrid" in settings.needed_retrievers() and ranked.bm25 is not None
     rankings: dict[str, Mapping[str, Ranking]] = {}
-    warnings: list[str] = backend_note(ws.settings)
-    for kind in kinds:
-        cache = ranking_cache(ws, kind, embedder)
+    warnings: list[str] = backend_note(settings)
+    for kind in ["vector", "hybrid"] if hybrid else ["vector"]:
+        cache = ranking_cache(settings, data, ranked.bm25, ranked.window_plan, kind, embedder)
         found = cache.lookup(texts)
         warnings.extend(cache.warnings)
         if found.missing:
             return None
         rankings[kind] = RankingTable(
-            ws.loaded_ids,
-            ws.chunk_ids,
+            questions.loaded_ids,
+            data.chunk_ids,
             found.index,
             found.scores,
-            ws.loaded_rows,
+            questions.loaded_rows,
             distinct=True,
         )
     return VectorResult(None, None, {}, rankings, warnings)
 
 
 def compute_vectors(
-    ws: Ranked,
+    settings: Settings,
+    data: Data,
+    questions: QuestionSet,
+    ranked: Ranked,
+    shared: Shared | None,
     progress: Progress | None = None,
     embedder: TextEncoder | None = None,
     known: VectorResult | None = None,
@@ -297,30 +330,30 @@ def compute_vectors(
     computed, embedding only the texts the embedding cache lacks.
 
     Reads the workspace and never changes it, so it may run in a worker thread while the UI
-    reads and grades; ``apply_vectors`` then adds the result (on the UI thread).
+    reads and grades; ``Workspace.apply_vectors`` then adds the result (on the UI thread).
     """
-    if not vectors_needed(ws.settings):
+    s = settings
+    if not vectors_needed(s):
         return None
-    # The questions as loaded: one added since is ranked by ``apply_vectors``.
-    texts = ws.loaded_texts
-    bm25_rankings = ws.rankings.get("bm25", {})
+    # The questions as loaded: one added since is ranked by ``Workspace.apply_vectors``.
+    texts = questions.loaded_texts
+    bm25, plan = ranked.bm25, ranked.window_plan
+    bm25_rankings = ranked.rankings.get("bm25", {})
     model = embedder
-    s = ws.settings
-    if model is None and ws.shared is not None:
+    if model is None and shared is not None:
         key = f"{s.model}\0{s.embedding_backend}"
-        if key not in ws.shared.embedders:
-            ws.shared.embedders[key] = Embedder(s.model, s.embedding_backend, s.cache_dir)
-        model = ws.shared.embedders[key]
+        if key not in shared.embedders:
+            shared.embedders[key] = Embedder(s.model, s.embedding_backend, s.cache_dir)
+        model = shared.embedders[key]
     model = model or Embedder(s.model, s.embedding_backend, s.cache_dir)
-    depth = ws.settings.depth
-    want_hybrid = _wants_hybrid(ws)
-    vector_cache = ranking_cache(ws, "vector", model)
+    depth = s.depth
+    vector_cache = ranking_cache(s, data, bm25, plan, "vector", model)
     known_vector = known is not None and "vector" in known.rankings
     found = None if known_vector else vector_cache.lookup(texts)
     missing = found.missing if found is not None else []
-    cache = embedding_cache(ws.settings, model)
+    cache = embedding_cache(s, model)
     windows, window_warnings = cached_chunk_windows(
-        ws.chunks, token_counter(ws.settings.model), ws.window_plan, ws.settings.cache_dir
+        data.chunks, token_counter(s.model), plan, s.cache_dir
     )
     todo = [texts.texts[i] for i in missing]
     matrix = cache.embed(windows.texts + todo, model, progress)
@@ -335,11 +368,11 @@ def compute_vectors(
         return row
 
     vector = VectorRetriever(
-        ws.chunks,
+        data.chunks,
         window_matrix,
         embed_query,
         windows.first_rows,
-        ws.window_plan.mode if ws.window_plan is not None else "max",
+        plan.mode if plan is not None else "max",
     )
     rankings: dict[str, Mapping[str, Ranking]] = {}
     if known is not None and known_vector:
@@ -347,23 +380,23 @@ def compute_vectors(
     else:
         computed = dict(zip(todo, vector.search_vectors(question_matrix, depth), strict=True))
         rankings["vector"] = ranking_table(
-            ws, vector_cache, texts, lambda rows: [computed[texts.texts[i]] for i in rows]
+            data, questions, vector_cache, lambda rows: [computed[texts.texts[i]] for i in rows]
         )
         warnings.extend(vector_cache.warnings)
     hybrid = None
-    if want_hybrid and ws.bm25 is not None:
-        hybrid = HybridRetriever(ws.bm25, vector, ws.chunk_order)
+    if "hybrid" in s.needed_retrievers() and bm25 is not None:
+        hybrid = HybridRetriever(bm25, vector, {cid: i for i, cid in enumerate(data.chunk_ids)})
         if known is not None and "hybrid" in known.rankings:
             rankings["hybrid"] = known.rankings["hybrid"]
         else:
             vector_rankings = rankings["vector"]
-            ids = ws.loaded_ids
+            ids = questions.loaded_ids
             fuse = hybrid.fuse
-            hybrid_cache = ranking_cache(ws, "hybrid", model)
+            hybrid_cache = ranking_cache(s, data, bm25, plan, "hybrid", model)
             rankings["hybrid"] = ranking_table(
-                ws,
+                data,
+                questions,
                 hybrid_cache,
-                texts,
                 lambda rows: [
                     fuse(bm25_rankings.get(ids[i], []), vector_rankings[ids[i]], depth)
                     for i in rows
@@ -373,105 +406,32 @@ def compute_vectors(
     return VectorResult(
         vector,
         hybrid,
-        QuestionVectors(ws.question_by_id, embed_query),
+        QuestionVectors(questions.by_id, embed_query),
         rankings,
         warnings,
         windows,
     )
 
 
-def apply_vectors(ws: Ranked, result: VectorResult) -> bool:
-    """Add vector and hybrid rankings computed by ``compute_vectors`` (or read by
-    ``cached_vectors``) and evaluate them; retrievers given with them are kept. Returns whether
-    any ranking changed (False: the same lists were applied before)."""
-    assert ws.evaluation is not None
-    if result.vector is not None:
-        ws.vector = result.vector
-        ws.hybrid = result.hybrid
-        ws.windows = result.windows
-        ws.question_vectors = result.question_vectors
-    ws.warnings.extend(w for w in result.warnings if w not in ws.warnings)
-    changed = False
-    for name, given in result.rankings.items():
-        current = ws.rankings.get(name)
-        if (
-            isinstance(given, RankingTable)
-            and isinstance(current, RankingTable)
-            and given.index is current.index
-            and given.scores is current.scores
-        ):
-            continue  # the same arrays, read earlier: shown and evaluated already
-        by_question: MutableMapping[str, Ranking] = (
-            given.copy() if isinstance(given, RankingTable) else dict(given)
-        )
-        # Questions added while the worker ran are ranked now, on this thread (a table holds
-        # every loaded question: only those added after the load can be missing).
-        added = (
-            ws.questions[len(ws.loaded_ids) :] if isinstance(given, RankingTable) else ws.questions
-        )
-        for q in added:
-            if q.id not in by_question:
-                by_question[q.id] = rank_new(ws, name, q.text)
-        ws.rankings[name] = by_question
-        if name in ws.settings.retrievers:
-            ws.evaluation.set_rankings(name, ws.evaluated_rankings(by_question))
-        changed = True
-    return changed
-
-
-def rank_new(ws: Ranked, name: str, text: str) -> Ranking:
-    """One retriever's ranking of a text that was not embedded with the golden set."""
-    depth = ws.settings.depth
-    if name == "vector" and ws.vector is not None:
-        return ws.vector.search(text, depth)
-    if name == "hybrid" and ws.hybrid is not None:
-        return ws.hybrid.search(text, depth)
-    if name == "bm25" and ws.bm25 is not None:
-        return ws.bm25.search(text, depth)
-    if ws.reranker is not None and name == ws.reranker.name:
-        ranked = ws.reranker.rerank(text, rank_new(ws, ws.reranker.over, text)).ranking
-        ws.reranker.cache.save()
-        return ranked
-    return []
-
-
 # ---- reranking -------------------------------------------------------------------------------
 
 
-class RerankAsked(Protocol):
-    """What ``compute_rerank`` reads: the reranking stage, the first stage's rankings and the
-    golden questions (a workspace, or what the app captured of one for a worker thread)."""
-
-    @property
-    def reranker(self) -> Reranker | None:
-        """The reranking stage (None: none)."""
-        ...
-
-    @property
-    def rankings(self) -> Mapping[str, Mapping[str, Ranking]]:
-        """Each retriever's ranking of each question (the first stage's at least)."""
-        ...
-
-    @property
-    def questions(self) -> Sequence[Question]:
-        """The golden questions."""
-        ...
-
-
-def compute_rerank(ws: RerankAsked, progress: RerankProgress | None = None) -> RerankResult | None:
+def compute_rerank(
+    reranker: Reranker | None,
+    first_stage: Mapping[str, Ranking] | None,
+    questions: Sequence[Question],
+    progress: RerankProgress | None = None,
+) -> RerankResult | None:
     """Rerank every golden question's first-stage list with the cross-encoder (slow unless cached).
 
     Reads the workspace (the first stage must be ready: ``apply_vectors`` done for vector or
     hybrid) and changes only the score cache, so it may run in a worker thread;
-    ``apply_rerank`` then adds the result.
+    ``Workspace.apply_rerank`` then adds the result.
     """
-    reranker = ws.reranker
     if reranker is None:
         return None
-    first_stage = ws.rankings.get(reranker.over)
     if first_stage is None:
         raise RuntimeError(f"{reranker.over} has no rankings yet: prepare the vectors first")
-    questions = list(ws.questions)
     rankings: dict[str, Ranking] = {}
     seconds: dict[str, float] = {}
     scored_now: set[str] = set()
@@ -487,16 +447,3 @@ def compute_rerank(ws: RerankAsked, progress: RerankProgress | None = None) -> R
     finally:
         reranker.cache.save()
     return RerankResult(reranker.name, rankings, seconds, scored_now)
-
-
-def apply_rerank(ws: Ranked, result: RerankResult) -> None:
-    """Add the reranked rankings computed by ``compute_rerank`` and evaluate them."""
-    assert ws.evaluation is not None
-    by_question = dict(result.rankings)
-    for q in ws.questions:
-        if q.id not in by_question:
-            by_question[q.id] = rank_new(ws, result.name, q.text)
-    ws.rerank = result
-    ws.warnings.extend(result.warnings)
-    ws.rankings[result.name] = by_question
-    ws.evaluation.set_rankings(result.name, by_question)

@@ -36,7 +36,6 @@ from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.embeddings import TextEncoder
 from ragtui.core.text import visible, visible_line
 from ragtui.core.workspace import Workspace
-from ragtui.core.workspace.live_answers import ChunkTexts
 from ragtui.tui.ids import widget_id
 from ragtui.tui.messages import AddQuestionRequested, ForeignChunks, Notice
 from ragtui.tui.rankers import Rankers
@@ -160,7 +159,7 @@ class AdhocList(RowList):
             elif column.name == "score":
                 cells.append(Cell(fmt_score(score)))
             else:
-                chunk = self.ws.chunk_by_id.get(cid)
+                chunk = self.ws.passages.by_id.get(cid)
                 cells.append(
                     Cell(visible_line(" ".join(chunk.text.split())[:200]) if chunk else "")
                 )
@@ -229,7 +228,6 @@ class AdhocScreen(Screen[None]):
         self._pending: set[str] = set()
         #: The chunks' texts indexed for mapping a live retriever's passages (the workers build it
         #: on first need; it depends on the chunks only, which never change).
-        self._chunk_texts = ChunkTexts()
 
     def compose(self) -> ComposeResult:
         """Query, the lists side by side, the chunk text, evidence and slices, status."""
@@ -326,8 +324,8 @@ class AdhocScreen(Screen[None]):
             self.list_for(name).show([])
             self._set_step(name, "searching…")
         self.say(f"searching {', '.join(self.retrievers)}…")
-        live = [n for n in self.retrievers if n in self.ws.live]
-        rankers = Rankers.capture(self.ws, live, self._chunk_texts)
+        live = [n for n in self.retrievers if n in self.ws.live.retrievers]
+        rankers = Rankers.capture(self.ws, live)
         names = [n for n in self.retrievers if n not in live]
         self._search(text, self.generation, names, self._model(), rankers)
         for name in live:
@@ -492,7 +490,7 @@ class AdhocScreen(Screen[None]):
             return
         cid = self.list_for(self._active).highlighted_chunk
         area = self.query_one("#adhoc-chunk", TextArea)
-        chunk = self.ws.chunk_by_id.get(cid) if cid else None
+        chunk = self.ws.passages.by_id.get(cid) if cid else None
         area.load_text(visible(chunk.text) if chunk else "")
         set_frame_text(
             area, f"chunk {cid} (select evidence: shift+arrows, then F2)" if cid else "chunk"

@@ -52,8 +52,8 @@ class ChunkScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         """Fill in the text once styles are known, and focus the scroll area."""
         ws = self.workspace
-        chunk = ws.chunk_by_id[self.cid]
-        question = ws.question_by_id.get(self.qid) if self.qid else None
+        chunk = ws.passages.by_id[self.cid]
+        question = ws.questions.by_id.get(self.qid) if self.qid else None
         self.query_one("#chunk-screen-header", Static).update(chunk_header(ws, self.qid, self.cid))
         self.query_one("#chunk-screen-text", Static).update(
             highlighted_text(

@@ -12,7 +12,7 @@ from textual.dom import DOMNode
 from textual.signal import Signal
 
 from ragtui.core.data.grades import GradeScale
-from ragtui.core.labelling.verify import RecordedSample
+from ragtui.core.judges.verify import RecordedSample
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.tui.messages import Changed

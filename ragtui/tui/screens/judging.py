@@ -30,7 +30,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ragtui.core.labelling.verify import QUEUE_ORDERS, SAMPLE_SEED, SAMPLE_SIZE, judges
+from ragtui.core.judges.verify import QUEUE_ORDERS, SAMPLE_SEED, SAMPLE_SIZE, judges
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import SOURCE_ADJUDICATED, SOURCE_HAND, Workspace
 from ragtui.tui.judging_session import (
@@ -319,7 +319,7 @@ class JudgingScreen(Screen[None]):
             self._update_title()
             return
         ws = self.ws
-        question = ws.question_by_id[entry.question]
+        question = ws.questions.by_id[entry.question]
         text = " ".join(question.text.split())
         if len(text) > MAX_QUESTION_CHARS:
             text = (
@@ -362,7 +362,7 @@ class JudgingScreen(Screen[None]):
         ``! annotators: alice 2 · bob 0  disputed: a digit settles it`` (when several graded)."""
         ws = self.ws
         width = self.line_width
-        chunk = ws.chunk_by_id[cid]
+        chunk = ws.passages.by_id[cid]
         shown_id, place = heading_row(cid, chunk.doc, chunk.heading_path, width)
         out = Text(no_wrap=True, overflow="ellipsis")
         out.append(shown_id, "bold")
@@ -402,10 +402,12 @@ class JudgingScreen(Screen[None]):
         """The pair's grade, where it comes from, and its style: the grade that counts; blind,
         without the evidence rule's (or the qrels') grade; in a person's own queue, whether they
         graded it (blind: only their own grade)."""
-        grade, source = self.ws.grade_source(qid, cid)
+        grade, source = self.ws.grades.grade_source(qid, cid)
         # A person's grade; a model's (``--grades human+model``) is hidden when blind, as the rule's.
         by_hand = source in (SOURCE_HAND, SOURCE_ADJUDICATED)
-        style = "bold" if grade is not None and source not in (None, self.ws.base_source) else ""
+        style = (
+            "bold" if grade is not None and source not in (None, self.ws.data.base_source) else ""
+        )
         person = None if self.adjudicate else self.person
         if person is not None:
             own = self.session.walk.queue.own_grade(qid, cid)
@@ -430,12 +432,12 @@ class JudgingScreen(Screen[None]):
         if self.blind and not self.adjudicate:
             return None
         ws = self.ws
-        by_annotator = ws.annotator_grades(qid, cid)
+        by_annotator = ws.grades.annotator_grades(qid, cid)
         person = None if self.adjudicate else self.person
         others = set(by_annotator) - ({person} if person is not None else set())
         if not (len(by_annotator) > 1 or (person is not None and others)):
             return None
-        disputed = ws.disputed(qid, cid)
+        disputed = ws.grades.disputed(qid, cid)
         grades = " · ".join(
             f"{visible_line(a) or '(unnamed)'} {g}" for a, g in sorted(by_annotator.items())
         )
@@ -648,7 +650,7 @@ class JudgingScreen(Screen[None]):
             self.post_message(Notice("The adjudication pass settles people's disputes: no v here."))
             return
         queue = self.session.queue
-        if not queue.verify and not judges(self.ws.labels):
+        if not queue.verify and not judges(self.ws.grades.labels):
             self.post_message(
                 Notice(
                     "No judge has graded a pair yet (ragtui judge grades the pool): none to verify."

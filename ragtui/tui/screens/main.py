@@ -24,8 +24,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, Static
 
-from ragtui.core.labelling.judging import PoolOrder
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import PoolOrder
 from ragtui.tui.judging_session import JudgingWalk
 from ragtui.tui.messages import Changed, Notice, RetireRequested, UndoRequested
 from ragtui.tui.screens import views
@@ -623,7 +623,7 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if ws is None or self.current_qid is None:
             return
-        question = ws.question_by_id[self.current_qid]
+        question = ws.questions.by_id[self.current_qid]
         self.app.post_message(RetireRequested(question.id, not question.retired))
 
     def _open(self, view: Callable[[Shown], View], loading: str = "") -> None:

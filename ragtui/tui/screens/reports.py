@@ -55,7 +55,7 @@ def explain_screen(ws: Workspace, qid: str, why: WhyIndex | None = None) -> Expl
     reranked list when there is one, and (with ``why``) the cause of every miss of the question."""
     try:
         expl = explain_hybrid(ws, qid)
-        report = explain_report(ws.question_by_id[qid].text, expl, pool_ceilings(ws))
+        report = explain_report(ws.questions.by_id[qid].text, expl, pool_ceilings(ws))
     except InputError as exc:
         report = message_report(f"hybrid attribution · {qid}", exc.message, "bad")
     sections = list(report.sections)
@@ -102,7 +102,7 @@ def slices_screen(ws: Workspace) -> SlicesScreen:
 
 def agreement_screen(ws: Workspace) -> AgreementScreen:
     """The evidence rule against the hand grades, and every pair of annotators compared."""
-    pairs = annotator_pairs(list(annotators(ws.labels.history)))
+    pairs = annotator_pairs(list(annotators(ws.grades.labels.history)))
     return AgreementScreen(agreement_report(ws, pairs))
 
 
@@ -114,9 +114,9 @@ def diagnostics_screen(ws: Workspace) -> DiagnosticsScreen:
         chunk_size=settings.chunk_size,
         overlap=settings.overlap,
         questions_file=Path(settings.golden or "") / QUESTIONS_FILE,
-        chunks=tuple(ws.chunks),
+        chunks=tuple(ws.data.chunks),
         questions=tuple(ws.questions),
-        documents=tuple(ws.corpus.documents),
+        documents=tuple(ws.data.corpus.documents),
         windows=settings.windows,
         window_stride=settings.window_stride,
     )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
-from ragtui.core.labelling.verify import judges
+from ragtui.core.judges.verify import judges
 from ragtui.core.workspace import Workspace
 from ragtui.tui.judging_session import Queue
 from ragtui.tui.screens.host import ControllerView
@@ -51,7 +51,7 @@ class Shown:
 
     def unretired(self) -> list[str]:
         """The questions listed, retired ones left out."""
-        return [q for q in self.listed if not self.ws.question_by_id[q].retired]
+        return [q for q in self.listed if not self.ws.questions.by_id[q].retired]
 
 
 def judging(shown: Shown) -> View:
@@ -71,7 +71,7 @@ def adjudication(shown: Shown) -> View:
     """The adjudication pass: the judging view over the disputed pairs of the questions shown."""
     from ragtui.tui.screens.judging import JudgingScreen
 
-    if not shown.ws.disputed_pairs():
+    if not shown.ws.grades.disputed_pairs():
         return "No pair is disputed: the annotators agree everywhere."
     return JudgingScreen(shown.ws, shown.controller, shown.unretired(), shown.ready, None, True)
 
@@ -83,7 +83,7 @@ def verifying(shown: Shown, judge: str | None = None) -> View:
 
     if shown.question is None:
         return "No question is shown: nothing to verify."
-    if not judges(shown.ws.labels):
+    if not judges(shown.ws.grades.labels):
         return "No judge has graded a pair yet (ragtui judge grades the pool): none to verify."
     queue = Queue(verify=True, judge=judge)
     start = (shown.question, None)
@@ -112,7 +112,7 @@ def explain(shown: Shown) -> View:
 
     if shown.question is None:
         return None
-    if "vector" not in shown.ws.rankings or "bm25" not in shown.ws.rankings:
+    if "vector" not in shown.ws.ranked.rankings or "bm25" not in shown.ws.ranked.rankings:
         return "Hybrid attribution needs bm25 and vector rankings (still embedding?)."
     return explain_screen(shown.ws, shown.question, shown.why())
 

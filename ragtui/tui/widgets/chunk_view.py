@@ -33,13 +33,13 @@ KEPT_TEXTS = 16
 
 def chunk_header(ws: Workspace, qid: str | None, cid: str) -> Text:
     """Where a chunk comes from (document, heading path, span, tokens) and its grade for the question."""
-    chunk = ws.chunk_by_id[cid]
+    chunk = ws.passages.by_id[cid]
     place = " › ".join((chunk.doc, *chunk.heading_path))
     header = Text(
         visible_line(f"{place} · chars {chunk.start}–{chunk.end} · {chunk.token_count} tokens")
     )
     if qid is not None:
-        grade, source = ws.grade_source(qid, cid)
+        grade, source = ws.grades.grade_source(qid, cid)
         header.append("\n")
         if grade is None:
             header.append(visible_line(f"not graded for {qid}"))
@@ -68,12 +68,12 @@ def _highlights(
 
 def neighbours(ws: Workspace, cid: str) -> tuple[str | None, str | None]:
     """The chunks before and after ``cid`` in its document (None at either end)."""
-    position = ws.chunk_order.get(cid)
-    chunk = ws.chunk_by_id.get(cid)
+    position = ws.passages.order.get(cid)
+    chunk = ws.passages.by_id.get(cid)
     if position is None or chunk is None:
         return None, None
-    before = ws.chunks[position - 1] if position > 0 else None
-    after = ws.chunks[position + 1] if position + 1 < len(ws.chunks) else None
+    before = ws.data.chunks[position - 1] if position > 0 else None
+    after = ws.data.chunks[position + 1] if position + 1 < len(ws.data.chunks) else None
     return (
         before.id if before is not None and before.doc == chunk.doc else None,
         after.id if after is not None and after.doc == chunk.doc else None,
@@ -177,13 +177,13 @@ class ChunkView(ScrollView, can_focus=False):
             self._styles_seen = self._style_key()
         same = self._shown == (qid, cid, context, evidence)
         self._shown = (qid, cid, context, evidence)
-        if ws is None or cid is None or cid not in ws.chunk_by_id:
+        if ws is None or cid is None or cid not in ws.passages.by_id:
             set_frame_text(self, "chunk")
             self._set_header(Text("no chunk highlighted"))
             self._set_body(Paragraphs(Text(""), self), None)
             return
-        chunk = ws.chunk_by_id[cid]
-        question = ws.question_by_id.get(qid) if qid else None
+        chunk = ws.passages.by_id[cid]
+        question = ws.questions.by_id.get(qid) if qid else None
         set_frame_text(self, f"chunk {cid}")
         new_header = chunk_header(ws, qid, cid)
         if note:
@@ -203,7 +203,7 @@ class ChunkView(ScrollView, can_focus=False):
         if context:
             before, after = neighbours(ws, cid)
             if before is not None:
-                lead = len(data_text(ws.chunk_by_id[before].text).plain) + len(
+                lead = len(data_text(ws.passages.by_id[before].text).plain) + len(
                     f"\n── ↑ {visible_line(before)} · ↓ {visible_line(cid)} ──\n"
                 )
         key = (cid, chunk.text, context, before, after, tuple(highlights))
@@ -230,18 +230,18 @@ class ChunkView(ScrollView, can_focus=False):
         after: str | None,
     ) -> Text:
         """The chunk's text with its highlights, and with context the neighbours around it."""
-        text = data_text(ws.chunk_by_id[cid].text, highlights)
+        text = data_text(ws.passages.by_id[cid].text, highlights)
         if before is None and after is None:
             return text
         dim = self.get_component_rich_style("chunk-view--context")
         framed = Text()
         if before is not None:
-            neighbour = ws.chunk_by_id[before].text
+            neighbour = ws.passages.by_id[before].text
             framed.append_text(data_text(neighbour, [(0, len(neighbour), dim)]))
             framed.append(f"\n── ↑ {visible_line(before)} · ↓ {visible_line(cid)} ──\n", dim)
         framed.append_text(text)
         if after is not None:
-            neighbour = ws.chunk_by_id[after].text
+            neighbour = ws.passages.by_id[after].text
             framed.append(f"\n── ↓ {visible_line(after)} ──\n", dim)
             framed.append_text(data_text(neighbour, [(0, len(neighbour), dim)]))
         return framed

@@ -37,14 +37,14 @@ def workspace_summary(ws: Workspace) -> str:
         # Early, so that an 80-column terminal does not cut it: which grades the numbers rest on.
         f"grades {settings.counted_grades}",
         f"{len(ws.questions)} questions",
-        f"{len(ws.chunks)} chunks",
+        f"{len(ws.data.chunks)} chunks",
         f"k={settings.k}",
         f"depth {settings.depth}",
     ]
-    for name, counts in ws.passages.items():
+    for name, counts in ws.live.counts.items():
         # What a live retriever returned: passages mapped onto ragtui's chunks, passages of its own.
         if counts.mapped or counts.own:
             parts.append(f"{visible_line(name)} {counts.mapped} mapped, {counts.own} own")
-    if ws.labels.read_only:
+    if ws.grades.labels.read_only:
         parts.append("labels read-only")
     return " · ".join(parts)

@@ -12,8 +12,8 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
-from ragtui.core.analysis.judgement.estimates import Estimates, estimates
-from ragtui.core.labelling.sample import SAMPLE_FILE
+from ragtui.core.judges.estimates import Estimates, estimates
+from ragtui.core.judges.sample import SAMPLE_FILE
 from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.text import visible_line
@@ -133,7 +133,7 @@ def estimate_note(estimate: Estimates) -> str:
 
 def judged_text(ws: Workspace, retrievers: Sequence[str]) -> Text:
     """``Judged@3 bm25 0.83 · vector 0.41 thin · ...``: the share of each top k that carries a grade; thin is flagged."""
-    from ragtui.core.labelling.judging import judged_summaries
+    from ragtui.core.workspace.judging import judged_summaries
 
     if ws.evaluation is None:
         return Text()
@@ -189,14 +189,14 @@ class MetricsPanel(Widget):
         if not ws.settings.estimate or ev is None:
             return None
         try:
-            sample = (Path(ws.labels.path).parent / SAMPLE_FILE).stat().st_mtime_ns
+            sample = (Path(ws.grades.labels.path).parent / SAMPLE_FILE).stat().st_mtime_ns
         except OSError:
             sample = None
         key = (
             id(ev),
             ev.k,
             len(ev.question_ids),
-            len(ws.labels.history),
+            len(ws.grades.labels.history),
             tuple((name, id(ranked)) for name, ranked in ev.rankings.items()),
             sample,
         )

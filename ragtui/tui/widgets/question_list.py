@@ -264,7 +264,7 @@ class QuestionList(RowList):
         assert view is not None
         ws = view.ws
         qid = view.qids[index]
-        question = ws.question_by_id[qid]
+        question = ws.questions.by_id[qid]
         evaluation = ws.evaluation
         skipped = evaluation is not None and qid not in evaluation.evaluated
         text_style = "skipped" if skipped else ""
@@ -310,7 +310,7 @@ class QuestionList(RowList):
         evaluation = view.ws.evaluation
         if evaluation is None:
             return Cell(" ")
-        if view.ws.question_by_id[qid].retired:
+        if view.ws.questions.by_id[qid].retired:
             return Cell(RETIRED_MARK, "skipped")
         if qid not in evaluation.evaluated:
             return Cell(SKIPPED_MARK, "skipped")
@@ -326,7 +326,7 @@ class QuestionList(RowList):
     @staticmethod
     def _why(view: QuestionView, qid: str) -> Cell:
         """The first cause of the shown retriever's miss on this question (blank: no miss)."""
-        if view.why is None or view.cause_of is None or view.ws.question_by_id[qid].retired:
+        if view.why is None or view.cause_of is None or view.ws.questions.by_id[qid].retired:
             return Cell("")
         cause = view.why.cause(qid, view.cause_of)
         return Cell(CAUSE_MARKS.get(cause, cause), "miss") if cause else Cell("")

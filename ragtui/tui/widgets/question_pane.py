@@ -28,9 +28,9 @@ from ragtui.core.analysis.question_filter import (
     worst_first,
 )
 from ragtui.core.analysis.why import WhyIndex
-from ragtui.core.labelling.judging import PoolEntry, PoolOrder
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import PoolEntry, PoolOrder
 from ragtui.tui.judging_session import JudgingWalk
 from ragtui.tui.messages import Notice
 from ragtui.tui.widgets.question_list import QuestionList, QuestionView, RankLegend
@@ -165,7 +165,7 @@ class QuestionPane(Vertical):
             status,
             retrievers,
             deltas,
-            frozenset(ws.disputed_questions()),
+            frozenset(ws.grades.disputed_questions()),
             self.why(ws) if cause_of is not None else None,
             cause_of,
         )
@@ -284,7 +284,7 @@ class QuestionPane(Vertical):
         # Built again whenever the list changes (``visible_ids``, ``forget_walk`` after a
         # retirement or a reload), so no key compares the whole list.
         if self._walk is None or self._walk.ws is not ws:
-            retired = ws.retired_ids
+            retired = ws.questions.retired_ids
             qids = self._visible_ids
             self._walk = JudgingWalk(
                 ws, [q for q in qids if q not in retired] if retired else qids, self.queue_order

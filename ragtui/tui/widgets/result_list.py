@@ -76,10 +76,10 @@ class ResultView:
 def snippet(ws: Workspace, qid: str, cid: str) -> str:
     """The passage of a chunk that matched the question (its evidence, else the densest question
     terms), on one line, control characters made visible."""
-    chunk = ws.chunk_by_id.get(cid)
+    chunk = ws.passages.by_id.get(cid)
     if chunk is None:
         return ""
-    question = ws.question_by_id.get(qid)
+    question = ws.questions.by_id.get(qid)
     start, _ = (
         passage_start(chunk.text, question.evidence, question.text) if question else (0, "start")
     )
@@ -213,7 +213,7 @@ class ResultList(RowList):
         ws = view.ws
         cid, score = view.ranking[index]
         rank = index + 1
-        grade, source = ws.grade_source(view.qid, cid)
+        grade, source = ws.grades.grade_source(view.qid, cid)
         relevant = grade is not None and grade >= ws.settings.threshold
         row_style = "relevant" if relevant else ""
         if grade is None:
@@ -224,7 +224,7 @@ class ResultList(RowList):
             text = (
                 f"{mark}{grade}{(source or '')[:1]}" if self._narrow else f"{mark} {grade} {source}"
             )
-            if ws.disputed(view.qid, cid):  # annotators disagree and nobody adjudicated yet
+            if ws.grades.disputed(view.qid, cid):  # annotators disagree and nobody adjudicated yet
                 text += DISPUTED_MARK if self._narrow else f" {DISPUTED_MARK}"
             grade_cell = Cell(text, style)
         rank_style = "beyond-k" if rank > ws.settings.k else row_style

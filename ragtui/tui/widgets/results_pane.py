@@ -24,9 +24,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from ragtui.core.labelling.judging import PoolEntry
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import PoolEntry
 from ragtui.tui.ids import widget_id
 from ragtui.tui.widgets.paragraphs import rules
 from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView
@@ -205,7 +205,7 @@ class ResultsPane(Vertical):
     def show_bar(self, ws: Workspace, qid: str) -> None:
         """The question's id, full text and slices, and whether it is skipped."""
         bar = self.query_one("#question-bar", Static)
-        question = ws.question_by_id[qid]
+        question = ws.questions.by_id[qid]
         line = Text()
         line.append(visible_line(qid), "bold")
         line.append("  " + visible_line(" ".join(question.text.split())))
@@ -304,7 +304,11 @@ class ResultsPane(Vertical):
             if state == "failed":
                 self.pane(name).set_note(f"{name} unavailable: {errors.get(name, '')}")
             elif not is_ready(ws, name):
-                doing = "asking it" if ws is not None and name in ws.live else "embedding chunks"
+                doing = (
+                    "asking it"
+                    if ws is not None and name in ws.live.retrievers
+                    else "embedding chunks"
+                )
                 self.pane(name).set_note(f"{name}: {doing}… the list fills in when ready")
             else:
                 self.pane(name).set_note(_own_note(ws, name))
@@ -325,7 +329,7 @@ def _rows(bar: Static, text: Text) -> int:
 
 def _own_note(ws: Workspace | None, name: str) -> str | None:
     """A live retriever's note when it returned passages of its own: they count for it alone."""
-    counts = ws.passages.get(name) if ws is not None else None
+    counts = ws.live.counts.get(name) if ws is not None else None
     if ws is None or ws.evaluation is None or counts is None or not counts.own:
         return None
     recall = "every row's recall counts the evidence found (evidence level)"

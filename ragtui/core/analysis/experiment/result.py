@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragtui.core.labelling.judging import THIN_JUDGED
 from ragtui.core.metrics.measures import Measure
 from ragtui.core.metrics.significance import (
     CORRECTIONS,
@@ -19,6 +18,7 @@ from ragtui.core.metrics.significance import (
 from ragtui.core.report_model import Column, Note, Report, Row, Section, Tone, fmt, signed, table
 from ragtui.core.settings import Settings, Variant
 from ragtui.core.workspace import SOURCE_QRELS, Workspace
+from ragtui.core.workspace.judging import THIN_JUDGED
 
 __all__ = [
     "ALPHA",
@@ -173,7 +173,7 @@ class ExperimentResult:
                     "settings": {
                         f.replace("_", "-"): _json_value(x) for f, x in v.variant.overrides
                     },
-                    "chunks": len(v.workspace.chunks),
+                    "chunks": len(v.workspace.data.chunks),
                     "questions": len(v.judgements.evaluated),
                     "skipped": v.judgements.skipped,
                     "hand_grades": {
@@ -185,8 +185,8 @@ class ExperimentResult:
                     "tail_questions": v.judgements.tail_questions,
                     "windows": _windows_text(v.workspace),
                     "retrievers": v.retrievers,
-                    "rerank_latency": v.workspace.rerank.latency.as_dict()
-                    if v.workspace.rerank is not None
+                    "rerank_latency": v.workspace.ranked.rerank.latency.as_dict()
+                    if v.workspace.ranked.rerank is not None
                     else None,
                     "run": str(v.run_path) if v.run_path is not None else None,
                     "run_backup": str(v.run_backup) if v.run_backup is not None else None,
@@ -208,7 +208,7 @@ def _json_value(value: Any) -> Any:
 
 def _windows_text(ws: Workspace) -> str:
     """``max, 254 tokens, stride 127`` or ``off``."""
-    plan = ws.window_plan
+    plan = ws.ranked.window_plan
     if plan is None:
         return "off"
     return f"{plan.mode}, {plan.length} tokens, stride {plan.stride}"
@@ -227,7 +227,7 @@ def _judged_by(result: ExperimentResult) -> str:
     """What the variants' relevance starts from: the evidence rule on each variant's chunks, or
     the BEIR qrels (which judge documents, so they do not depend on the chunking)."""
     ws = result.variant(result.baseline).workspace
-    if ws.base_source != SOURCE_QRELS:
+    if ws.data.base_source != SOURCE_QRELS:
         return "the evidence rule on its own chunks"
     beir = ws.settings.beir
     where = f" ({Path(beir) / 'qrels' / 'test.tsv'})" if beir is not None else ""
@@ -248,7 +248,7 @@ def experiment_report(result: ExperimentResult) -> Report:
                 (
                     v.name + (" (baseline)" if v.name == result.baseline else ""),
                     changed or "-",
-                    str(len(v.workspace.chunks)),
+                    str(len(v.workspace.data.chunks)),
                     _windows_text(v.workspace),
                     str(len(j.evaluated)),
                     hand,
@@ -294,9 +294,9 @@ def experiment_report(result: ExperimentResult) -> Report:
                 Note(f"  {v.name}: {count} stale hand grade{'s' if count != 1 else ''}: {reason}")
             )
     latency = [
-        f"{v.name} {v.workspace.rerank.name}: {v.workspace.rerank.latency.describe()}"
+        f"{v.name} {v.workspace.ranked.rerank.name}: {v.workspace.ranked.rerank.latency.describe()}"
         for v in result.variants
-        if v.workspace.rerank is not None
+        if v.workspace.ranked.rerank is not None
     ]
     notes += [Note(f"reranker latency, {line}") for line in latency]
     variants_section = table(

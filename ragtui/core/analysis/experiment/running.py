@@ -17,7 +17,6 @@ from ragtui.core.analysis.experiment.result import (
 )
 from ragtui.core.analysis.runs import refuse_taken, save_folder, write_run
 from ragtui.core.data.golden import evidence_spans
-from ragtui.core.labelling.judging import judged_summaries
 from ragtui.core.metrics.measures import Measure, System, parse_measures, system_from_workspace
 from ragtui.core.metrics.significance import (
     CORRECTIONS,
@@ -33,6 +32,7 @@ from ragtui.core.retrieval.rerank import RERANK_SUFFIX
 from ragtui.core.settings import Settings
 from ragtui.core.variants import baseline_of, variant_settings
 from ragtui.core.workspace import SOURCE_EVIDENCE, Shared, Workspace
+from ragtui.core.workspace.judging import judged_summaries
 
 __all__ = [
     "DEFAULT_CORRECTION",
@@ -62,10 +62,10 @@ def _judgements(ws: Workspace) -> Judgements:
     """What the variant's relevance rests on."""
     applied: set[tuple[str, str, str]] = set()
     reasons: dict[str, int] = {}
-    for label in ws.labels.current.values():
+    for label in ws.grades.labels.current.values():
         if label.grade is None:
             continue
-        reason = ws.label_status(label)
+        reason = ws.grades.label_status(label)
         if reason is None:
             applied.add((label.question, label.chunk, label.chunk_sha1 or ""))
         else:
@@ -96,7 +96,7 @@ def tail_questions(ws: Workspace) -> list[str]:
         return []
     out = []
     for q in ws.questions:
-        chunks = ws.base_grades.get(q.id, {}) if ws.base_source == SOURCE_EVIDENCE else {}
+        chunks = ws.grades.base.get(q.id, {}) if ws.data.base_source == SOURCE_EVIDENCE else {}
         if not chunks:
             continue
         if all(
@@ -104,7 +104,7 @@ def tail_questions(ws: Workspace) -> list[str]:
             and all(
                 e in wholly[(q.id, cid)]
                 for e in q.evidence
-                if evidence_spans(ws.chunk_by_id[cid].text, [e])
+                if evidence_spans(ws.passages.by_id[cid].text, [e])
             )
             for cid in chunks
         ):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from ragtui.core.analysis.check import Problem, chunking_hint, shorten, shown_path
 from ragtui.core.analysis.diagnostics import ChunkDiagnostics, histogram_bars
-from ragtui.core.analysis.judgement.agreement import JudgeAgreement, judge_agreements
 from ragtui.core.analysis.reports.cells import count, empty, rank
-from ragtui.core.analysis.reports.judges import judge_sections
 from ragtui.core.analysis.rule_agreement import rule_agreement
+from ragtui.core.judges.agreement import JudgeAgreement, judge_agreements
+from ragtui.core.judges.report import judge_sections
 from ragtui.core.labelling.agreement import (
     AnnotatorAgreement,
     RuleAgreement,
@@ -129,11 +129,11 @@ def agreement_report(
 ) -> Report:
     """The evidence rule against the hand grades, the annotators, each pair of ``pairs`` compared,
     then the model judges (``judges``; None: every judge with verdicts) against the rule and people."""
-    sections = _rule_sections(rule_agreement(ws), ws.base_source)
-    names = annotators(ws.labels.history)
+    sections = _rule_sections(rule_agreement(ws), ws.data.base_source)
+    names = annotators(ws.grades.labels.history)
     listed = ", ".join(f"{n or '(unnamed)'} ({count(c, 'pair')})" for n, c in names.items())
     annotator_notes = [Note(f"annotators: {listed or 'none'}")]
-    disputed = ws.disputed_pairs()
+    disputed = ws.grades.disputed_pairs()
     if disputed:
         shown = ", ".join(f"{q} {c}" for q, c in disputed[:5])
         more = f", ... ({len(disputed) - 5} more)" if len(disputed) > 5 else ""
@@ -153,7 +153,7 @@ def agreement_report(
         )
     sections.append(text_section(*annotator_notes))
     for a, b in pairs:
-        history = ws.labels.history
+        history = ws.grades.labels.history
         sections += _pair_sections(annotator_agreement(history, a, b, ws.settings.threshold))
     sections += judge_sections(judge_agreements(ws) if judges is None else judges)
     return Report("agreement", tuple(sections))
@@ -346,7 +346,8 @@ def check_report(ws: Workspace, problems: Sequence[Problem]) -> Report:
     """``ragtui check``'s problems (evidence in no chunk, stale labels), one a line, and the counts."""
     threshold = ws.settings.threshold
     relevant = [
-        sum(1 for g in ws.effective_grades(q.id).values() if g >= threshold) for q in ws.questions
+        sum(1 for g in ws.grades.effective_grades(q.id).values() if g >= threshold)
+        for q in ws.questions
     ]
     lines = [Note(str(p), "bad") for p in problems] or [
         Note(
@@ -358,7 +359,7 @@ def check_report(ws: Workspace, problems: Sequence[Problem]) -> Report:
     if hint is not None:
         lines.append(Note(f"hint: {hint}", "warning"))
     counts = (
-        f"{len(ws.corpus.documents)} documents, {len(ws.chunks)} chunks, "
+        f"{len(ws.data.corpus.documents)} documents, {len(ws.data.chunks)} chunks, "
         f"{len(ws.questions)} questions ({sum(1 for n in relevant if n == 1)} with one relevant "
         f"chunk, {sum(1 for n in relevant if n > 1)} with several, "
         f"{sum(1 for n in relevant if n == 0)} with none); {count(len(problems), 'problem')}"

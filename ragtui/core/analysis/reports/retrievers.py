@@ -15,7 +15,6 @@ from ragtui.core.analysis.attribution import (
 from ragtui.core.analysis.eval_report import passage_notes, rerank_line
 from ragtui.core.analysis.reports.cells import empty, rank
 from ragtui.core.analysis.slices import slice_reports
-from ragtui.core.labelling.judging import THIN_JUDGED, judged_summaries
 from ragtui.core.metrics.measures import Measure, measure_means
 from ragtui.core.metrics.significance import Comparison
 from ragtui.core.report_model import (
@@ -30,6 +29,7 @@ from ragtui.core.report_model import (
     text_section,
 )
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import THIN_JUDGED, judged_summaries
 
 __all__ = [
     "SIGNIFICANCE",
@@ -62,17 +62,17 @@ def _eval_summary(ws: Workspace) -> str:
     if skipped:
         shown = ", ".join(skipped[:8]) + (", ..." if len(skipped) > 8 else "")
         summary += f" ({len(skipped)} skipped, no judgement: {shown})"
-    if ws.retired:
-        summary += f" ({len(ws.retired)} retired, left out: {', '.join(ws.retired[:8])})"
+    if ws.questions.retired:
+        summary += f" ({len(ws.questions.retired)} retired, left out: {', '.join(ws.questions.retired[:8])})"
     return (
-        f"{summary}; {len(ws.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}; "
+        f"{summary}; {len(ws.data.chunks)} chunks; k={ws.settings.k}, depth={ws.settings.depth}; "
         f"grades: {ws.settings.counted_grades}"
     )
 
 
 def _level_sections(ws: Workspace) -> tuple[Section, ...]:
     """A line saying the evaluation is at document level, when it is (else nothing)."""
-    if ws.level != "document":
+    if ws.data.level != "document":
         return ()
     return (
         text_section(

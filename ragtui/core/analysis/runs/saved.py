@@ -56,16 +56,16 @@ def manifest(ws: Workspace) -> dict[str, Any]:
     s = ws.settings
     golden = Path(s.golden) if s.golden is not None else None
     chunk_hash = hashlib.sha256()
-    for chunk in ws.chunks:
+    for chunk in ws.data.chunks:
         chunk_hash.update(f"{chunk.id}\t{chunk.sha1}\n".encode())
     # Recorded only when used, so a diff against a run saved before they existed shows no change.
     extra: dict[str, Any] = {}
-    if ws.live:
-        extra["live_retrievers"] = {name: r.describe() for name, r in ws.live.items()}
+    if ws.live.retrievers:
+        extra["live_retrievers"] = {name: r.describe() for name, r in ws.live.retrievers.items()}
     if s.chunks is not None:
         extra["chunks_file"] = _path_text(s.chunks)
-    if ws.level != "chunk":
-        extra["level"] = ws.level
+    if ws.data.level != "chunk":
+        extra["level"] = ws.data.level
     if ws.evaluation is not None and ws.evaluation.units is not None:
         extra["unit"] = ws.evaluation.unit
     return {
@@ -77,16 +77,20 @@ def manifest(ws: Workspace) -> dict[str, Any]:
         "beir": _path_text(s.beir),
         "chunk_size": s.chunk_size,
         "overlap": s.overlap,
-        "chunks": len(ws.chunks),
+        "chunks": len(ws.data.chunks),
         "chunks_sha256": chunk_hash.hexdigest(),
         "model": s.model,
         "tokenizer": token_counter(s.model).name,
-        "bm25": ws.bm25.variant if ws.bm25 is not None else None,
+        "bm25": ws.ranked.bm25.variant if ws.ranked.bm25 is not None else None,
         "bm25_backend": s.bm25_backend,
-        "rrf_k": ws.hybrid.k if ws.hybrid is not None else RRF_K,
+        "rrf_k": ws.ranked.hybrid.k if ws.ranked.hybrid is not None else RRF_K,
         "windows": s.windows,
-        "window_length": ws.window_plan.length if ws.window_plan is not None else None,
-        "window_stride": ws.window_plan.stride if ws.window_plan is not None else None,
+        "window_length": ws.ranked.window_plan.length
+        if ws.ranked.window_plan is not None
+        else None,
+        "window_stride": ws.ranked.window_plan.stride
+        if ws.ranked.window_plan is not None
+        else None,
         "rerank": s.rerank,
         "rerank_over": s.rerank_over if s.rerank else None,
         "k": s.k,
@@ -95,9 +99,9 @@ def manifest(ws: Workspace) -> dict[str, Any]:
         "retrievers": list(ws.retrievers),
         "external_runs": {
             name: {"path": _path_text(run.path), "sha256": run.sha256}
-            for name, run in ws.external.items()
+            for name, run in ws.ranked.external.items()
         },
-        "labels_sha256": _sha256_file(ws.labels.path),
+        "labels_sha256": _sha256_file(ws.grades.labels.path),
         "questions_sha256": _sha256_file(golden / "questions.jsonl")
         if golden is not None and s.beir is None
         else None,

@@ -22,8 +22,8 @@ def chunk_index(ws: Workspace, cid: str) -> int | None:
     """The row of one of ragtui's chunks in the chunk arrays (BM25 scores, embeddings, windows), or
     None for any other id: a live retriever's own passage (kept in the chunk order after ragtui's
     chunks), a document id, an id ragtui does not know."""
-    index = ws.chunk_order.get(cid)
-    if index is None or index >= len(ws.chunks) or ws.chunks[index].id != cid:
+    index = ws.passages.order.get(cid)
+    if index is None or index >= len(ws.data.chunks) or ws.data.chunks[index].id != cid:
         return None
     return index
 
@@ -56,7 +56,7 @@ class FirstTokens:
                 # Not one of ragtui's chunks: the vector retriever never read it.
                 self._spans[chunk_id] = None
             else:
-                chunk = self._ws.chunks[index]
+                chunk = self._ws.data.chunks[index]
                 offsets = self._counter.offsets(chunk.text)
                 end = offsets[self.tokens][0] if self.tokens < len(offsets) else len(chunk.text)
                 self._spans[chunk_id] = ((0, end),)
@@ -67,8 +67,8 @@ class WindowSpans:
     """Long-chunk windows: the model reads each window whole, so a chunk is read where its windows lie."""
 
     def __init__(self, ws: Workspace) -> None:
-        assert ws.windows is not None
-        self._spans = ws.windows.spans
+        assert ws.ranked.windows is not None
+        self._spans = ws.ranked.windows.spans
         self._ws = ws
 
     def read_spans(self, chunk_id: str) -> Sequence[tuple[int, int]] | None:
@@ -80,8 +80,8 @@ class WindowSpans:
 def vector_coverage(ws: Workspace) -> ReadSpans:
     """What the workspace's vector retriever reads: its own ``read_spans`` if it has one, the
     long-chunk windows it embedded if any, else the first tokens the model reads."""
-    if isinstance(ws.vector, ReadSpans):
-        return ws.vector
-    if ws.windows is not None and ws.windows.plan is not None:
+    if isinstance(ws.ranked.vector, ReadSpans):
+        return ws.ranked.vector
+    if ws.ranked.windows is not None and ws.ranked.windows.plan is not None:
         return WindowSpans(ws)
     return FirstTokens(ws)

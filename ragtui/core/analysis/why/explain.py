@@ -67,16 +67,18 @@ class Context:
         self.k = ws.settings.k
         self.depth = ws.settings.depth
         self.threshold = ws.settings.threshold
-        self.rrf_k = ws.hybrid.k if ws.hybrid is not None else RRF_K
+        self.rrf_k = ws.ranked.hybrid.k if ws.ranked.hybrid is not None else RRF_K
         #: The metrics judge documents (each at its best chunk's rank), not chunks.
-        self.documents = ws.level == LEVEL_DOCUMENT
+        self.documents = ws.data.level == LEVEL_DOCUMENT
         self.coverage = coverage
-        self._index = EvidenceIndex([c.id for c in ws.chunks], [c.text for c in ws.chunks])
+        self._index = EvidenceIndex(
+            [c.id for c in ws.data.chunks], [c.text for c in ws.data.chunks]
+        )
         self._matches: dict[str, tuple[str, ...]] = {}
         self._tokens: dict[str, frozenset[str]] = {}
         self._unmatched: dict[str, NoEvidenceChunk | Split] = {}
         self._doc_chunks: dict[str, list[str]] = {}
-        for chunk in ws.chunks:
+        for chunk in ws.data.chunks:
             self._doc_chunks.setdefault(chunk.doc, []).append(chunk.id)
 
     def evidence_chunks(self, evidence: str) -> tuple[str, ...]:
@@ -95,7 +97,7 @@ class Context:
     def chunk_tokens(self, cid: str) -> frozenset[str]:
         """The BM25 tokens of a chunk, or of every chunk of a document (document level)."""
         if cid not in self._tokens:
-            chunk = self.ws.chunk_by_id.get(cid)
+            chunk = self.ws.passages.by_id.get(cid)
             if chunk is not None:
                 self._tokens[cid] = frozenset(query_terms(chunk.text))
             else:
@@ -108,10 +110,10 @@ class Context:
         """Why an evidence string is in no chunk: it straddles chunks of a document, or it is in none."""
         if evidence not in self._unmatched:
             needle = normalize_ws(evidence)
-            docs = [d for d in self.ws.corpus.documents if needle in normalize_ws(d.text)]
+            docs = [d for d in self.ws.data.corpus.documents if needle in normalize_ws(d.text)]
             finding: NoEvidenceChunk | Split
             if docs:
-                pairs = straddling_pairs(docs[:1], self.ws.chunks, evidence)
+                pairs = straddling_pairs(docs[:1], self.ws.data.chunks, evidence)
                 finding = Split(evidence, docs[0].path, tuple(pairs))
             else:
                 finding = NoEvidenceChunk(evidence)
@@ -169,20 +171,20 @@ class _Question:
         self.words = question_words(question.text)
         # Hand grades by the ids the metrics judge: chunks, or documents at document level.
         self.hand = {
-            self.ws.doc_of(c) if ctx.documents else c: g
-            for c, g in self.ws.hand_grades(question.id).items()
+            self.ws.passages.doc_of(c) if ctx.documents else c: g
+            for c, g in self.ws.grades.hand_grades(question.id).items()
         }
         self._bm25_scores: np.ndarray | None = None
         #: The 1-based ranks of the two lists hybrid fuses.
         self._side_ranks: dict[str, dict[str, int]] = {
             name: _ranks(self.ranking(name))[1]
             for name in ("bm25", "vector")
-            if name in self.ws.rankings
+            if name in self.ws.ranked.rankings
         }
 
     def unmatched_misses(self) -> list[Miss]:
         """The question's evidence strings that lie in no chunk (when evidence counts as relevant)."""
-        if self.ws.base_source != SOURCE_EVIDENCE or self.ctx.threshold > EVIDENCE_GRADE:
+        if self.ws.data.base_source != SOURCE_EVIDENCE or self.ctx.threshold > EVIDENCE_GRADE:
             return []
         return [
             Miss(None, e, (self.ctx.unmatched(e),))
@@ -205,7 +207,7 @@ class _Question:
 
     def ranking(self, name: str) -> Ranking:
         """A retriever's ranking as the metrics judge it (documents at document level), to depth."""
-        return self.ws.evaluated_ranking(self.ws.ranking(name, self.q.id))[: self.ctx.depth]
+        return self.ws.grades.evaluated_ranking(self.ws.ranking(name, self.q.id))[: self.ctx.depth]
 
     def side_rank(self, name: str, cid: str) -> int | None:
         """The chunk's rank in the bm25 or vector list hybrid fuses; None when absent."""
@@ -241,7 +243,7 @@ class _Question:
                 strings = [e for e in self.q.evidence if e.split()]
                 if strings:
                     room_of = max(0, min(ctx.k, len(strings)) - len(found & set(strings)))
-        order = self.ws.chunk_order
+        order = self.ws.passages.order
         outside = [
             Miss(
                 cid,
@@ -286,7 +288,7 @@ class _Question:
         """The question's evidence strings that some of ``passages`` hold (white space collapsed)."""
         texts = []
         for cid in passages:
-            chunk = self.ws.chunk_by_id.get(cid)
+            chunk = self.ws.passages.by_id.get(cid)
             if chunk is not None:
                 texts.append(normalize_ws(chunk.text))
         return {
@@ -323,7 +325,7 @@ class _Question:
                 break
         hand_relevant = tuple(n for n in above if n.hand and n.relevant)
         if by_evidence and hand_relevant:
-            out.append(LabelGap(self.ws.base_source, hand_relevant))
+            out.append(LabelGap(self.ws.data.base_source, hand_relevant))
         vector_side = name == "vector" or (name == "hybrid" and not self.within_k("vector", cid))
         if vector_side and strings and ctx.coverage is not None:
             cut = self.cut_off(cid, strings, ctx.coverage)
@@ -352,7 +354,7 @@ class _Question:
         read = coverage.read_spans(cid)
         if read is None:
             return None
-        text = self.ws.chunk_by_id[cid].text
+        text = self.ws.passages.by_id[cid].text
         spans = [(e, span) for e in strings for span in evidence_spans(text, [e])]
         if not spans or any(a <= s and e <= b for _, (s, e) in spans for a, b in read):
             return None
@@ -375,17 +377,21 @@ class _Question:
         ws, index = self.ws, chunk_index(self.ws, cid)
         if index is None:
             return None
-        if name == "bm25" and ws.bm25 is not None:
+        if name == "bm25" and ws.ranked.bm25 is not None:
             if self._bm25_scores is None:
                 # One scoring of the whole corpus per question, however many chunks it misses.
-                self._bm25_scores = ws.bm25.scores(query_terms(self.q.text))
+                self._bm25_scores = ws.ranked.bm25.scores(query_terms(self.q.text))
             scores = self._bm25_scores
             return float(scores[index]) if index < len(scores) else None
-        if name == "vector" and ws.vector is not None and self.q.id in ws.question_vectors:
-            matrix = ws.vector.matrix
+        if (
+            name == "vector"
+            and ws.ranked.vector is not None
+            and self.q.id in ws.ranked.question_vectors
+        ):
+            matrix = ws.ranked.vector.matrix
             if index >= len(matrix):
                 return None
-            return float(matrix[index] @ ws.question_vectors[self.q.id])
+            return float(matrix[index] @ ws.ranked.question_vectors[self.q.id])
         if name == "hybrid":
             return self.fusion(cid, {}, []).score
         return None
@@ -396,15 +402,15 @@ def explain_misses(
 ) -> QuestionWhy:
     """Every shown retriever's misses on question ``qid``, each with its causes and their evidence
     (``context``: the one a :class:`~ragtui.core.analysis.why.index.WhyIndex` keeps for its workspace)."""
-    if qid not in ws.question_by_id:
+    if qid not in ws.questions.by_id:
         raise InputError(None, f"unknown question {qid!r}")
-    if ws.question_by_id[qid].retired:
+    if ws.questions.by_id[qid].retired:
         # Left out of every mean: no retriever misses it.
-        return QuestionWhy(ws.question_by_id[qid], (), {})
+        return QuestionWhy(ws.questions.by_id[qid], (), {})
     ctx = context or Context(ws, coverage if coverage is not None else vector_coverage(ws))
-    computer = _Question(ctx, ws.question_by_id[qid])
+    computer = _Question(ctx, ws.questions.by_id[qid])
     unmatched = computer.unmatched_misses()
-    order = ws.chunk_order
+    order = ws.passages.order
     relevant = tuple(sorted(computer.relevant, key=lambda c: (order.get(c, len(order)), c)))
     return QuestionWhy(
         computer.q,

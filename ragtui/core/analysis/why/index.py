@@ -155,4 +155,6 @@ def cause_summary(index: WhyIndex, qids: Iterable[str] | None = None) -> dict[st
 def _reader(ws: Workspace) -> tuple[int, bool]:
     """What decides how the vector retriever reads a chunk: the retriever, and whether long chunks
     are read as windows."""
-    return id(ws.vector), ws.windows is not None and ws.windows.plan is not None
+    return id(
+        ws.ranked.vector
+    ), ws.ranked.windows is not None and ws.ranked.windows.plan is not None

@@ -271,7 +271,9 @@ def why_report(index: WhyIndex, by_slice: bool = False) -> Report:
     sections = [counts, ceilings]
     if by_slice:
         sections.append(_slice_section(index, k))
-    skipped = [w.question.id for w in index.questions() if not w.evaluated and not w.retired]
+    skipped = [
+        w.question.id for w in index.questions() if not w.evaluated and not w.question.retired
+    ]
     title = f"why it missed: {evaluated} questions evaluated, k={k}, depth={ws.settings.depth}"
     if skipped:
         title += f"; {len(skipped)} skipped (no judgement): {', '.join(skipped[:8])}"

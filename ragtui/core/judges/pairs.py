@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from ragtui.core.errors import InputError
 from ragtui.core.judges.base import Judge, JudgePair
-from ragtui.core.labelling.judging import pool_question
+from ragtui.core.judges.sample import draw_sample
 from ragtui.core.labelling.labels import Label, PairLabels
-from ragtui.core.labelling.sample import draw_sample
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import pool_question
 
 __all__ = [
     "JudgeAsk",
@@ -69,7 +69,7 @@ def choose_questions(ws: Workspace, ask: JudgeAsk) -> list[str]:
     """The questions to pool, in golden-set order: the named ones (else every question not
     retired), then a random sample of them when asked."""
     if ask.questions:
-        unknown = [qid for qid in ask.questions if qid not in ws.question_by_id]
+        unknown = [qid for qid in ask.questions if qid not in ws.questions.by_id]
         if unknown:
             raise InputError(None, f"--questions: no question {', '.join(map(repr, unknown))}")
         named = set(ask.questions)
@@ -88,9 +88,9 @@ def pool_pairs(ws: Workspace, qids: Sequence[str], depth: int) -> JudgePool:
     pairs: list[JudgePair] = []
     without_text = 0
     for qid in qids:
-        question = ws.question_by_id[qid]
-        for entry in pool_question(qid, ws.rankings, retrievers, depth, ws.chunk_order):
-            chunk = ws.chunk_by_id.get(entry.chunk)
+        question = ws.questions.by_id[qid]
+        for entry in pool_question(qid, ws.ranked.rankings, retrievers, depth, ws.passages.order):
+            chunk = ws.passages.by_id.get(entry.chunk)
             if chunk is None:
                 without_text += 1
                 continue
@@ -111,12 +111,12 @@ def plan_judge(ws: Workspace, judge: Judge, pool: JudgePool, ask: JudgeAsk) -> J
     """The pairs of ``pool`` this judge grades, and how many are skipped and why."""
 
     def applies(label: Label) -> bool:
-        return ws.label_status(label) is None
+        return ws.grades.label_status(label) is None
 
     todo: list[JudgePair] = []
     judged = person = 0
     for pair in pool.pairs:
-        labels: PairLabels | None = ws.labels.pair(pair.question_id, pair.chunk_id)
+        labels: PairLabels | None = ws.grades.labels.pair(pair.question_id, pair.chunk_id)
         if labels is not None:
             human = labels.human(applies)
             if ask.unjudged and human is not None and human.grade is not None:
@@ -143,13 +143,13 @@ def people_graded(ws: Workspace) -> list[tuple[JudgePair, int]]:
     out: list[tuple[JudgePair, int]] = []
 
     def applies(label: Label) -> bool:
-        return ws.label_status(label) is None
+        return ws.grades.label_status(label) is None
 
-    for qid, cid, labels in ws.labels.iter_pairs():
+    for qid, cid, labels in ws.grades.labels.iter_pairs():
         human = labels.human(applies)
         if human is None or human.grade is None:
             continue
-        chunk = ws.chunk_by_id[cid]  # the label applies, so the chunk is there
-        text = ws.question_by_id[qid].text
+        chunk = ws.passages.by_id[cid]  # the label applies, so the chunk is there
+        text = ws.questions.by_id[qid].text
         out.append((JudgePair(qid, text, cid, chunk.text, chunk.sha1), human.grade))
     return out

@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from ragtui.core.data.golden import Question
-from ragtui.core.labelling.labels import Label, LabelSet, PairLabels
-from ragtui.core.labelling.sample import (
+from ragtui.core.judges.sample import (
     SAMPLE_FILE,
     HumanSample,
     draw_sample,
     load_sample,
     save_sample,
 )
+from ragtui.core.labelling.labels import Label, LabelSet, PairLabels
 
 __all__ = [
     "QUEUE_ORDERS",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtui.core.analysis.slices import slice_names
-from ragtui.core.judges.spec import judge_shares
+from ragtui.core.judge_spec import judge_shares
 from ragtui.core.labelling.agreement import cohen_kappa, weighted_kappa
 from ragtui.core.labelling.labels import Label, PairLabels, judge_annotator
 from ragtui.core.workspace import Workspace
@@ -192,7 +192,7 @@ def relevant_word(comparison: Comparison, relevant: int) -> str:
 def judge_names(ws: Workspace) -> list[str]:
     """Every judge with a current verdict in the journal (stale or not), in the order they first appear."""
     first: dict[str, int] = {}
-    for _, _, pair in ws.labels.iter_pairs():
+    for _, _, pair in ws.grades.labels.iter_pairs():
         for label in pair.annotators.values():
             if label.is_model and label.grade is not None:
                 line = first.get(label.judge)
@@ -204,9 +204,9 @@ def judge_names(ws: Workspace) -> list[str]:
 def _ordered_pairs(ws: Workspace) -> list[tuple[str, str, PairLabels]]:
     """Every labelled pair of a known question and chunk, in golden-set then chunk order (the rest last)."""
     order = {q.id: i for i, q in enumerate(ws.questions)}
-    rows = list(ws.labels.iter_pairs())
-    far = len(order) + len(ws.chunk_order)
-    rows.sort(key=lambda r: (order.get(r[0], far), ws.chunk_order.get(r[1], far), r[0], r[1]))
+    rows = list(ws.grades.labels.iter_pairs())
+    far = len(order) + len(ws.passages.order)
+    rows.sort(key=lambda r: (order.get(r[0], far), ws.passages.order.get(r[1], far), r[0], r[1]))
     return rows
 
 
@@ -244,12 +244,12 @@ def judge_agreements(ws: Workspace, judge: str | None = None) -> list[JudgeAgree
             verdict = pair.annotators.get(annotator)
             if verdict is None or verdict.grade is None:
                 continue
-            if ws.label_status(verdict) is not None:
+            if ws.grades.label_status(verdict) is not None:
                 stale += 1
                 continue
             if verdict.model:
                 models.setdefault(verdict.model)
-            base = ws.base_grades.get(qid, {}).get(cid)
+            base = ws.grades.base.get(qid, {}).get(cid)
             rule_grade = base if base is not None else 0
             rule.append(
                 ComparedPair(
@@ -266,7 +266,7 @@ def judge_agreements(ws: Workspace, judge: str | None = None) -> list[JudgeAgree
                     ComparedPair(qid, cid, verdict.grade, grade, grade >= threshold, verdict.reason)
                 )
         shares, shared_model = _shared(ws, models)
-        source = ws.base_source
+        source = ws.data.base_source
         out.append(
             JudgeAgreement(
                 judge=name,
@@ -289,7 +289,7 @@ def _people_grades(ws: Workspace, pair: PairLabels) -> dict[str, int]:
     """Each person's current grade of a pair that applies (adjudications and model judges aside)."""
 
     def applies(label: Label) -> bool:
-        return ws.label_status(label) is None
+        return ws.grades.label_status(label) is None
 
     return pair.grades(applies)
 
@@ -337,17 +337,17 @@ def disagreeing_questions(ws: Workspace, judge: str | None = None) -> set[str]:
     names = judge_names(ws) if judge is None else [judge]
     wanted = {judge_annotator(n) for n in names}
     out: set[str] = set()
-    for qid, by_chunk in ws.labels.pairs.items():
-        if qid not in ws.question_by_id:
+    for qid, by_chunk in ws.grades.labels.pairs.items():
+        if qid not in ws.questions.by_id:
             continue
         for cid, pair in by_chunk.items():
             people: dict[str, int] | None = None
             for annotator, verdict in pair.annotators.items():
                 if annotator not in wanted or verdict.grade is None:
                     continue
-                if ws.label_status(verdict) is not None:
+                if ws.grades.label_status(verdict) is not None:
                     continue
-                base = ws.base_grades.get(qid, {}).get(cid)
+                base = ws.grades.base.get(qid, {}).get(cid)
                 if (verdict.grade >= threshold) != (base is not None and base >= threshold):
                     out.add(qid)
                     break
@@ -403,7 +403,7 @@ def agreement_json(ws: Workspace, agreements: Sequence[JudgeAgreement]) -> dict[
     """``ragtui agreement --json``: each judge against the rule and each person (docs/json.md)."""
     return {
         "threshold": ws.settings.threshold,
-        "rule": ws.base_source,
+        "rule": ws.data.base_source,
         "judges": {
             a.judge: {
                 "verdicts": a.verdicts,

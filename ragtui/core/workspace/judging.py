@@ -20,77 +20,14 @@ import math
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 
-from ragtui.core.data.golden import Question
-from ragtui.core.labelling.journal import Label, LabelJournal
-from ragtui.core.metrics.evaluation import Evaluation, Ranking
+from ragtui.core.labelling.journal import Label
 from ragtui.core.metrics.formulas import judged_at_k
 from ragtui.core.metrics.tables import RankingTable, source_rows
-
-
-class _Cutoff(Protocol):
-    """Settings with a cut-off k (and who is labelling)."""
-
-    @property
-    def k(self) -> int:
-        """The cut-off of the metrics."""
-        ...
-
-    @property
-    def annotator(self) -> str | None:
-        """The annotator named by ``--annotator`` (None: the login name, not named)."""
-        ...
-
-
-class Pooled(Protocol):
-    """What the queue and Judged@k read of a workspace (``ragtui.core.workspace.Workspace`` is one)."""
-
-    @property
-    def settings(self) -> _Cutoff:
-        """The settings (k is the default pool depth)."""
-        ...
-
-    @property
-    def retrievers(self) -> list[str]:
-        """The shown retrievers, in display order."""
-        ...
-
-    @property
-    def rankings(self) -> Mapping[str, Mapping[str, Ranking]]:
-        """Every retriever's ranking of every question."""
-        ...
-
-    @property
-    def questions(self) -> Sequence[Question]:
-        """The golden questions, in golden-set order."""
-        ...
-
-    @property
-    def chunk_order(self) -> Mapping[str, int]:
-        """Each chunk's position in the corpus (ties are broken by it)."""
-        ...
-
-    @property
-    def labels(self) -> LabelJournal:
-        """The hand labels."""
-        ...
-
-    @property
-    def evaluation(self) -> Evaluation | None:
-        """The evaluation of the shown retrievers."""
-        ...
-
-    def label_status(self, label: Label) -> str | None:
-        """Why a hand label does not apply, or None."""
-        ...
-
-    def ranking(self, name: str, qid: str) -> Ranking:
-        """A retriever's ranking of a question."""
-        ...
-
+from ragtui.core.workspace.workspace import Workspace
 
 #: A mean Judged@k below this marks a retriever's metrics as resting on a thinly judged top-k.
 THIN_JUDGED = 0.5
@@ -219,7 +156,7 @@ class JudgingQueue:
 
     def __init__(
         self,
-        ws: Pooled,
+        ws: Workspace,
         pool_depth: int | None = None,
         order: PoolOrder = "rank",
         seed: int = 0,
@@ -248,13 +185,15 @@ class JudgingQueue:
         """Pool again from the workspace's rankings (after vectors became ready or a question was added)."""
         ws = self.ws
         names = self._requested if self._requested is not None else ws.retrievers
-        self.retrievers = [n for n in names if n in ws.rankings]
+        self.retrievers = [n for n in names if n in ws.ranked.rankings]
         self.pools = Pools(self)
 
     def pool(self, qid: str) -> list[PoolEntry]:
         """One question's pool, in queue order (computed now; ``pools`` keeps it)."""
         ws = self.ws
-        pool = pool_question(qid, ws.rankings, self.retrievers, self.pool_depth, ws.chunk_order)
+        pool = pool_question(
+            qid, ws.ranked.rankings, self.retrievers, self.pool_depth, ws.passages.order
+        )
         if self.order == "random":
             # Seeded per question, so one question's order does not depend on the others.
             random.Random(f"{self.seed}:{qid}").shuffle(pool)
@@ -263,7 +202,7 @@ class JudgingQueue:
     def pooled_counts(self, qids: Sequence[str]) -> np.ndarray:
         """How many chunks each question's pool holds, read from the rankings' arrays where the
         rankings are tables (no pool is built); other questions are pooled one by one."""
-        tables = [self.ws.rankings.get(n) for n in self.retrievers]
+        tables = [self.ws.ranked.rankings.get(n) for n in self.retrievers]
         n = len(qids)
         if not tables or not all(isinstance(t, RankingTable) for t in tables):
             return np.asarray([len(self.pools[q]) for q in qids], dtype=np.int64)
@@ -300,7 +239,7 @@ class JudgingQueue:
     def annotators(self) -> set[str]:
         """The named people with a line in the journal (adjudicated lines, unnamed lines and model
         judges aside), read incrementally as the journal grows."""
-        history = self.ws.labels.history
+        history = self.ws.grades.labels.history
         first, seen, names = self._names
         # A journal read again from the start (replaced, compacted) has a new first line.
         if seen > len(history) or (history[0] if history else None) is not first:
@@ -317,7 +256,7 @@ class JudgingQueue:
         names one, or the journal holds grades by a named person other than the current one; a
         model judge's verdicts are no person's), else None: one person grades and any hand grade
         counts as judged."""
-        labels = self.ws.labels
+        labels = self.ws.grades.labels
         me = labels.annotator
         if self.ws.settings.annotator is not None or self.annotators() - {me}:
             return me
@@ -325,9 +264,9 @@ class JudgingQueue:
 
     def own_grade(self, qid: str, cid: str) -> int | None:
         """The current annotator's own grade of a pair, when it applies (else None)."""
-        pair = self.ws.labels.pair(qid, cid)
-        label = pair.annotators.get(self.ws.labels.annotator) if pair is not None else None
-        if label is None or label.grade is None or self.ws.label_status(label) is not None:
+        pair = self.ws.grades.labels.pair(qid, cid)
+        label = pair.annotators.get(self.ws.grades.labels.annotator) if pair is not None else None
+        if label is None or label.grade is None or self.ws.grades.label_status(label) is not None:
             return None
         return label.grade
 
@@ -337,10 +276,10 @@ class JudgingQueue:
         annotator's own grade that applies."""
         if self.person is not None:
             return self.own_grade(qid, cid) is not None
-        pair = self.ws.labels.pair(qid, cid)
+        pair = self.ws.grades.labels.pair(qid, cid)
         if pair is None:
             return False
-        label = pair.effective(lambda lab: self.ws.label_status(lab) is None)
+        label = pair.effective(lambda lab: self.ws.grades.label_status(lab) is None)
         return label is not None and label.grade is not None
 
     def entries(self, qid: str) -> list[PoolEntry]:
@@ -419,7 +358,7 @@ class JudgedSummary:
 
 
 def judged_summaries(
-    ws: Pooled, k: int | None = None, threshold: float = THIN_JUDGED
+    ws: Workspace, k: int | None = None, threshold: float = THIN_JUDGED
 ) -> dict[str, JudgedSummary]:
     """Judged@k of every shown retriever (``ragtui.core.metrics.formulas.judged_at_k``), averaged like the metrics.
 

@@ -1,13 +1,13 @@
 """What ``--estimate`` prints: the ``estimate`` objects of ``eval --json`` (docs/json.md) and the
 table ``eval`` and ``report`` print (docs/judges.md); the figures are
-``ragtui.core.analysis.judgement.estimates``'s."""
+``ragtui.core.judges.estimates``'s."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ragtui.core.analysis.judgement.estimates import Estimates, RetrieverEstimate
-from ragtui.core.metrics.estimate import CONFIDENCE, MIN_SAMPLE, Interval
+from ragtui.core.judges.estimate import CONFIDENCE, MIN_SAMPLE, Interval
+from ragtui.core.judges.estimates import Estimates, RetrieverEstimate
 from ragtui.core.report_model import Note, Report, fmt, table
 
 __all__ = ["estimates_json", "estimates_report", "retriever_json"]

@@ -34,8 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragtui.core.analysis.judgement.cache import VerdictCache
-from ragtui.core.analysis.judgement.pairs import (
+from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
+from ragtui.core.errors import InputError
+from ragtui.core.judges.base import Judge, JudgeError, JudgePair, Verdict
+from ragtui.core.judges.cache import VerdictCache
+from ragtui.core.judges.pairs import (
     JudgeAsk,
     JudgePool,
     choose_questions,
@@ -43,9 +46,6 @@ from ragtui.core.analysis.judgement.pairs import (
     plan_judge,
     pool_pairs,
 )
-from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
-from ragtui.core.errors import InputError
-from ragtui.core.judges.base import Judge, JudgeError, JudgePair, Verdict
 from ragtui.core.labelling.labels import MAX_REASON, Label, judge_annotator, now_iso
 from ragtui.core.workspace import Workspace
 
@@ -228,7 +228,7 @@ class _JournalBatches:
         waiting, self.waiting = self.waiting, []
         self.since = time.monotonic()
         if waiting:
-            self.ws.labels.append_verdicts(waiting)
+            self.ws.grades.labels.append_verdicts(waiting)
 
 
 class _Workers:
@@ -440,7 +440,7 @@ def judge_pool(
         for notice in ws.notices:  # said now, before the judges' notes and the progress
             say(notice)
         ws.notices.clear()
-        reason = ws.labels.read_only_reason
+        reason = ws.grades.labels.read_only_reason
         if reason is not None:
             raise InputError(None, f"{reason}; nothing was graded")
     scale = ws.settings.grade_scale or DEFAULT_GRADE_SCALE
@@ -483,4 +483,4 @@ def judge_pool(
         _Grading(ws, judge, scale, summary, step, say).run(plan.todo, ask.again)
         if summary.interrupted or summary.stopped:
             break
-    return JudgeRun(pool, summaries, ws.labels.path)
+    return JudgeRun(pool, summaries, ws.grades.labels.path)

@@ -28,15 +28,77 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ragtui.core.data.paths import safe_filename
 from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import JudgeKind, JudgeSpec, shares_model_with
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.text import mask_urls
+
+#: What a judge spec stands for.
+JudgeKind = Literal["openai", "cross-encoder", "similarity", "plugin", "entry-point"]
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """How to build one judge: its name, kind, target and options, and where it was given.
+
+    ``target`` is the kind's main value: the model name (``openai``), the folder (``cross-encoder``),
+    ``package.module:factory`` (``plugin``), the entry-point name, or empty (``similarity``).
+    """
+
+    name: str
+    kind: JudgeKind
+    target: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """Kind-specific settings: url, api_key_env, prompt, timeout, concurrency, retries, thresholds."""
+    source: str = "--judge"
+    """Where the spec was given, for messages (``--judge``, ``ragtui.toml [judges.llm]``)."""
+
+    def __str__(self) -> str:
+        """``NAME=KIND:TARGET``, as ``--judge`` takes it."""
+        if self.kind == "similarity":
+            return f"{self.name}=similarity"
+        if self.kind == "openai":
+            url = self.options.get("url", "")
+            return f"{self.name}=openai:{self.target}@{url}"
+        if self.kind == "entry-point":
+            return f"{self.name}={self.target}"
+        prefix = "cross-encoder:" if self.kind == "cross-encoder" else ""
+        return f"{self.name}={prefix}{self.target}"
+
+
+def shares_model_with(
+    model_id: str, embedding_model: str, rerank_model: str | None, retrievers: Sequence[str]
+) -> tuple[str, ...]:
+    """The retrievers that use the judge's model (a judge favours its own retriever).
+
+    A judge on the embedding model shares it with ``vector`` and with what fuses or reranks it
+    (``hybrid``, ``hybrid+rerank``); one on the reranker's model with the reranked retriever.
+    Models are compared by name and by their folder's last part (``/x/all-MiniLM-L6-v2`` is
+    ``all-MiniLM-L6-v2``).
+    """
+
+    def same(a: str, b: str | None) -> bool:
+        if not a or not b:
+            return False
+        tail_a = a.rstrip("/").rsplit("/", 1)[-1]
+        tail_b = b.rstrip("/").rsplit("/", 1)[-1]
+        return a == b or tail_a == tail_b
+
+    out = []
+    for name in retrievers:
+        uses_embedding = name in ("vector", "hybrid") or name.startswith(("vector+", "hybrid+"))
+        reranked = name.endswith("+rerank")
+        if (uses_embedding and same(model_id, embedding_model)) or (
+            reranked and same(model_id, rerank_model)
+        ):
+            out.append(name)
+    return tuple(out)
+
 
 __all__ = [
     "JUDGE_KINDS",

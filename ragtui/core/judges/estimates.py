@@ -1,6 +1,6 @@
 """How sure the numbers are (``--estimate``): per retriever and metric, the value the grades in force
 give, the range its unjudged pairs allow, the people's value, the model-filled value and the
-prediction-powered estimate with its 95 % interval (``ragtui.core.metrics.estimate`` has the math).
+prediction-powered estimate with its 95 % interval (``ragtui.core.judges.estimate`` has the math).
 
 Three sets of grades are read from the journal, each at the evaluation's level (chunks, or documents
 at their best chunk's grade) and over the evidence rule or the qrels, as ``evaluation_grades`` does:
@@ -35,12 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from ragtui.core.errors import InputError
-from ragtui.core.judges.spec import judge_shares
-from ragtui.core.labelling.judging import pool_question
-from ragtui.core.labelling.labels import Label, PairLabels
-from ragtui.core.labelling.sample import SAMPLE_FILE, HumanSample, load_sample
-from ragtui.core.labelling.verify import person_graded, sample_population
-from ragtui.core.metrics.estimate import (
+from ragtui.core.judge_spec import judge_shares
+from ragtui.core.judges.estimate import (
     MIN_SAMPLE,
     Interval,
     RangeMeasure,
@@ -48,9 +44,12 @@ from ragtui.core.metrics.estimate import (
     ppi_mean,
     unjudged_range,
 )
+from ragtui.core.judges.sample import SAMPLE_FILE, HumanSample, load_sample
+from ragtui.core.judges.verify import person_graded, sample_population
+from ragtui.core.labelling.labels import Label, PairLabels
 from ragtui.core.metrics.evaluation import Evaluation
 from ragtui.core.workspace import Workspace
-from ragtui.core.workspace.grading import evaluation_grades
+from ragtui.core.workspace.judging import pool_question
 
 __all__ = [
     "COVERAGE_GAP",
@@ -170,14 +169,14 @@ class _Grades:
 
     def __init__(self, ws: Workspace, judge: str | None) -> None:
         self.ws = ws
-        self.applies: Callable[[Label], bool] = lambda label: ws.label_status(label) is None
+        self.applies: Callable[[Label], bool] = lambda label: ws.grades.label_status(label) is None
         self.verdict = _picker(judge, self.applies)
 
     def _hand(self, qid: str, people: bool, model: bool) -> dict[str, int]:
         """The chosen labels' grades of ragtui's chunks: people's first, then the judge's."""
         out: dict[str, int] = {}
-        foreign = self.ws.foreign
-        for cid, pair in self.ws.labels.pairs.get(qid, {}).items():
+        foreign = self.ws.passages.foreign
+        for cid, pair in self.ws.grades.labels.pairs.get(qid, {}).items():
             if cid in foreign:
                 continue
             label = pair.human(self.applies) if people else None
@@ -189,7 +188,7 @@ class _Grades:
 
     def _lifted(self, qid: str, hand: dict[str, int]) -> dict[str, int]:
         """Over the evidence rule or the qrels, as the metrics' grades are laid (``evaluation_grades``)."""
-        return evaluation_grades(self.ws, qid, hand)
+        return self.ws.grades.evaluation_grades(qid, hand)
 
     def human(self, qid: str) -> dict[str, int]:
         return self._lifted(qid, self._hand(qid, people=True, model=False))
@@ -220,7 +219,7 @@ def _max_grade(ws: Workspace) -> int:
     """The highest grade an unjudged pair could get: the scale's top, or the data's if higher."""
     scale = ws.settings.grade_scale
     top = max((g for g, _ in scale), default=2) if scale else 2
-    for grades in ws.qrels.values():
+    for grades in ws.data.qrels.values():
         top = max(top, max(grades.values(), default=top))
     return top
 
@@ -232,7 +231,7 @@ def _ranges(ws: Workspace, name: str) -> dict[str, tuple[float, float] | None]:
     k, threshold, top = ev.k, ev.threshold, _max_grade(ws)
     lows: dict[str, list[float]] = {m: [] for m, _, _ in METRICS}
     highs: dict[str, list[float]] = {m: [] for m, _, _ in METRICS}
-    foreign = ws.foreign
+    foreign = ws.passages.foreign
     for qid in ev.evaluated:
         ranked = [cid for cid, _ in ev.rankings[name].get(qid, ())]
         gains = ev.gains_for(name, qid)
@@ -264,7 +263,9 @@ def _pools(ws: Workspace, qids: Sequence[str]) -> dict[str, list[str]]:
     return {
         qid: [
             e.chunk
-            for e in pool_question(qid, ws.rankings, ws.retrievers, ws.settings.k, ws.chunk_order)
+            for e in pool_question(
+                qid, ws.ranked.rankings, ws.retrievers, ws.settings.k, ws.passages.order
+            )
         ]
         for qid in qids
     }
@@ -272,7 +273,7 @@ def _pools(ws: Workspace, qids: Sequence[str]) -> dict[str, list[str]]:
 
 def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> SampleUse:
     """The recorded sample and which of its questions are judged fully."""
-    folder = ws.labels.path.parent
+    folder = ws.grades.labels.path.parent
     path = str(folder / SAMPLE_FILE)
     try:
         sample = load_sample(folder)
@@ -301,7 +302,7 @@ def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> Sample
     known = set(population)
     drawn = [q for q in sample.questions if q in known]
     pools = _pools(ws, drawn)
-    labels = ws.labels
+    labels = ws.grades.labels
     used = tuple(
         q for q in drawn if all(person_graded(labels.pair(q, c), grades.applies) for c in pools[q])
     )
@@ -322,7 +323,7 @@ def _coverage(
     chosen = set(used)
     pools = _pools(ws, population)
     graded, pooled = [0, 0], [0, 0]  # the sample's questions, then the others
-    labels = ws.labels
+    labels = ws.grades.labels
     for qid, pool in pools.items():
         side = 0 if qid in chosen else 1
         for cid in pool:
@@ -337,7 +338,7 @@ def _judges_read(ws: Workspace, grades: _Grades) -> tuple[tuple[str, ...], tuple
     """The judges and the models whose verdicts count (each in journal order)."""
     names: dict[str, None] = {}
     models: dict[str, None] = {}
-    for _, _, pair in ws.labels.iter_pairs():
+    for _, _, pair in ws.grades.labels.iter_pairs():
         label = grades.verdict(pair)
         if label is not None:
             names.setdefault(label.judge)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragtui.core.analysis.check import shorten
-from ragtui.core.analysis.judgement.agreement import Comparison, JudgeAgreement, relevant_word
 from ragtui.core.analysis.reports.cells import count
+from ragtui.core.judges.agreement import Comparison, JudgeAgreement, relevant_word
 from ragtui.core.labelling.agreement import kappa_text
 from ragtui.core.report_model import Note, Section, fmt, table, text_section
 

@@ -118,6 +118,29 @@ def mini_settings(mini: Path, cache_dir: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
+def mini_embedded(cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared test cache, holding the small corpus's embeddings (the real model embeds them once
+    per test session)."""
+    from ragtui.core.workspace import Workspace
+
+    copy = tmp_path_factory.mktemp("mini-embedded")
+    shutil.copytree(MINI / "corpus", copy / "corpus")
+    shutil.copytree(MINI / "golden", copy / "golden")
+    Workspace.load(settings_of(copy, cache_dir=cache_dir)).prepare_vectors()
+    return cache_dir
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, mini_embedded: Path) -> Path:
+    """A cache folder of this test's own, cold but for the small corpus's embeddings (copied from the
+    shared cache, so the embedding model is not loaded again)."""
+    root = tmp_path / "cache"
+    root.mkdir()
+    shutil.copytree(mini_embedded / "embeddings", root / "embeddings")
+    return root
+
+
+@pytest.fixture(scope="session")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sentence-transformers CrossEncoder folder built here: a one-layer BERT of width 32 with seeded
     random weights and the bundled model's tokenizer files (nothing is downloaded)."""

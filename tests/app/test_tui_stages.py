@@ -24,10 +24,12 @@ async def test_the_reranked_list_is_a_list_like_the_others(
     app = RagtuiApp(settings, embedder=FakeEmbedder())
     async with app.run_test(size=WIDE) as pilot:
         await wait_ready(pilot)
-        for _ in range(100):  # the cross-encoder runs in a worker after the vectors
+        for _ in range(1200):  # the cross-encoder runs in a worker after the vectors
             if app.controller.retriever_status.get("hybrid+rerank") == "ready":
                 break
             await pilot.pause(0.05)
+        assert app.controller.retriever_status.get("hybrid+rerank") == "ready"
+        await pilot.pause()  # the lists show what the controller holds
         assert app.retrievers == ["bm25", "vector", "hybrid", "hybrid+rerank"]
         reranked = result_chunks(app, "hybrid+rerank")
         assert sorted(reranked) == sorted(result_chunks(app, "hybrid"))

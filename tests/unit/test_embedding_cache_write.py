@@ -64,7 +64,10 @@ def test_eval_runs_with_an_unwritable_embedding_cache(
 ):
     root = _blocked(tmp_path / "cache")
     monkeypatch.setenv("RAGTUI_CACHE_DIR", str(root))
-    assert main(["eval", *mini_args(mini, "--retrievers", retrievers), "--no-project"]) == 0
+    # torch: a cold cache folder would otherwise export the model to ONNX first (seconds, and
+    # another subject: docs/performance.md).
+    args = mini_args(mini, "--retrievers", retrievers, "--embedding-backend", "torch")
+    assert main(["eval", *args, "--no-project"]) == 0
     out, err = capsys.readouterr()
     assert "ragtui: error" not in err and "Traceback" not in err
     assert out.splitlines()[2].startswith(retrievers.split(",")[0])

@@ -30,16 +30,6 @@ from ragtui.core.workspace import Workspace
 from tests.conftest import MINI_CHUNK_SIZE
 
 
-@pytest.fixture
-def own_cache(tmp_path: Path, cache_dir: Path) -> Path:
-    """A cache folder of this test's own, with the shared run's embeddings copied in (no model runs)."""
-    root = tmp_path / "cache"
-    root.mkdir()
-    if (cache_dir / "embeddings").is_dir():
-        shutil.copytree(cache_dir / "embeddings", root / "embeddings")
-    return root
-
-
 def _settings(mini: Path, cache: Path, **extra: object) -> Settings:
     return Settings(
         corpus=mini / "corpus",

@@ -23,7 +23,17 @@ body is then OpenAI's ``{"error": {"message": content}}``), ``headers`` (``Retry
 echoing the key, for the tests that it is never shown). ``SHAPES`` builds an answer in each shape
 models really give. ``server.delay`` delays every answer (the benchmark's stand-in for a model).
 
-Every request (any method and path) is recorded in ``server.requests`` (``Recorded``: method, path,
+What the server does with a request's ``response_format`` and ``logprobs`` is set per server:
+``server.structured`` is ``ignored`` (the default: answers as scripted, as servers that do not know
+the field do), ``supported`` (a request asking for it gets ``Reply.structured``, else, for an int
+grade, ``{"reason": …, "grade": N}``) or ``refused`` (HTTP 400 naming ``response_format``, as
+vLLM and OpenAI answer a model without it); ``server.logprobs`` is None (ignored), ``"refused"``
+(HTTP 400 naming ``logprobs``) or a grade -> probability map, sent as each answer's ``logprobs``
+(every token certain but a grade's digit, whose ``top_logprobs`` are that map).
+
+The request ``ragtui judge`` sends before the pool (``OpenAIJudge.check``, its passage
+``CHECK_TEXT``) is recorded in ``server.checks`` and answered with grade 0 (or by a script
+whose marker is ``CHECK_TEXT``), never by the grader. Every other request (any method and path) is recorded in ``server.requests`` (``Recorded``: method, path,
 headers, JSON body), so a test can check what was sent and that the key went only where it should.
 
 ``python -m tests.judge_server [--delay S]`` serves in a process of its own (the benchmark): it
@@ -34,16 +44,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["SHAPES", "JudgeServer", "Recorded", "Reply", "default_grader", "serve_judge"]
+__all__ = [
+    "CHECK_TEXT",
+    "SHAPES",
+    "JudgeServer",
+    "Recorded",
+    "Reply",
+    "default_grader",
+    "serve_judge",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +79,8 @@ class Reply:
     refusal: str | None = None
     tokens: int = 30
     model: str | None = None
+    #: The answer sent instead of ``content`` to a request asking for structure, when supported.
+    structured: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,15 +127,25 @@ def default_grader(text: str) -> Reply | str | int:
     return 0
 
 
+#: The passage of the check ``ragtui judge`` sends before the pool.
+CHECK_TEXT = "ragtui checks its judge."
+
+
 class JudgeServer:
     """A running server: its URL (``…/v1``), the requests it received and how it answers."""
 
     def __init__(self) -> None:
         self.url = ""
         self.requests: list[Recorded] = []
+        #: The checks sent before a pool (see the module's docstring).
+        self.checks: list[Recorded] = []
         self.grader: Callable[[str], Reply | str | int] = default_grader
         #: Seconds every answer waits before it is sent.
         self.delay = 0.0
+        #: ``ignored``, ``supported`` or ``refused``: what a request's response_format gets.
+        self.structured = "ignored"
+        #: None (ignored), ``refused``, or the grade probabilities every answer's logprobs give.
+        self.logprobs: str | dict[int, float] | None = None
         self._scripts: dict[str, list[Reply]] = {}
         self._lock = threading.Lock()
 
@@ -127,8 +159,11 @@ class JudgeServer:
         with self._lock:
             self._scripts.clear()
             self.requests.clear()
+            self.checks.clear()
         self.grader = default_grader
         self.delay = 0.0
+        self.structured = "ignored"
+        self.logprobs = None
 
     def received(self, marker: str) -> list[Recorded]:
         """The chat requests whose text held ``marker``."""
@@ -137,19 +172,40 @@ class JudgeServer:
 
     def _record(self, request: Recorded) -> None:
         with self._lock:
-            self.requests.append(request)
+            checks = CHECK_TEXT in _text(request.body)
+            (self.checks if checks else self.requests).append(request)
 
     def _reply(self, text: str) -> Reply:
         with self._lock:
             for marker, replies in self._scripts.items():
                 if marker in text:
                     return replies.pop(0) if len(replies) > 1 else replies[0]
+        if CHECK_TEXT in text:
+            return Reply("Grade: 0")  # the grader is for the pool's pairs
         answer = self.grader(text)
         if isinstance(answer, Reply):
             return answer
         if isinstance(answer, int):
-            return Reply(f"Reason: The passage was graded {answer}.\nGrade: {answer}")
+            reason = f"The passage was graded {answer}."
+            structured = json.dumps({"reason": reason, "grade": answer})
+            return Reply(f"Reason: {reason}\nGrade: {answer}", structured=structured)
         return Reply(answer)
+
+
+def _logprobs(content: str, chances: dict[int, float]) -> dict[str, Any]:
+    """A chat completion's ``logprobs`` for ``content``: each token certain, but a digit of the
+    scale, whose alternatives are ``chances``."""
+    out = []
+    for token in re.findall(r"\w+|\s+|[^\w\s]", content):
+        item: dict[str, Any] = {"token": token, "logprob": 0.0, "top_logprobs": []}
+        if token.isdigit() and int(token) in chances:
+            top = sorted(chances.items(), key=lambda gp: -gp[1])
+            item["logprob"] = math.log(chances[int(token)])
+            item["top_logprobs"] = [{"token": str(g), "logprob": math.log(p)} for g, p in top]
+        else:
+            item["top_logprobs"] = [{"token": token, "logprob": 0.0}]
+        out.append(item)
+    return {"content": out}
 
 
 def _text(body: Any) -> str:
@@ -199,7 +255,20 @@ def _handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             if not request.path.rstrip("/").endswith("/v1/chat/completions"):
                 self._send(404, b'{"error": {"message": "no such endpoint"}}')
                 return
-            reply = server._reply(_text(request.body))
+            asked = request.body if isinstance(request.body, dict) else {}
+            if "response_format" in asked and server.structured == "refused":
+                message = "response_format is not supported for this model"
+                self._send(400, json.dumps({"error": {"message": message}}).encode())
+                return
+            if asked.get("logprobs") and server.logprobs == "refused":
+                message = "logprobs are not supported"
+                self._send(400, json.dumps({"error": {"message": message}}).encode())
+                return
+            text = _text(request.body)
+            reply = server._reply(text)
+            supported = server.structured == "supported" and reply.structured is not None
+            if "response_format" in asked and supported:
+                reply = replace(reply, content=reply.structured)
             wait = server.delay + reply.delay
             if wait:
                 time.sleep(wait)
@@ -217,12 +286,19 @@ def _handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             message: dict[str, Any] = {"role": "assistant", "content": content}
             if reply.refusal is not None:
                 message["refusal"] = reply.refusal
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": message,
+                "finish_reason": reply.finish_reason,
+            }
+            if asked.get("logprobs") and isinstance(server.logprobs, dict) and content:
+                choice["logprobs"] = _logprobs(content, server.logprobs)
             body = {
                 "id": "chatcmpl-test",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": reply.model or model or "test-model",
-                "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+                "choices": [choice],
                 "usage": {
                     "prompt_tokens": reply.tokens - 5,
                     "completion_tokens": 5,

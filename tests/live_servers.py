@@ -112,6 +112,11 @@ def _handler(server: SearchServer) -> type[BaseHTTPRequestHandler]:
                                 {"id": f"p:{c}:{i}", "score": s, "text": " ".join(part)}
                             )
                 self._json(200, {"results": passages[:depth]})
+            elif parts.path == "/echo":
+                # A hostile server: every header it was sent, back in its error.
+                sent = [v for k, v in self.headers.items() if k.lower() not in ("host",)]
+                sent.sort(key=lambda v: "Bearer" not in v and "secret" not in v)
+                self._json(400, {"error": f"denied: {'; '.join(sent)}"})
             elif parts.path == "/slow":
                 time.sleep(SLOW_SECONDS)
                 self._json(200, {"results": []})

@@ -30,8 +30,16 @@ def add_judge_parser(
     ``seed`` read a count and a seed."""
     p_judge: argparse.ArgumentParser = sub.add_parser(
         "judge",
-        help="grade the pool (every retriever's top --depth) with model judges: verdicts into the "
-        "label journal as model:NAME, resuming where a run stopped",
+        help="grade the pool (every retriever's top k, ranked at --depth: the pool the estimates "
+        "read) with model judges: verdicts into the label journal as model:NAME, resuming where a "
+        "run stopped",
+    )
+    p_judge.add_argument(
+        "--pool-depth",
+        type=positive,
+        default=None,
+        metavar="N",
+        help="grade every retriever's top N instead of its top k (at most --depth)",
     )
     p_judge.add_argument(
         "--unjudged",
@@ -93,6 +101,7 @@ def judge_ask(args: argparse.Namespace) -> JudgeAsk:
         sample=args.sample,
         seed=args.seed if args.seed is not None else 0,
         again=args.again,
+        depth=args.pool_depth,
     )
 
 
@@ -243,7 +252,10 @@ def summary_text(run: JudgeRun) -> str:
 def _build(settings: Settings) -> list[Judge]:
     """The judges ``--judge`` names (``Settings.judges``), built; InputError when there is none."""
     from ragtui.core.errors import InputError
+    from ragtui.core.judges.base import JudgeError
     from ragtui.core.judges.build import build_judge
+    from ragtui.core.judges.openai import OpenAIJudge
+    from ragtui.core.text import visible_line
 
     specs = settings.judges
     if not specs:
@@ -257,6 +269,12 @@ def _build(settings: Settings) -> list[Judge]:
     try:
         for spec in specs:
             built.append(build_judge(spec, settings))
+        for judge in built:
+            if isinstance(judge, OpenAIJudge):
+                try:
+                    judge.check()  # one request: a dead endpoint is one line now, not minutes later
+                except JudgeError as exc:
+                    raise JudgeError(f"{visible_line(judge.name)}: {exc}") from None
     except BaseException:
         for judge in built:
             judge.close()
@@ -265,8 +283,10 @@ def _build(settings: Settings) -> list[Judge]:
 
 
 def run_judge(settings: Settings, ask: JudgeAsk, *, as_json: bool = False) -> int:
-    """``ragtui judge``: 0 when it ran (failures counted and reported), 2 when a judge could not
-    work at all (its line on stderr), 130 on Ctrl-C (what came is written)."""
+    """``ragtui judge``: 0 when every pair asked was graded, 1 when some failed (counted and
+    reported; asked again on the next run), 2 when a judge could not work at all (its line on
+    stderr: an endpoint down before or during the run included), 130 on Ctrl-C (what came is
+    written)."""
     from ragtui.cli.output import err, open_workspace, out, print_json, print_notices
     from ragtui.core.judges.base import JudgeError
     from ragtui.core.judges.run import judge_pool
@@ -300,4 +320,4 @@ def run_judge(settings: Settings, ask: JudgeAsk, *, as_json: bool = False) -> in
     if run.interrupted:
         err("ragtui: interrupted (the verdicts that came are written)")
         return 130
-    return 0
+    return 1 if any(s.failed for s in run.judges) else 0

@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import contextlib
 import hmac
-import ipaddress
 import json
 import os
 import re
@@ -59,7 +58,7 @@ from textual_serve.server import Server
 from ragtui.cli.output import err, warn
 from ragtui.core.errors import InputError
 from ragtui.core.options import OPTIONS
-from ragtui.core.text import visible_line
+from ragtui.core.text import is_loopback, visible_line
 
 #: The page template: textual-serve's, without the web-font link (the page fetches nothing), its
 #: websocket address carrying the token.
@@ -100,16 +99,6 @@ _AUTHORIZATION = re.compile(r"(?:token|bearer)\s+(\S+)\s*", re.IGNORECASE)
 
 #: A host as a browser names it: lower case, IPv6 without brackets, and the port (None: not given).
 Address = tuple[str, int | None]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is this machine only (127.0.0.0/8, ::1 or ``localhost``)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
 
 
 def app_argv(args: argparse.Namespace) -> list[str]:

@@ -224,8 +224,14 @@ def check_regular(path: str | Path) -> None:
         raise _refuse(path, mode)
 
 
-def read_regular(path: str | Path, check: Callable[[os.stat_result], None] | None = None) -> bytes:
-    """The bytes of ``path`` if it is a regular file, else ``NotRegularFileError``; never blocks on a FIFO.
+def read_regular(
+    path: str | Path,
+    check: Callable[[os.stat_result], None] | None = None,
+    limit: int | None = None,
+) -> bytes:
+    """The bytes of ``path`` if it is a regular file, else ``NotRegularFileError``; never blocks on a
+    FIFO, and with ``limit`` never holds more than that many bytes (``TooLargeError`` for a bigger
+    file, or one that grows past it while it is read).
 
     The file is opened non-blocking (opening a FIFO for reading then returns at once) and checked
     with ``fstat`` on the descriptor read, so it cannot be swapped between the check and the read;
@@ -242,11 +248,25 @@ def read_regular(path: str | Path, check: Callable[[os.stat_result], None] | Non
             raise _refuse(path, status.st_mode)
         if check is not None:
             check(status)
+        if limit is not None and status.st_size > limit:
+            raise TooLargeError(path, _over(limit))
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
+            raw = handle.read() if limit is None else handle.read(limit + 1)
+        if limit is not None and len(raw) > limit:
+            raise TooLargeError(path, _over(limit))
+        return raw
     finally:
         os.close(fd)
+
+
+class TooLargeError(InputError):
+    """A file over the size ragtui reads of its kind (``read_regular``'s ``limit``)."""
+
+
+def _over(limit: int) -> str:
+    size = f"{limit // 1048576} MB" if limit >= 1048576 else f"{limit // 1024} KB"
+    return f"over {size}, more than a file of this kind holds: not read"
 
 
 class ReadOnlyFolderError(InputError):

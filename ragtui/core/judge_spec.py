@@ -30,10 +30,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from ragtui.core.data.paths import safe_filename
-from ragtui.core.data.tokenizer import resolve_model
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import RETRIEVER_NAMES
 from ragtui.core.text import mask_urls
@@ -104,9 +103,7 @@ __all__ = [
     "JUDGE_KINDS",
     "SECTION_KEYS",
     "JudgeSectionError",
-    "JudgeSettings",
     "check_judge_name",
-    "judge_shares",
     "judge_text",
     "judge_where",
     "parse_judge_flag",
@@ -167,53 +164,6 @@ _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _URL_AT = re.compile(r"@(?=https?://)", re.IGNORECASE)
 
 _FORMS = "openai:MODEL@URL, cross-encoder:PATH, similarity, package.module:factory or an entry-point name"
-
-
-class JudgeSettings(Protocol):
-    """What building a judge reads of the settings (``ragtui.core.settings.Settings`` is one): the
-    embedding model and how chunks are windowed for it, the cache folder, the reranker and the
-    retrievers shown. Named here so that this layer, below the settings', never imports them."""
-
-    @property
-    def model(self) -> str: ...
-
-    @property
-    def cache_dir(self) -> Path | None: ...
-
-    @property
-    def embedding_backend(self) -> str: ...
-
-    @property
-    def windows(self) -> str: ...
-
-    @property
-    def window_stride(self) -> int | None: ...
-
-    @property
-    def rerank(self) -> str | None: ...
-
-    @property
-    def rerank_over(self) -> str: ...
-
-    @property
-    def retrievers(self) -> tuple[str, ...]: ...
-
-
-def judge_shares(model_id: str, settings: JudgeSettings) -> tuple[str, ...]:
-    """The retrievers in force that use the model ``model_id`` (a judge's, or a verdict's ``model``
-    in the journal): the embedding model's (vector, hybrid) and the reranker's (``<over>+rerank``).
-    A judge favours the retriever it shares its model with; agreement and estimates mark it. A
-    verdict naming the folder the embedding model resolves to (the bundled model's, not named
-    after it) names the embedding model too."""
-    retrievers = list(settings.retrievers)
-    if settings.rerank:
-        reranked = f"{settings.rerank_over}+rerank"
-        if reranked not in retrievers:
-            retrievers.append(reranked)
-    embedding = settings.model
-    if model_id.rstrip("/") == resolve_model(embedding).rstrip("/"):
-        embedding = model_id
-    return shares_model_with(model_id, embedding, settings.rerank, retrievers)
 
 
 class JudgeSectionError(ValueError):

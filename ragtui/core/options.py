@@ -506,6 +506,16 @@ OPTIONS: tuple[Option, ...] = (
         toml=(bool,),
     ),
     Option(
+        "allow_http",
+        switch,
+        "send a judge's key or a live retriever's credential header over plain http:// to a host "
+        "other than this machine (refused by default: anyone on the path reads it)",
+        None,
+        group="live retrievers",
+        example=True,
+        toml=(bool,),
+    ),
+    Option(
         "milvus",
         text,
         "a Milvus Lite file (./ragtui.db) or http(s)://host:19530 (token from RAGTUI_MILVUS_TOKEN); "

@@ -136,7 +136,7 @@ class Project:
 def _has_ragtui_table(pyproject: Path) -> bool:
     """Whether a ``pyproject.toml`` holds ``[tool.ragtui]`` (parsed only when the text mentions it)."""
     try:
-        text = read_regular(pyproject).decode("utf-8", errors="replace")
+        text = read_regular(pyproject, limit=MAX_PROJECT_BYTES).decode("utf-8", errors="replace")
     except (OSError, InputError):
         return False
     if "ragtui" not in text:
@@ -244,6 +244,10 @@ def distrust(path: str | Path, status: os.stat_result) -> str | None:
     return None
 
 
+#: The largest project file read (a pyproject.toml is a few KB).
+MAX_PROJECT_BYTES = 4 * 1048576
+
+
 def read_trusted(path: str | Path) -> bytes:
     """A project file's bytes, when :func:`distrust` finds nothing against it (checked on the
     descriptor read, so the file cannot be swapped in between); InputError naming the reason."""
@@ -253,7 +257,7 @@ def read_trusted(path: str | Path) -> bytes:
         if reason is not None:
             raise InputError(path, reason)
 
-    return read_regular(path, check=trust)
+    return read_regular(path, check=trust, limit=MAX_PROJECT_BYTES)
 
 
 _TOML_WHERE = re.compile(r"\s*\(at line (\d+), column \d+\)\s*$")

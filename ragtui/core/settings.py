@@ -85,6 +85,9 @@ class Settings:
     estimate: bool = False
     #: Ask live retrievers again instead of using their cached answers (``--refresh``).
     refresh: bool = False
+    #: Send a key or a credential header over plain ``http://`` to a host other than this machine
+    #: (``--allow-http``); refused otherwise (``text.plain_http_refusal``).
+    allow_http: bool = False
     #: Milvus: a Milvus Lite file or ``http(s)://host:19530`` (``--milvus``), and the collection.
     milvus: str | None = None
     collection: str | None = None

@@ -9,7 +9,10 @@ name's undecodable bytes (kept by Python as lone surrogates) show as ``\\xNN`` t
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 #: C0 but tab and newline, DEL, C1, the bidi embeddings/overrides/isolates, and lone surrogates.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -107,6 +110,44 @@ def mask_url(url: str) -> str:
     if hash_mark and "=" in fragment:
         fragment = _mask_params(fragment)
     return f"{scheme}://{authority}{path}{question_mark}{query}{hash_mark}{fragment}"
+
+
+#: A secret shorter than this is not masked (``ollama``, ``x``: placeholders, not secrets, and
+#: replacing them would garble every message that holds the word).
+MIN_SECRET = 8
+
+
+def mask_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each secret (a key, a header's value, and each word of one, as the token of
+    ``Bearer TOKEN``) of ``MIN_SECRET`` characters or more shown as ``***``: the one function that
+    keeps the judges' keys and the live retrievers' header values out of every message."""
+    words = {w for s in secrets for w in (s, *s.split()) if len(w) >= MIN_SECRET}
+    for word in sorted(words, key=len, reverse=True):
+        text = text.replace(word, MASK)
+    return text
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (127.0.0.0/8, ::1 or ``localhost``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def plain_http_refusal(url: str, what: str, allowed: bool) -> str | None:
+    """Why ``what`` (a key, a credential header) may not be sent to ``url``: plain ``http://`` to a
+    host other than this machine, where anyone on the path reads it; None when it may be
+    (``https``, loopback, or ``allowed``: ``--allow-http``)."""
+    parts = urlsplit(url.strip())
+    if allowed or parts.scheme.lower() != "http" or is_loopback(parts.hostname or ""):
+        return None
+    return (
+        f"{what} would go over plain http:// to {parts.hostname}, where anyone on the path "
+        "reads it: use https://, or say --allow-http (project key allow-http = true)"
+    )
 
 
 def mask_urls(text: str) -> str:

@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -35,13 +36,13 @@ from ragtui.core.judges.cache import VerdictCache
 from ragtui.core.judges.openai import openai_judge
 from ragtui.core.judges.pairs import JudgeAsk
 from ragtui.core.judges.prompt import default_prompt
-from ragtui.core.judges.run import JOURNAL_BATCH, failure_kind, judge_pool
+from ragtui.core.judges.run import JOURNAL_BATCH, STOP_AFTER_DOWN, failure_kind, judge_pool
 from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.retrieval.live import parse_retriever_spec
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import ROOT, mini_args, settings_of
-from tests.judge_server import Reply, serve_judge
+from tests.judge_server import CHECK_TEXT, Reply, serve_judge
 from tests.live_servers import serve
 from tests.unit.test_docs import assert_documented, documented, examples, key_paths, matches
 
@@ -333,14 +334,16 @@ def test_the_cache_ignores_a_torn_line_and_repairs_it(tmp_path):
     other = JudgePair("q", "question?", "d", "chunk two", "t" * 40)
     cache = VerdictCache("key", "prompt", DEFAULT_GRADE_SCALE, tmp_path)
     cache.put([(pair, Verdict(2, "yes")), (other, Verdict(None, failure="refusal: no"))])
-    assert cache.get(pair) == (2, "yes") and cache.get(other) is None  # a failure is not cached
+    assert (
+        cache.get(pair) == Verdict(2, "yes") and cache.get(other) is None
+    )  # a failure is not cached
     with open(cache.path, "ab") as f:
         f.write(b'{"q": "torn')
     again = VerdictCache("key", "prompt", DEFAULT_GRADE_SCALE, tmp_path)
-    assert again.get(pair) == (2, "yes") and len(again) == 1
+    assert again.get(pair) == Verdict(2, "yes") and len(again) == 1
     again.put([(other, Verdict(1, "partly"))])
     third = VerdictCache("key", "prompt", DEFAULT_GRADE_SCALE, tmp_path)
-    assert third.get(other) == (1, "partly") and len(third) == 2
+    assert third.get(other) == Verdict(1, "partly") and len(third) == 2
     assert cache.path.read_bytes().count(b"\n") == 2 and b"torn" not in cache.path.read_bytes()
     # Another setting or prompt reads another file; a grade off the scale is not read.
     assert VerdictCache("key", "other prompt", DEFAULT_GRADE_SCALE, tmp_path).get(pair) is None
@@ -453,10 +456,10 @@ def cli_env(monkeypatch, tmp_path):
     return tmp_path / "cache"
 
 
-def _json_run(argv: list[str], capsys) -> dict:
+def _json_run(argv: list[str], capsys, exit_code: int = 0) -> dict:
     code = main([*argv, "--json"])
     captured = capsys.readouterr()
-    assert code == 0, captured.err
+    assert code == exit_code, captured.err
     return json.loads(captured.out)
 
 
@@ -516,7 +519,8 @@ def test_failures_are_counted_and_asked_again_on_the_next_run_only(
     broken = texts.ws.passages.by_id["library.md#0"].text[-40:]
     chat.script(unreadable, Reply("I would rather not say."))
     chat.script(broken, Reply("overloaded", status=500))
-    first = _json_run(_judge_argv(mini, project), capsys)
+    # Exit 1: the run went through, and some pairs failed (asked again next time).
+    first = _json_run(_judge_argv(mini, project), capsys, exit_code=1)
     summary = first["judges"]["llm"]
     failed = {
         texts.key(r.body["messages"][-1]["content"])
@@ -559,10 +563,10 @@ def test_the_key_never_appears_in_any_output_or_file(mini, chat, cli_env, capsys
     chat.script(garbled, Reply("{authorization}"))
     code = main(_judge_argv(mini, project))
     first = capsys.readouterr()
-    assert code == 0, first.err
+    assert code == 1, first.err  # two pairs failed: the run went through
     code = main(_judge_argv(mini, project, "--json", "--again"))
     second = capsys.readouterr()
-    assert code == 0, second.err
+    assert code == 1, second.err
     assert all(r.headers.get("Authorization") == f"Bearer {KEY}" for r in chat.requests)
     failed = first.out.splitlines()[4]
     assert "request failed" in failed and "unreadable answer" in failed, first.out
@@ -914,3 +918,87 @@ def test_a_judge_that_cannot_exist_is_refused_before_anything_loads(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("ragtui: error: ") and str(missing) in err[0]
     assert not cli_env.exists()  # nothing was chunked, indexed or embedded
+
+
+def test_a_forged_cache_line_is_cleaned_as_a_fresh_verdict_is(tmp_path):
+    pair = JudgePair("q", "question?", "c", "chunk", "s" * 40)
+    cache = VerdictCache("key", "prompt", DEFAULT_GRADE_SCALE, tmp_path)
+    cache.put([(pair, Verdict(2, "yes", answer="structured", probabilities=((0, 0.5), (2, 0.5))))])
+    q, c = VerdictCache.key(pair)
+    forged = {"q": q, "c": c, "grade": 1, "reason": "\x1b[31mRED\x1b[0m \x1b]0;pwned\x07 ok."}
+    with open(cache.path, "ab") as f:
+        f.write(json.dumps(forged).encode() + b"\n")
+    again = VerdictCache("key", "prompt", DEFAULT_GRADE_SCALE, tmp_path).get(pair)
+    assert again is not None and again.grade == 1 and again.answer == ""
+    assert not any(ord(ch) < 32 or ord(ch) == 127 for ch in again.reason)
+    # A verdict written after it is read back whole: how it was read and its probabilities.
+    cache.put([(pair, Verdict(2, "yes", answer="structured", probabilities=((0, 0.5), (2, 0.5))))])
+    kept = VerdictCache("key", "prompt", DEFAULT_GRADE_SCALE, tmp_path).get(pair)
+    assert kept == Verdict(2, "yes", answer="structured", probabilities=((0, 0.5), (2, 0.5)))
+
+
+# ---- failing fast ------------------------------------------------------------------------------
+
+
+def _judge_argv_flag(mini: Path, judge: str) -> list[str]:
+    """``ragtui judge`` with one ``--judge NAME=SPEC`` and no project file."""
+    return [
+        "judge",
+        "--no-project",
+        *mini_args(mini, "--retrievers", "bm25", "--depth", "3"),
+        "--judge",
+        judge,
+    ]
+
+
+def _free_port() -> int:
+    """A port nothing listens on (bound, then let go): connecting to it is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:{free}/v1", "http://127.0.0.1:99999/v1", "http://127.0.0.1:0/v1"]
+)
+def test_a_dead_endpoint_is_one_line_and_exit_2_before_the_pool(mini, cli_env, capsys, url):
+    url = url.format(free=_free_port())
+    started = time.monotonic()
+    code = main(_judge_argv_flag(mini, f"dead=openai:m@{url}"))
+    captured = capsys.readouterr()
+    assert code == 2 and time.monotonic() - started < 15
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("ragtui: error: ") and "Traceback" not in captured.err
+    assert verdict_lines(mini / "golden" / "labels.jsonl", "dead") == []
+
+
+def test_a_key_refused_before_the_pool_names_the_judge(mini, chat, cli_env, capsys, tmp_path):
+    # A real server refuses the check too: one line naming the judge, nothing asked of the pool.
+    project = _project(tmp_path, chat.url)
+    chat.script(CHECK_TEXT, Reply("invalid api key", status=401))
+    code = main(_judge_argv(mini, project))
+    captured = capsys.readouterr()
+    assert code == 2 and chat.requests == []
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("ragtui: error: llm: ") and "HTTP 401" in line
+
+
+def test_an_endpoint_that_goes_down_mid_run_stops_it_with_what_it_wrote(
+    mini, chat, cli_env, capsys, tmp_path
+):
+    project = _project(tmp_path, chat.url, "concurrency = 1")
+    project.write_text(project.read_text().replace("timeout = 20", "timeout = 0.3"))
+    answered = []
+
+    def grade(text: str) -> Reply:
+        answered.append(text)
+        return Reply("Grade: 1") if len(answered) <= 3 else Reply("Grade: 1", delay=1.0)
+
+    chat.grader = grade
+    started = time.monotonic()
+    code = main(_judge_argv(mini, project))
+    captured = capsys.readouterr()
+    assert code == 2 and time.monotonic() - started < 15
+    assert "pairs in a row found the endpoint down (timed out" in captured.err
+    assert len(verdict_lines(mini / "golden" / "labels.jsonl", "llm")) == 3
+    assert len(chat.requests) == 3 + STOP_AFTER_DOWN

@@ -73,6 +73,7 @@ level = "chunk"
 unit = "evidence"
 live-retrievers = ["web=http://localhost:9200/search?q={query}"]
 refresh = true
+allow-http = true
 milvus = "milvus.db"
 collection = "docs"
 milvus-fields = ["text=content"]
@@ -108,6 +109,7 @@ rerank-over = "bm25"
         "unit": "evidence",
         "live_retrievers": project.values["live_retrievers"],
         "refresh": True,
+        "allow_http": True,
         "milvus": "milvus.db",
         "collection": "docs",
         "milvus_fields": (("text", "content"),),

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 
 from ragtui.core.data.golden import EvidenceIndex, evidence_spans, load_questions, term_spans
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
+from ragtui.core.labelling.labels import Label, parse_label
 from tests.conftest import grade_of
 
 
@@ -196,3 +198,29 @@ def test_read_only_journal_is_reported(tmp_path):
         assert path.read_text() == ""
     finally:
         os.chmod(path, 0o644)
+
+
+def test_a_verdict_line_keeps_how_its_grade_was_read_and_the_grade_probabilities(tmp_path):
+    label = Label(
+        "q1",
+        "a#0",
+        2,
+        "s" * 40,
+        "2026-01-01T00:00:00.000+00:00",
+        "model:llm",
+        model="m",
+        reason="It says so.",
+        answer="structured",
+        probabilities=((0, 0.1), (1, 0.2), (2, 0.7)),
+    )
+    line = orjson.loads(label.to_json())
+    assert line["answer"] == "structured" and line["probabilities"] == {
+        "0": 0.1,
+        "1": 0.2,
+        "2": 0.7,
+    }
+    back = parse_label(line, tmp_path / "labels.jsonl", 1)
+    assert back.answer == "structured" and back.probabilities == label.probabilities
+    for bad in ({"answer": "guessed"}, {"probabilities": {"2": 1.5}}, {"probabilities": [0.7]}):
+        with pytest.raises(InputError, match=r"labels\.jsonl:1: "):
+            parse_label({**line, **bad}, tmp_path / "labels.jsonl", 1)

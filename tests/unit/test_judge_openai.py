@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -77,7 +78,15 @@ def test_request_is_the_prompt_at_temperature_zero(srv: JudgeServer) -> None:
     (request,) = srv.requests
     assert request.method == "POST" and request.path == "/v1/chat/completions"
     body = request.body
-    assert set(body) == {"model", "messages", "temperature", "max_tokens"}
+    assert set(body) == {
+        "model",
+        "messages",
+        "temperature",
+        "max_tokens",
+        "response_format",
+        "logprobs",
+        "top_logprobs",
+    }
     assert body["model"] == "qwen2.5:7b-instruct"
     assert body["temperature"] == 0 and body["max_tokens"] == 300
     (message,) = body["messages"]
@@ -443,3 +452,101 @@ def test_hostile_bodies_are_failures(srv: JudgeServer) -> None:
     assert big.failure == "bad response: over 4 MB"
     assert esc.failure.startswith("unreadable answer") and "\x1b" not in esc.failure
     assert "\\x1b]52" in esc.failure
+
+
+# ---- structured answers and grade probabilities -------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("grade", [0, 1, 2])
+def test_a_structured_answer_gives_the_grade_the_parser_reads_from_the_text(
+    srv: JudgeServer, shape: str, grade: int
+) -> None:
+    # The same model answering with structure (supported) and without (ignored): the same grade.
+    text = SHAPES[shape](grade, REASON)
+    srv.script("<m>", Reply(text, structured=json.dumps({"reason": REASON, "grade": grade})))
+    (free,) = make(srv).grade([pair("<m>")])
+    srv.structured = "supported"
+    (asked,) = make(srv).grade([pair("<m>")])
+    assert free.grade == asked.grade == grade
+    # Read as the object asked for whenever the answer is that object, asked or not.
+    assert free.answer == ("structured" if shape == "json" else "text")
+    assert asked.answer == "structured"
+    assert asked.reason == REASON
+
+
+def test_the_request_asks_for_the_scale_as_a_json_schema_and_for_logprobs(srv: JudgeServer) -> None:
+    scale = ((0, "no"), (1, "some"), (2, "most"), (3, "all"))
+    make(srv, scale=scale).grade([pair("<m> [grade=3]")])
+    (request,) = srv.requests
+    form = request.body["response_format"]
+    assert form["type"] == "json_schema" and form["json_schema"]["strict"] is True
+    schema = form["json_schema"]["schema"]
+    assert schema["required"] == ["reason", "grade"] and schema["additionalProperties"] is False
+    assert schema["properties"]["grade"] == {"type": "integer", "enum": [0, 1, 2, 3]}
+    assert request.body["logprobs"] is True and request.body["top_logprobs"] == 5
+
+
+def test_an_endpoint_that_refuses_structure_is_asked_without_it_and_no_pair_is_lost(
+    srv: JudgeServer,
+) -> None:
+    srv.structured = "refused"
+    judge = make(srv, concurrency=4)
+    pairs = [pair(f"<m{i}> [grade={i % 3}]") for i in range(12)]
+    # Four at once, as ragtui judge asks: every pair in flight when the endpoint refused is asked
+    # again without the structure.
+    with ThreadPoolExecutor(4) as pool:
+        verdicts = list(pool.map(lambda p: judge.grade([p])[0], pairs))
+    assert [v.grade for v in verdicts] == [i % 3 for i in range(12)]
+    assert all(v.answer == "text" and v.failure == "" for v in verdicts)
+    refused = [r for r in srv.requests if "response_format" in r.body]
+    assert 1 <= len(refused) <= 4  # at most the pairs in flight before the first refusal came back
+    assert all("response_format" not in r.body for r in srv.requests[len(refused) + 4 :])
+
+
+def test_grade_probabilities_come_from_logprobs_and_are_kept_with_the_verdict(
+    srv: JudgeServer,
+) -> None:
+    srv.structured = "supported"
+    srv.logprobs = {2: 0.7, 1: 0.2, 0: 0.1}
+    (verdict,) = make(srv).grade([pair("<m> [grade=2]")])
+    assert verdict.grade == 2 and verdict.answer == "structured"
+    assert [g for g, _ in verdict.probabilities] == [0, 1, 2]
+    assert [round(p, 6) for _, p in verdict.probabilities] == [0.1, 0.2, 0.7]
+    # A server without logprobs: no probabilities, the same grade.
+    srv.logprobs = None
+    (plain,) = make(srv).grade([pair("<m> [grade=2]")])
+    assert plain.grade == 2 and plain.probabilities == ()
+
+
+def test_an_endpoint_that_refuses_logprobs_is_asked_without_them(srv: JudgeServer) -> None:
+    srv.logprobs = "refused"
+    judge = make(srv)
+    first, second = judge.grade([pair("<a> [grade=1]"), pair("<b> [grade=2]")])
+    assert (first.grade, second.grade) == (1, 2) and first.probabilities == ()
+    bodies = [r.body for r in srv.requests]
+    assert bodies[0].get("logprobs") is True
+    assert all("logprobs" not in b for b in bodies[1:]) and len(bodies) == 3
+
+
+@pytest.mark.parametrize(
+    ("url", "refused"),
+    [
+        ("http://judge.example:8000/v1", True),
+        ("https://judge.example/v1", False),
+        ("http://127.0.0.1:11434/v1", False),
+        ("http://localhost:11434/v1", False),
+    ],
+)
+def test_a_key_goes_over_plain_http_only_to_this_machine_or_when_allowed(
+    key_env: str, url: str, refused: bool
+) -> None:
+    spec = JudgeSpec("llm", "openai", "m", options={"url": url, "api_key_env": key_env})
+    assert openai_judge(spec, S, allow_http=True).url.startswith(url)
+    if refused:
+        with pytest.raises(InputError, match=r"plain http:// to judge\.example.*--allow-http"):
+            openai_judge(spec, S)
+    else:
+        openai_judge(spec, S)
+    # Without a key nothing secret is sent: any URL is taken.
+    openai_judge(JudgeSpec("llm", "openai", "m", options={"url": url}), S)

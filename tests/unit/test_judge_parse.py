@@ -435,7 +435,7 @@ def test_prompt_file_errors_name_the_line_and_the_file_safely(tmp_path) -> None:
 def test_unreadable_prompt_files(tmp_path) -> None:
     for path, problem in (
         (tmp_path / "missing.txt", "cannot read the prompt (No such file or directory)"),
-        (tmp_path, "cannot read the prompt (Is a directory)"),
+        (tmp_path, "a folder, not a regular file"),
     ):
         with pytest.raises(InputError, match=re.escape(problem)):
             load_prompt(path)

@@ -13,12 +13,11 @@ from ragtui.cli import main
 from ragtui.core.errors import InputError
 from ragtui.core.judge_spec import (
     JudgeSpec,
-    judge_shares,
     parse_judge_flag,
     parse_judge_section,
     resolve_judges,
 )
-from ragtui.core.judges.build import build_judge
+from ragtui.core.judges.build import build_judge, judge_shares
 from ragtui.core.judges.local import CrossEncoderJudge, SimilarityJudge
 from ragtui.core.judges.plugins import PluginJudge
 from ragtui.core.options import settings_from_values

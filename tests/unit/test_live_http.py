@@ -272,3 +272,59 @@ def test_a_plain_retriever_name_keeps_its_meaning_in_eval_and_is_refused_elsewhe
     assert (
         "a name without =SPEC only chooses the retriever of a saved run" in capsys.readouterr().err
     )
+
+
+SECRET = "sk-search-0f9e8d7c6b5a4f3e2d1c"
+
+
+def test_header_values_a_hostile_server_echoes_are_never_printed(
+    mini, server, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("RAGTUI_TEST_SEARCH_KEY", SECRET)
+    project = tmp_path / "ragtui.toml"
+    project.write_text(
+        "[retrievers.echo]\n"
+        f'url = "{server.url}/echo?q={{query}}"\n'
+        'headers = { Authorization = "Bearer ${RAGTUI_TEST_SEARCH_KEY}", '
+        'X-Team = "team-secret-value" }\n'
+    )
+    for extra in ([], ["--json"]):
+        args = mini_args(mini, "--retrievers", "bm25,echo", "--bm25-backend", "bm25s", *extra)
+        code = main(["eval", "--project", str(project), *args])
+        captured = capsys.readouterr()
+        shown = captured.out + captured.err
+        assert code == 2 and "echo" in captured.err
+        assert SECRET not in shown and "team-secret-value" not in shown, shown
+        assert "***" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("spec", "refused"),
+    [
+        ("web=http://search.example/s?q={query}&api_key=K123", True),
+        ("web=https://search.example/s?q={query}&api_key=K123", False),
+        ("web=http://127.0.0.1:9/s?q={query}&api_key=K123", False),
+        ("web=http://search.example/s?q={query}", False),
+    ],
+)
+def test_a_credential_goes_over_plain_http_only_to_this_machine_or_when_allowed(spec, refused):
+    from ragtui.core.retrieval.connectors import build_live_retrievers
+
+    def build(allow: bool) -> object:
+        return build_live_retrievers(
+            ("web",),
+            (parse_retriever_spec(spec),),
+            milvus=None,
+            collection=None,
+            milvus_fields=(),
+            model="m",
+            cache_root=None,
+            allow_http=allow,
+        )
+
+    assert build(True)
+    if refused:
+        with pytest.raises(InputError, match="--allow-http"):
+            build(False)
+    else:
+        assert build(False)

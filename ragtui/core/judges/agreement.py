@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtui.core.analysis.slices import slice_names
-from ragtui.core.judge_spec import judge_shares
+from ragtui.core.judges.build import judge_shares
 from ragtui.core.labelling.agreement import cohen_kappa, weighted_kappa
 from ragtui.core.labelling.labels import Label, PairLabels, judge_annotator
 from ragtui.core.workspace import Workspace

@@ -47,12 +47,18 @@ class Verdict:
     """A judge's answer for one pair: a grade and its reason, or no grade and why (``failure``).
 
     ``tokens`` is what the model says it used (prompt and completion), 0 when it does not say.
+    ``answer`` says how a chat judge's grade was read: ``structured`` (the JSON object the endpoint
+    was asked for with ``response_format``) or ``text`` (read from free text by
+    ``judges.parse``); empty for other judges. ``probabilities`` is the model's probability of each
+    grade where the endpoint gave ``logprobs`` ((grade, p) pairs summing to 1), else empty.
     """
 
     grade: int | None
     reason: str = ""
     failure: str = ""
     tokens: int = 0
+    answer: str = ""
+    probabilities: tuple[tuple[int, float], ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -8,13 +8,15 @@ judge is first used (``prepare``, ``grade``).
 from __future__ import annotations
 
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
-from ragtui.core.judge_spec import JudgeSettings, JudgeSpec, judge_shares
+from ragtui.core.data.tokenizer import resolve_model
+from ragtui.core.judge_spec import JudgeSpec, shares_model_with
 from ragtui.core.judges.base import Judge
+from ragtui.core.settings import Settings
 
 __all__ = ["build_judge", "judge_shares"]
 
 
-def build_judge(spec: JudgeSpec, settings: JudgeSettings, scale: GradeScale | None = None) -> Judge:
+def build_judge(spec: JudgeSpec, settings: Settings, scale: GradeScale | None = None) -> Judge:
     """The judge ``spec`` names, ready for ``prepare``: InputError (one line naming the judge and
     where it was given) when it cannot exist.
 
@@ -26,7 +28,7 @@ def build_judge(spec: JudgeSpec, settings: JudgeSettings, scale: GradeScale | No
     if spec.kind == "openai":
         from ragtui.core.judges.openai import openai_judge
 
-        return openai_judge(spec, scale)
+        return openai_judge(spec, scale, settings.allow_http)
     if spec.kind == "similarity":
         from ragtui.core.judges.local import SimilarityJudge
 
@@ -38,3 +40,20 @@ def build_judge(spec: JudgeSpec, settings: JudgeSettings, scale: GradeScale | No
     from ragtui.core.judges.plugins import load_judge_plugin
 
     return load_judge_plugin(spec)
+
+
+def judge_shares(model_id: str, settings: Settings) -> tuple[str, ...]:
+    """The retrievers in force that use the model ``model_id`` (a judge's, or a verdict's ``model``
+    in the journal): the embedding model's (vector, hybrid) and the reranker's (``<over>+rerank``).
+    A judge favours the retriever it shares its model with; agreement and estimates mark it. A
+    verdict naming the folder the embedding model resolves to (the bundled model's, not named
+    after it) names the embedding model too."""
+    retrievers = list(settings.retrievers)
+    if settings.rerank:
+        reranked = f"{settings.rerank_over}+rerank"
+        if reranked not in retrievers:
+            retrievers.append(reranked)
+    embedding = settings.model
+    if model_id.rstrip("/") == resolve_model(embedding).rstrip("/"):
+        embedding = model_id
+    return shares_model_with(model_id, embedding, settings.rerank, retrievers)

@@ -13,15 +13,18 @@ import hashlib
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
 
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.data.paths import cache_dir
-from ragtui.core.files import content_hash, fsync_folder, locked, write_all
+from ragtui.core.errors import InputError
+from ragtui.core.files import content_hash, fsync_folder, locked, read_regular, write_all
 from ragtui.core.judges.base import JudgePair, Verdict
-from ragtui.core.labelling.labels import MAX_REASON
+from ragtui.core.judges.parse import clean_reason
+from ragtui.core.labelling.labels import ANSWER_PATHS, MAX_REASON, read_probabilities
 
 __all__ = ["CACHE_VERSION", "VerdictCache"]
 
@@ -31,6 +34,10 @@ CACHE_VERSION = 1
 
 def _text_sha1(text: str) -> str:
     return content_hash(text)
+
+
+#: The largest verdict cache read (a million verdicts with their reasons is about 250 MB).
+MAX_CACHE_BYTES = 512 * 1048576
 
 
 class VerdictCache:
@@ -51,7 +58,7 @@ class VerdictCache:
         ]
         self.path = (root or cache_dir()) / "judges" / f"{name}.jsonl"
         self._grades = {g for g, _ in scale}
-        self._held: dict[tuple[str, str], tuple[int, str]] = {}
+        self._held: dict[tuple[str, str], Verdict] = {}
         #: Why the cache cannot be used (its path is not a regular file), or ``""``.
         self.unusable = ""
         self._read()
@@ -70,14 +77,19 @@ class VerdictCache:
                 # A FIFO would block the read, a folder cannot be appended to: no cache this run.
                 self.unusable = f"{self.path}: not a regular file"
                 return
-            data = self.path.read_bytes()
+            data = read_regular(self.path, limit=MAX_CACHE_BYTES)
+        except InputError as exc:  # swapped for a FIFO, or grown past any real cache
+            self.unusable = str(exc)
+            return
         except OSError:
             return  # no cache yet (or none readable): every pair is asked
         for raw in data.split(b"\n"):
             try:
                 obj = orjson.loads(raw)
                 q, c, grade, reason = obj["q"], obj["c"], obj["grade"], obj["reason"]
-            except (orjson.JSONDecodeError, KeyError, TypeError):
+                answer = obj.get("answer", "")
+                probabilities = read_probabilities(obj.get("p"), self.path, None)
+            except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, InputError):
                 continue
             if (
                 isinstance(q, str)
@@ -85,11 +97,14 @@ class VerdictCache:
                 and isinstance(reason, str)
                 and type(grade) is int
                 and grade in self._grades
+                and answer in ANSWER_PATHS
             ):
-                self._held[(q, c)] = (grade, reason)
+                # Cleaned as a fresh verdict is (a forged line's controls never reach the journal).
+                held = Verdict(grade, clean_reason(reason), answer=answer)
+                self._held[(q, c)] = replace(held, probabilities=probabilities)
 
-    def get(self, pair: JudgePair) -> tuple[int, str] | None:
-        """The cached (grade, reason) of a pair, or None."""
+    def get(self, pair: JudgePair) -> Verdict | None:
+        """The cached verdict of a pair (a grade, its reason, how it was read), or None."""
         return self._held.get(self.key(pair))
 
     def put(self, graded: Sequence[tuple[JudgePair, Verdict]]) -> None:
@@ -99,11 +114,7 @@ class VerdictCache:
             return
         if self.unusable:
             raise OSError(self.unusable)
-        data = b"".join(
-            orjson.dumps({"q": q, "c": c, "grade": v.grade, "reason": v.reason[:MAX_REASON]})
-            + b"\n"
-            for (q, c), v in rows
-        )
+        data = b"".join(orjson.dumps(_line(q, c, v)) + b"\n" for (q, c), v in rows)
         created = not self.path.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with locked(self.path) as fd:
@@ -117,5 +128,14 @@ class VerdictCache:
         if created:
             fsync_folder(self.path.parent)
         for (q, c), v in rows:
-            assert v.grade is not None
-            self._held[(q, c)] = (v.grade, v.reason)
+            self._held[(q, c)] = replace(v, failure="", tokens=0)
+
+
+def _line(q: str, c: str, v: Verdict) -> dict[str, object]:
+    """A verdict's cache line."""
+    line: dict[str, object] = {"q": q, "c": c, "grade": v.grade, "reason": v.reason[:MAX_REASON]}
+    if v.answer:
+        line["answer"] = v.answer
+    if v.probabilities:
+        line["p"] = {str(g): round(p, 6) for g, p in v.probabilities}
+    return line

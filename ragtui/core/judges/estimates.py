@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ragtui.core.errors import InputError
-from ragtui.core.judge_spec import judge_shares
+from ragtui.core.judges.build import judge_shares
 from ragtui.core.judges.estimate import (
     MIN_SAMPLE,
     Interval,
@@ -48,7 +48,7 @@ from ragtui.core.judges.sample import SAMPLE_FILE, HumanSample, load_sample
 from ragtui.core.judges.verify import person_graded, sample_population
 from ragtui.core.labelling.labels import Label, PairLabels
 from ragtui.core.metrics.evaluation import Evaluation
-from ragtui.core.workspace import Workspace
+from ragtui.core.workspace import SOURCE_QRELS, Workspace
 from ragtui.core.workspace.judging import pool_question
 
 __all__ = [
@@ -93,6 +93,14 @@ class MetricEstimate:
     """Sampled questions whose value differs between the judge's grades and the people's."""
     reason: str
     """Why there is no prediction-powered estimate ("" when there is one)."""
+
+    @property
+    def narrows(self) -> bool | None:
+        """Whether the judge narrowed the interval against the people's sample alone (None: no
+        two intervals to compare)."""
+        if self.ppi is None or self.human_only is None:
+            return None
+        return self.ppi.width < self.human_only.width
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +150,30 @@ class Estimates:
     sample: SampleUse
     k: int
     retrievers: dict[str, RetrieverEstimate]
+    #: What every interval estimates, in words (``target``).
+    target: str = ""
+
+    def reversals(self) -> list[tuple[str, str, str]]:
+        """(metric, a, b): two retrievers whose model-filled means are in the other order than their
+        prediction-powered estimates (a judge that would mislead a reader comparing them)."""
+        out = []
+        names = list(self.retrievers)
+        for metric, _, _ in METRICS:
+            for i, a in enumerate(names):
+                for b in names[i + 1 :]:
+                    ma, mb = (
+                        self.retrievers[a].metrics.get(metric),
+                        self.retrievers[b].metrics.get(metric),
+                    )
+                    if ma is None or mb is None or ma.ppi is None or mb.ppi is None:
+                        continue
+                    if ma.model_filled is None or mb.model_filled is None:
+                        continue
+                    filled = ma.model_filled - mb.model_filled
+                    estimated = ma.ppi.estimate - mb.ppi.estimate
+                    if filled * estimated < 0:
+                        out.append((metric, a, b))
+        return out
 
 
 def _shown(path: str) -> str:
@@ -186,9 +218,9 @@ class _Grades:
                 out[cid] = label.grade
         return out
 
-    def _lifted(self, qid: str, hand: dict[str, int]) -> dict[str, int]:
+    def _lifted(self, qid: str, hand: dict[str, int], base: bool = True) -> dict[str, int]:
         """Over the evidence rule or the qrels, as the metrics' grades are laid (``evaluation_grades``)."""
-        return self.ws.grades.evaluation_grades(qid, hand)
+        return self.ws.grades.evaluation_grades(qid, hand, base)
 
     def human(self, qid: str) -> dict[str, int]:
         return self._lifted(qid, self._hand(qid, people=True, model=False))
@@ -197,7 +229,10 @@ class _Grades:
         return self._lifted(qid, self._hand(qid, people=True, model=True))
 
     def model(self, qid: str) -> dict[str, int]:
-        return self._lifted(qid, self._hand(qid, people=False, model=True))
+        # The judge's side alone: a pair it never graded is unjudged there, never filled from the
+        # qrels (people's grades); the evidence rule, no person's, still lies under it.
+        people = self.ws.data.base_source == SOURCE_QRELS
+        return self._lifted(qid, self._hand(qid, people=False, model=True), base=not people)
 
 
 def _evaluation(ws: Workspace, grades: Callable[[str], dict[str, int]]) -> Evaluation:
@@ -416,4 +451,20 @@ def estimates(ws: Workspace, judge: str | None = None) -> Estimates:
                 reason=reason,
             )
         out[name] = RetrieverEstimate(name, metrics, name in shares)
-    return Estimates(judge, judges, models, shares, use, ev.k, out)
+    return Estimates(judge, judges, models, shares, use, ev.k, out, _target(ws, len(population)))
+
+
+def _target(ws: Workspace, questions: int) -> str:
+    """What the estimates estimate: the people's mean over every question's pool; where the grades
+    are not the qrels, recall and nDCG are relative to what is judged."""
+    s = ws.settings
+    target = (
+        f"the mean over the {questions} evaluated questions of what people would grade in the "
+        f"pool (each retriever's top {s.k}, ranked at depth {s.depth})"
+    )
+    if ws.data.base_source != SOURCE_QRELS:
+        target += (
+            "; recall and nDCG are relative to the passages graded (the pool and the evidence "
+            "rule's): a relevant passage outside them counts nowhere"
+        )
+    return target

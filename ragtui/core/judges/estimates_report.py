@@ -45,6 +45,7 @@ def retriever_json(est: RetrieverEstimate) -> dict[str, Any]:
             "model_filled": m.model_filled,
             "ppi": _interval_json(m.ppi, m.differing),
             "human_only": _interval_json(m.human_only),
+            "narrows": m.narrows,
             "reason": m.reason or None,
         }
     return out
@@ -59,6 +60,8 @@ def estimates_json(est: Estimates) -> dict[str, Any]:
         "judges": list(est.judges),
         "models": list(est.models),
         "shares_model_with": list(est.shares),
+        "target": est.target,
+        "reversals": [{"metric": metric, "retrievers": [a, b]} for metric, a, b in est.reversals()],
         "confidence": CONFIDENCE,
         "min_sample": MIN_SAMPLE,
         "sample": {
@@ -120,6 +123,7 @@ def estimates_report(est: Estimates) -> Report:
     else:
         judge += " (none in the journal)"
     notes = [
+        f"target: {est.target}",
         (
             "value: the mean eval shows; over unjudged: the lowest and highest mean the unjudged "
             f"pairs of the pool (the retrievers' top {est.k}; for MRR the run) allow"
@@ -147,6 +151,22 @@ def estimates_report(est: Estimates) -> Report:
                         f"{name} {_LABELS[metric].format(k=est.k)} {kind}: {interval.note}"
                     )
     notes += list(said)
+    widened = [
+        f"{name} {_LABELS[metric].format(k=est.k)}"
+        for name, r in est.retrievers.items()
+        for metric, m in r.metrics.items()
+        if m.narrows is False
+    ]
+    if widened:
+        notes.append(
+            "the judge widens the interval against the people's sample alone on "
+            f"{', '.join(widened)}: there, people only is the better estimate"
+        )
+    for metric, a, b in est.reversals():
+        notes.append(
+            f"the judge's model-filled {_LABELS[metric].format(k=est.k)} puts {a} and {b} in the "
+            "other order than the estimates: do not compare them by the model-filled means"
+        )
     agreeing = [
         m for r in est.retrievers.values() for m in r.metrics.values() if m.ppi and not m.differing
     ]

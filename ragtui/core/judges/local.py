@@ -17,7 +17,7 @@ Both score a (question, chunk) pair and map the score to a grade by thresholds
   scores are logits).
 
 A judge that shares its model with a retriever favours that retriever:
-``ragtui.core.judge_spec.judge_shares`` names them from its model id.
+``ragtui.core.judges.build.judge_shares`` names them from its model id.
 """
 
 from __future__ import annotations
@@ -35,12 +35,13 @@ import orjson
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.data.tokenizer import TokenCounter, model_fingerprint, model_limit, token_counter
 from ragtui.core.errors import InputError
-from ragtui.core.judge_spec import JudgeSettings, JudgeSpec, judge_where
+from ragtui.core.judge_spec import JudgeSpec, judge_where
 from ragtui.core.judges.base import JudgeError, JudgePair, Verdict
 from ragtui.core.judges.thresholds import Thresholds, choose_thresholds, default_thresholds
 from ragtui.core.retrieval.embeddings import Embedder, EmbeddingCache
 from ragtui.core.retrieval.rerank import CrossEncoderModel
 from ragtui.core.retrieval.windows import WindowPlan, token_windows, window_plan
+from ragtui.core.settings import Settings
 
 __all__ = [
     "CROSS_ENCODER_DEFAULTS",
@@ -93,7 +94,7 @@ class _ScoringJudge:
     batch_size = BATCH_SIZE
     concurrency = 1
 
-    def __init__(self, spec: JudgeSpec, settings: JudgeSettings, model_id: str) -> None:
+    def __init__(self, spec: JudgeSpec, settings: Settings, model_id: str) -> None:
         self.name = spec.name
         self.spec = spec
         self.model_id = model_id
@@ -178,7 +179,7 @@ class SimilarityJudge(_ScoringJudge):
 
     what = "cosine"
 
-    def __init__(self, spec: JudgeSpec, settings: JudgeSettings) -> None:
+    def __init__(self, spec: JudgeSpec, settings: Settings) -> None:
         super().__init__(spec, settings, model_name(settings.model))
         self.model = settings.model
         # The backend the workspace embeds with (its cache is keyed by it: the same vectors).
@@ -266,7 +267,7 @@ class SimilarityJudge(_ScoringJudge):
 class CrossEncoderJudge(_ScoringJudge):
     """A sentence-transformers CrossEncoder's score of (question, chunk)."""
 
-    def __init__(self, spec: JudgeSpec, settings: JudgeSettings) -> None:
+    def __init__(self, spec: JudgeSpec, settings: Settings) -> None:
         try:
             model = CrossEncoderModel(spec.target)
         except InputError as exc:

@@ -2,8 +2,13 @@
 server, LiteLLM): one ``POST …/chat/completions`` per pair.
 
 The request is the model, one user message (the prompt filled with the question, the chunk and the
-grade scale), ``temperature`` 0 and ``max_tokens``; the answer is read by
-``ragtui.core.judges.parse``. The URL is forgiving: ``http://host:11434/v1``, ``…/v1/`` and
+grade scale), ``temperature`` 0, ``max_tokens``, and two asks: a JSON object ``{"reason": …,
+"grade": N}`` through ``response_format`` (a JSON schema whose grade is one of the scale's), and
+``logprobs`` (the probability of each grade: the verdict's confidence). An endpoint that refuses
+either (HTTP 400 naming it) is asked without it from then on (the judge is one endpoint and model:
+remembered for the run), and the pair asked again; so is every pair in flight at that moment. The answer is
+read as that JSON object where it is one (``Verdict.answer`` ``structured``), else by
+``ragtui.core.judges.parse`` from free text (``text``). The URL is forgiving: ``http://host:11434/v1``, ``…/v1/`` and
 ``…/v1/chat/completions`` are the same endpoint, and a URL with no path gets ``/v1`` (any other
 path is taken as the API's base and gets ``/chat/completions``; a query string is kept).
 
@@ -55,7 +60,7 @@ from ragtui.core.judges.prompt import (
     scale_text,
 )
 from ragtui.core.retrieval.http import Deadline, deadline_opener, endpoint
-from ragtui.core.text import MASK, mask_url, visible_line
+from ragtui.core.text import mask_secrets, mask_url, plain_http_refusal, visible_line
 
 __all__ = [
     "DEFAULTS",
@@ -82,14 +87,20 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MAX_RETRY_AFTER = 60.0
 #: The longest back-off between two tries, in seconds.
 MAX_BACKOFF = 30.0
+#: The longest the check before the pool waits for the endpoint, in seconds.
+CHECK_TIMEOUT = 15.0
+#: Failures that say the endpoint is not there (the check stops the run on them).
+DOWN = ("cannot connect", "connection failed", "timed out")
+
 #: The temperature every request is sent with: the same pair, the same grade (as far as a server allows).
 TEMPERATURE = 0
 
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_REFUSE_WORDS = {
+    "structured": ("response_format", "json_schema", "structured output", "guided_json"),
+    "logprobs": ("logprobs", "logprob"),
+}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-#: A key shorter than this is not scrubbed from messages (``ollama``, ``x``: placeholders, not
-#: secrets, and replacing them would garble every message that holds the word).
-_MIN_SECRET = 8
 
 
 def chat_url(url: str) -> str:
@@ -117,6 +128,70 @@ class _Reshape(Exception):
 
 class _PairFailure(Exception):
     """This pair cannot be graded (the server refused the request as it is): its one-line reason."""
+
+
+def answer_schema(scale: GradeScale) -> dict[str, Any]:
+    """The JSON schema of the answer asked for: a reason, then a grade of the scale (docs/judges.md)."""
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string"},
+            "grade": {"type": "integer", "enum": [grade for grade, _ in scale]},
+        },
+        "required": ["reason", "grade"],
+        "additionalProperties": False,
+    }
+
+
+def _structured(answer: str) -> bool:
+    """Whether an answer is the JSON object asked for (an object holding ``grade``)."""
+    try:
+        obj = orjson.loads(answer.strip())
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and "grade" in obj
+
+
+_GRADE_KEY = re.compile(r'"grade"\s*:\s*"?\s*$')
+
+
+def grade_probabilities(
+    logprobs: Any, grade: int, scale: GradeScale
+) -> tuple[tuple[int, float], ...]:
+    """The probability of each grade at the token where the answer states ``grade`` (after
+    ``"grade":`` in a JSON answer, else its last token that is that grade alone), from the token's
+    ``top_logprobs``: (grade, p) pairs over the scale, summing to 1; empty when the response holds
+    no such token."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return ()
+    grades = {str(g): g for g, _ in scale}
+    text, found, keyed = "", None, False
+    for item in content:
+        if not isinstance(item, dict) or not isinstance(item.get("token"), str):
+            return ()
+        token = item["token"]
+        if token.strip(' "') == str(grade) and not keyed:
+            found, keyed = item, bool(_GRADE_KEY.search(text))
+        text += token
+    if found is None:
+        return ()
+    mass = dict.fromkeys(grades.values(), 0.0)
+    alternatives = found.get("top_logprobs")
+    for alt in [found, *(alternatives if isinstance(alternatives, list) else [])]:
+        if not isinstance(alt, dict):
+            continue
+        token, value = alt.get("token"), alt.get("logprob")
+        g = grades.get(token.strip(' "')) if isinstance(token, str) else None
+        if g is None or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if alt is found and alternatives:
+            continue  # the chosen token is among its own alternatives: counted there
+        mass[g] = max(mass[g], math.exp(min(0.0, float(value))))
+    total = sum(mass.values())
+    if not total or not math.isfinite(total):
+        return ()
+    return tuple((g, p / total) for g, p in sorted(mass.items()))
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -233,6 +308,9 @@ class OpenAIJudge:
         #: refuses max_tokens and any temperature but its default (see ``_reshape``).
         self._tokens_field = "max_tokens"
         self._send_temperature = True
+        #: Whether the structured answer and the grade probabilities are asked for (until the
+        #: endpoint refuses them: see ``_reshape``).
+        self._asks = {"structured": True, "logprobs": True}
         #: Seconds of the first back-off (doubled each try, with jitter); a test may shorten it.
         self.backoff = 0.5
         self._key = self._read_key(name, api_key_env)
@@ -270,10 +348,7 @@ class OpenAIJudge:
 
     def _scrub(self, text: str) -> str:
         """A message on one line, safe to show: the key (if a server echoed it) masked, controls escaped."""
-        flat = " ".join(str(text).split())
-        if len(self._key) >= _MIN_SECRET:
-            flat = flat.replace(self._key, MASK)
-        return visible_line(flat)
+        return visible_line(mask_secrets(" ".join(str(text).split()), [self._key]))
 
     # ---- the Judge interface ---------------------------------------------------------------------
 
@@ -285,6 +360,26 @@ class OpenAIJudge:
             "ragtui's default prompt" if self.prompt.source == "default" else self.prompt.source
         )
         return f"{self.model} at {self.where}, {source}"
+
+    def check(self) -> None:
+        """One request before the pool (within ``CHECK_TIMEOUT`` s): ``JudgeError`` in one line when
+        the endpoint cannot be reached, refuses the key, or lacks the model; what it refuses of the
+        request (the structured answer, logprobs, max_tokens) is learnt here, once."""
+        probe = JudgePair(
+            "check", "Is this passage about ragtui?", "check", "ragtui checks its judge.", "0" * 40
+        )
+        timeout = min(self.timeout, CHECK_TIMEOUT)
+        for _ in range(5):  # each change of the request is made once
+            try:
+                self._post(self._body(probe), timeout)
+            except _Reshape:
+                continue
+            except _Retry as exc:
+                if str(exc).startswith(DOWN):
+                    raise JudgeError(self._scrub(f"{self.where}: {exc}")) from None
+            except _PairFailure:
+                pass  # the server answered: the pairs say the rest
+            return
 
     def grade(self, pairs: Sequence[JudgePair]) -> list[Verdict]:
         """One request per pair, in order (``JudgeError`` when the endpoint cannot work at all)."""
@@ -306,6 +401,16 @@ class OpenAIJudge:
         if self._send_temperature:
             body["temperature"] = TEMPERATURE
         body[self._tokens_field] = self.max_tokens
+        if self._asks["structured"]:
+            schema = {
+                "name": "relevance_grade",
+                "strict": True,
+                "schema": answer_schema(self.scale),
+            }
+            body["response_format"] = {"type": "json_schema", "json_schema": schema}
+        if self._asks["logprobs"]:
+            body["logprobs"] = True
+            body["top_logprobs"] = min(20, max(5, len(self.scale)))
         return orjson.dumps(body)
 
     def _request(self, body: bytes) -> urllib.request.Request:
@@ -351,18 +456,25 @@ class OpenAIJudge:
                     return self._failed(f"{last}; the server asks to wait {wait:.0f} s")
                 continue
             except _PairFailure as exc:
+                now = self._body(pair)
+                if now != body:
+                    # Refused while another pair changed how the endpoint is asked: ask again
+                    # its new way (each change is made once, so this ends).
+                    body = now
+                    continue
                 return self._failed(str(exc))
-            return self._read(raw)
+            return self._read(raw, asked_structured=b'"response_format"' in body)
         plural = "try" if tries == 1 else "tries"
         return self._failed(f"{last} ({tries} {plural})")
 
     def _failed(self, problem: str, tokens: int = 0) -> Verdict:
         return Verdict(None, failure=self._scrub(problem), tokens=tokens)
 
-    def _post(self, body: bytes) -> bytes:
+    def _post(self, body: bytes, timeout: float | None = None) -> bytes:
         """One try within its deadline: the response body; _Retry for a failure that may pass,
         _PairFailure for one that will not, JudgeError for one that stops every pair."""
-        deadline = Deadline(self.timeout)
+        timeout = self.timeout if timeout is None else timeout
+        deadline = Deadline(timeout)
         opener = deadline_opener(deadline, frozenset({"authorization"}))
         try:
             with opener.open(self._request(body)) as response:
@@ -370,11 +482,11 @@ class OpenAIJudge:
         except urllib.error.HTTPError as exc:
             self._http_error(exc)
         except TimeoutError:
-            raise _Retry(f"timed out: no answer within {self.timeout:g} s") from None
+            raise _Retry(f"timed out: no answer within {timeout:g} s") from None
         except urllib.error.URLError as exc:
             reason = exc.reason
             if isinstance(reason, TimeoutError):
-                raise _Retry(f"timed out: no answer within {self.timeout:g} s") from None
+                raise _Retry(f"timed out: no answer within {timeout:g} s") from None
             what = getattr(reason, "strerror", None) or reason
             raise _Retry(f"cannot connect: {what}") from None
         except (OSError, http.client.HTTPException) as exc:
@@ -413,7 +525,7 @@ class OpenAIJudge:
             )
         if code == 429 and b"insufficient_quota" in raw:  # OpenAI's: spent, not rate limited
             raise JudgeError(self._scrub(f"{self.where}: {status}"))
-        if code == 400 and self._reshape(raw):
+        if code in (400, 422) and self._reshape(raw):
             raise _Reshape
         if code in _RETRY_STATUS:
             kind = "rate limited" if code == 429 else "server error"
@@ -427,6 +539,10 @@ class OpenAIJudge:
         instead of ``max_tokens``; no temperature: it takes only its default). True when something
         changed, so the pair is asked again; each change is made once."""
         text = raw.decode("utf-8", "replace").lower()
+        for ask, words in _REFUSE_WORDS.items():
+            if self._asks[ask] and any(word in text for word in words):
+                self._asks[ask] = False
+                return True
         changed = False
         if "max_completion_tokens" in text and self._tokens_field == "max_tokens":
             self._tokens_field = "max_completion_tokens"
@@ -436,7 +552,7 @@ class OpenAIJudge:
             changed = True
         return changed
 
-    def _read(self, raw: bytes) -> Verdict:
+    def _read(self, raw: bytes, asked_structured: bool = False) -> Verdict:
         """A response's verdict: the grade and reason of its answer, or why there is none."""
         try:
             obj = orjson.loads(raw)
@@ -472,10 +588,14 @@ class OpenAIJudge:
         verdict = parse_grade(answer, self.scale)
         if verdict.grade is None:
             return self._failed(verdict.failure, tokens)
-        reason = verdict.reason
-        if len(self._key) >= _MIN_SECRET:
-            reason = reason.replace(self._key, MASK)
-        return Verdict(verdict.grade, reason, tokens=tokens)
+        reason = mask_secrets(verdict.reason, [self._key])
+        return Verdict(
+            verdict.grade,
+            reason,
+            tokens=tokens,
+            answer="structured" if asked_structured and _structured(answer) else "text",
+            probabilities=grade_probabilities(choice.get("logprobs"), verdict.grade, self.scale),
+        )
 
 
 def _is_openai(url: str) -> bool:
@@ -503,7 +623,7 @@ def _number(spec: JudgeSpec, key: str, low: float, high: float, whole: bool) -> 
     return int(value) if whole else float(value)
 
 
-def openai_judge(spec: JudgeSpec, scale: GradeScale) -> OpenAIJudge:
+def openai_judge(spec: JudgeSpec, scale: GradeScale, allow_http: bool = False) -> OpenAIJudge:
     """The judge an ``openai`` spec describes (``spec.target`` is the model; options: ``url``,
     ``api_key_env``, ``prompt`` (a path), ``timeout``, ``concurrency``, ``retries``, ``max_tokens``).
 
@@ -525,7 +645,9 @@ def openai_judge(spec: JudgeSpec, scale: GradeScale) -> OpenAIJudge:
     if not isinstance(url, str) or not re.match(r"https?://[^/?#\s]", url.strip(), re.I):
         raise InputError(None, f"{where}: url must be an http:// or https:// URL")
     try:
-        userinfo = "@" in (urlsplit(url.strip()).netloc or "")
+        parts = urlsplit(url.strip())
+        userinfo = "@" in (parts.netloc or "")
+        parts.port  # noqa: B018 (raises ValueError for a port outside 0-65535)
     except ValueError:
         raise InputError(None, f"{where}: url is not a URL ({mask_url(url)})") from None
     if userinfo:
@@ -541,6 +663,10 @@ def openai_judge(spec: JudgeSpec, scale: GradeScale) -> OpenAIJudge:
         not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env)
     ):
         raise InputError(None, f"{where}: api_key_env must be the name of an environment variable")
+    if api_key_env is not None:
+        refusal = plain_http_refusal(url, f"the key in ${api_key_env}", allow_http)
+        if refusal is not None:
+            raise InputError(None, f"{where}: {refusal}")
     prompt_path = spec.options.get("prompt")
     if prompt_path is not None and not isinstance(prompt_path, str | Path):
         raise InputError(None, f"{where}: prompt must be the path of a prompt file")

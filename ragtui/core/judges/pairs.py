@@ -29,7 +29,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class JudgeAsk:
-    """What ``ragtui judge`` grades, beyond the pool at ``depth`` (None: the settings' ``--depth``)."""
+    """What ``ragtui judge`` grades, beyond the pool: every shown retriever's top ``depth`` (None:
+    its top k, the pool the metrics and the estimates read, at the evaluation's ``--depth``)."""
 
     unjudged: bool = False
     questions: tuple[str, ...] = ()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.errors import InputError
-from ragtui.core.files import content_hash
+from ragtui.core.files import TooLargeError, content_hash, read_regular
 from ragtui.core.text import has_control, visible_line
 
 __all__ = [
@@ -121,12 +121,11 @@ def load_prompt(path: str | Path) -> Prompt:
     """
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_PROMPT_BYTES + 1)
+        raw = read_regular(path, limit=MAX_PROMPT_BYTES)
+    except TooLargeError:
+        raise InputError(path, f"the prompt is over {MAX_PROMPT_BYTES // 1024} KB") from None
     except OSError as exc:
         raise InputError(path, f"cannot read the prompt ({exc.strerror or exc})") from None
-    if len(raw) > MAX_PROMPT_BYTES:
-        raise InputError(path, f"the prompt is over {MAX_PROMPT_BYTES // 1024} KB")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -24,6 +24,8 @@ all) stops the run the same way, with its one line.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import queue
 import signal
 import threading
@@ -46,7 +48,13 @@ from ragtui.core.judges.pairs import (
     plan_judge,
     pool_pairs,
 )
-from ragtui.core.labelling.labels import MAX_REASON, Label, judge_annotator, now_iso
+from ragtui.core.labelling.labels import (
+    ANSWER_PATHS,
+    MAX_REASON,
+    Label,
+    judge_annotator,
+    now_iso,
+)
 from ragtui.core.workspace import Workspace
 
 __all__ = [
@@ -173,6 +181,12 @@ def _valid(text: object) -> str:
     if not isinstance(text, str):
         return ""
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+#: Pairs in a row that found the endpoint down (no connection, or no answer in time) before the
+#: run stops with what it wrote.
+STOP_AFTER_DOWN = 8
+_DOWN = ("cannot connect", "connection failed", "timed out")
 
 
 def failure_kind(failure: str) -> str:
@@ -305,22 +319,26 @@ class _Grading:
         self.progress = progress
         self.warn = warn
         self.journal = _JournalBatches(ws)
+        #: Pairs in a row whose failure says the endpoint is down.
+        self.down = 0
         self.cache: VerdictCache | None = VerdictCache(
             judge.settings_key, judge.prompt_sha1, scale, ws.settings.cache_dir
         )
 
-    def _label(self, pair: JudgePair, grade: int, reason: str) -> Label:
+    def _label(self, pair: JudgePair, verdict: Verdict) -> Label:
         judge = self.judge
         return Label(
             pair.question_id,
             pair.chunk_id,
-            grade,
+            verdict.grade,
             pair.chunk_sha1,
             now_iso(),
             judge_annotator(judge.name),
             model=judge.model_id,
             prompt_sha1=judge.prompt_sha1,
-            reason=reason[:MAX_REASON],
+            reason=verdict.reason[:MAX_REASON],
+            answer=verdict.answer,
+            probabilities=verdict.probabilities,
         )
 
     def _checked(self, verdict: object) -> Verdict:
@@ -338,7 +356,9 @@ class _Grading:
             top = max(self.grades)
             failure = f"grade outside the scale: {grade!r:.40} (the scale is 0-{top})"
             return Verdict(None, reason, failure, tokens)
-        return Verdict(grade, reason, "", tokens)
+        answer = verdict.answer if verdict.answer in ANSWER_PATHS else ""
+        probabilities = _probabilities(verdict.probabilities, self.grades)
+        return Verdict(grade, reason, "", tokens, answer, probabilities)
 
     def _cache_put(self, answered: Sequence[tuple[JudgePair, Verdict]]) -> None:
         if self.cache is None:
@@ -377,7 +397,7 @@ class _Grading:
             if hit is None:
                 asked.append(pair)
                 continue
-            self.journal.add(self._label(pair, *hit))
+            self.journal.add(self._label(pair, hit))
             summary.graded += 1
             summary.from_cache += 1
             self.progress(1, 0, True)
@@ -394,6 +414,8 @@ class _Grading:
                 if item is not None:
                     self._take(*item)
                 self.journal.tick()
+                if summary.stopped:
+                    return
         finally:
             if workers is not None:
                 workers.stop.set()
@@ -408,11 +430,38 @@ class _Grading:
             if verdict.grade is None:
                 summary.failed += 1
                 summary.failures[failure_kind(verdict.failure)] += 1
+                self.down = self.down + 1 if verdict.failure.startswith(_DOWN) else 0
+                if self.down >= STOP_AFTER_DOWN and not summary.stopped:
+                    summary.stopped = (
+                        f"{self.judge.name}: stopped after {self.down} pairs in a row found the "
+                        f"endpoint down ({verdict.failure})"
+                    )
             else:
+                self.down = 0
                 summary.graded += 1
-                self.journal.add(self._label(pair, verdict.grade, verdict.reason))
+                self.journal.add(self._label(pair, verdict))
         summary.tokens += tokens
         self.progress(len(batch), tokens, False)
+
+
+@contextlib.contextmanager
+def sole_judge_run(journal: Path) -> Iterator[None]:
+    """Hold the journal's judge lock (``labels.jsonl.judge-lock`` beside it) for a run; a second
+    ``ragtui judge`` on the same journal meanwhile is refused with one line (InputError)."""
+    lock = journal.with_name(journal.name + ".judge-lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                journal,
+                "another ragtui judge is writing verdicts to this journal: wait for it to end "
+                "(or stop it), then run again",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def judge_pool(
@@ -431,10 +480,12 @@ def judge_pool(
     before is in the journal either way.
     """
     say = notify or (lambda _line: None)
-    depth = ask.depth if ask.depth is not None else ws.settings.depth
+    # The estimates' pool by default: the top k of each retriever ranked at the evaluation's depth.
+    depth = min(ask.depth if ask.depth is not None else ws.settings.k, ws.settings.depth)
     pool = pool_pairs(ws, choose_questions(ws, ask), depth)
     plans = [plan_judge(ws, judge, pool, ask) for judge in judges]
     total = sum(len(plan.todo) for plan in plans)
+    sole = contextlib.ExitStack()
     if total:
         ws.writable_golden()  # the bundled golden set is never written: its user copy is
         for notice in ws.notices:  # said now, before the judges' notes and the progress
@@ -443,44 +494,62 @@ def judge_pool(
         reason = ws.grades.labels.read_only_reason
         if reason is not None:
             raise InputError(None, f"{reason}; nothing was graded")
-    scale = ws.settings.grade_scale or DEFAULT_GRADE_SCALE
-    graded = people_graded(ws) if total else []
-    done = cached = tokens = 0
-    report = progress or (lambda _done, _total, _cached, _tokens: None)
-    started = False
+        # One judge run writes a journal at a time; what an earlier one wrote is read first.
+        sole.enter_context(sole_judge_run(ws.grades.labels.path))
+        if ws.refresh_labels():
+            plans = [plan_judge(ws, judge, pool, ask) for judge in judges]
+            total = sum(len(plan.todo) for plan in plans)
+    with sole:
+        scale = ws.settings.grade_scale or DEFAULT_GRADE_SCALE
+        graded = people_graded(ws) if total else []
+        done = cached = tokens = 0
+        report = progress or (lambda _done, _total, _cached, _tokens: None)
+        started = False
 
-    def step(pairs: int, used: int, from_cache: bool) -> None:
-        nonlocal done, cached, tokens
-        done += pairs
-        cached += pairs if from_cache else 0
-        tokens += used
-        report(done, total, cached, tokens)
+        def step(pairs: int, used: int, from_cache: bool) -> None:
+            nonlocal done, cached, tokens
+            done += pairs
+            cached += pairs if from_cache else 0
+            tokens += used
+            report(done, total, cached, tokens)
 
-    summaries: list[JudgeSummary] = []
-    for judge, plan in zip(judges, plans, strict=True):
-        summary = JudgeSummary(
-            judge.name,
-            judge.model_id,
-            judge.prompt_sha1,
-            pairs=len(plan.todo),
-            skipped_judged=plan.skipped_judged,
-            skipped_person=plan.skipped_person,
-            left=plan.left,
-        )
-        summaries.append(summary)
-        if not plan.todo:
-            continue
-        try:
-            summary.note = judge.prepare(scale, graded).strip()
-        except JudgeError as exc:
-            summary.stopped = f"{judge.name}: {exc}"
-            break
-        if summary.note:
-            say(f"{judge.name}: {summary.note}")
-        if not started:  # the clock starts once the first judge is ready
-            started = True
-            report(0, total, 0, 0)
-        _Grading(ws, judge, scale, summary, step, say).run(plan.todo, ask.again)
-        if summary.interrupted or summary.stopped:
-            break
-    return JudgeRun(pool, summaries, ws.grades.labels.path)
+        summaries: list[JudgeSummary] = []
+        for judge, plan in zip(judges, plans, strict=True):
+            summary = JudgeSummary(
+                judge.name,
+                judge.model_id,
+                judge.prompt_sha1,
+                pairs=len(plan.todo),
+                skipped_judged=plan.skipped_judged,
+                skipped_person=plan.skipped_person,
+                left=plan.left,
+            )
+            summaries.append(summary)
+            if not plan.todo:
+                continue
+            try:
+                summary.note = judge.prepare(scale, graded).strip()
+            except JudgeError as exc:
+                summary.stopped = f"{judge.name}: {exc}"
+                break
+            if summary.note:
+                say(f"{judge.name}: {summary.note}")
+            if not started:  # the clock starts once the first judge is ready
+                started = True
+                report(0, total, 0, 0)
+            _Grading(ws, judge, scale, summary, step, say).run(plan.todo, ask.again)
+            if summary.interrupted or summary.stopped:
+                break
+        return JudgeRun(pool, summaries, ws.grades.labels.path)
+
+
+def _probabilities(given: object, grades: set[int]) -> tuple[tuple[int, float], ...]:
+    """A verdict's grade probabilities as the journal holds them: (grade, p) pairs of the scale's
+    grades with finite p from 0 to 1 (a judge's anything else: none)."""
+    try:
+        pairs = tuple((g, float(p)) for g, p in given)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        return ()
+    if not all(type(g) is int and g in grades and 0 <= p <= 1 for g, p in pairs):
+        return ()
+    return tuple(sorted(pairs))

@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from ragtui.core.errors import InputError
-from ragtui.core.files import content_hash, write_atomic
+from ragtui.core.files import content_hash, read_regular, write_atomic
 from ragtui.core.labelling.labels import now_iso
 
 __all__ = ["SAMPLE_FILE", "HumanSample", "draw_sample", "load_sample", "save_sample"]
@@ -81,11 +81,15 @@ def save_sample(golden: Path, sample: HumanSample) -> Path:
     return path
 
 
+#: The largest ``sample.json`` read (a sample of 100,000 questions is about 2 MB).
+MAX_SAMPLE_BYTES = 32 * 1048576
+
+
 def load_sample(golden: Path) -> HumanSample | None:
     """The recorded sample of a golden-set folder, or None when there is none; InputError when it is malformed."""
     path = Path(golden) / SAMPLE_FILE
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, limit=MAX_SAMPLE_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:

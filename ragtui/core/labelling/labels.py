@@ -50,6 +50,9 @@ MAX_GRADE = 9
 #: A model judge's verdicts are journal lines whose annotator is ``model:NAME``; no person may take
 #: such a name (``--annotator`` refuses it), so a person's grade is never read as a model's.
 MODEL_PREFIX = "model:"
+#: How a chat judge's grade was read ("": not a chat judge's, or a line from before there was a choice).
+ANSWER_PATHS = ("", "structured", "text")
+
 #: The longest reason a verdict line keeps (a model's sentence; longer ones are cut).
 MAX_REASON = 1000
 
@@ -88,6 +91,10 @@ class Label:
     model: str = ""
     prompt_sha1: str = ""
     reason: str = ""
+    #: How a chat judge's grade was read (``structured`` or ``text``), and the model's probability
+    #: of each grade where the endpoint gave them ((grade, p) pairs).
+    answer: str = ""
+    probabilities: tuple[tuple[int, float], ...] = ()
 
     @property
     def is_model(self) -> bool:
@@ -122,6 +129,10 @@ class Label:
             obj["prompt_sha1"] = self.prompt_sha1
         if self.reason:
             obj["reason"] = self.reason
+        if self.answer:
+            obj["answer"] = self.answer
+        if self.probabilities:
+            obj["probabilities"] = {str(g): round(p, 6) for g, p in self.probabilities}
         try:
             return orjson.dumps(obj)
         except TypeError:  # orjson refuses lone surrogates; the standard library escapes them
@@ -305,6 +316,9 @@ def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
         raise InputError(path, "'model', 'prompt_sha1' and 'reason' must be strings", line)
     if adjudicated and is_model_annotator(annotator):
         raise InputError(path, "a model judge's verdict cannot be adjudicated", line)
+    answer = obj.get("answer", "")
+    if answer not in ANSWER_PATHS:
+        raise InputError(path, f"'answer' must be one of {', '.join(ANSWER_PATHS[1:])}", line)
     return Label(
         obj["question"],
         obj["chunk"],
@@ -317,7 +331,29 @@ def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
         model,
         prompt_sha1,
         reason[:MAX_REASON],
+        answer,
+        read_probabilities(obj.get("probabilities"), path, line),
     )
+
+
+def read_probabilities(
+    raw: Any, path: Path | str | None, line: int | None
+) -> tuple[tuple[int, float], ...]:
+    """A verdict's grade probabilities as a journal line (or the verdict cache) holds them: an
+    object of grade -> probability, each from 0 to 1; InputError naming the line otherwise."""
+    if raw is None:
+        return ()
+    problem = "'probabilities' must map grades to numbers from 0 to 1"
+    if not isinstance(raw, dict) or len(raw) > MAX_GRADE - MIN_GRADE + 1:
+        raise InputError(path, problem, line)
+    out = []
+    for key, p in raw.items():
+        if not (isinstance(key, str) and key.isdigit() and MIN_GRADE <= int(key) <= MAX_GRADE):
+            raise InputError(path, problem, line)
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
+            raise InputError(path, problem, line)
+        out.append((int(key), float(p)))
+    return tuple(sorted(out))
 
 
 #: A JSON escape of a lone surrogate (``\udc80``..``\udfff``), which orjson refuses to read.

@@ -57,11 +57,14 @@ def build_live_retrievers(
     model: str,
     cache_root: Path | None,
     taken: Sequence[str] = (),
+    allow_http: bool = False,
 ) -> dict[str, LiveRetriever]:
     """The live retrievers shown, built (nothing contacted and no plugin imported yet: a plugin's
     code first runs when it is asked); InputError on a bad spec or a plugin that does not exist.
 
     ``taken`` are the names already in use (external runs); a live retriever may not reuse one.
+    An HTTP retriever with a credential (a header that carries one, a key in its URL) to a plain
+    ``http://`` host other than this machine is refused unless ``allow_http`` (``--allow-http``).
     """
     by_name: dict[str, LiveSpec] = {}
     for spec in specs:
@@ -88,7 +91,11 @@ def build_live_retrievers(
         if spec.kind == "http":
             from ragtui.core.retrieval.http import HttpRetriever
 
-            out[name] = HttpRetriever(spec)
+            retriever = HttpRetriever(spec)
+            refusal = retriever.plain_http_refusal(allow_http)
+            if refusal is not None:
+                raise InputError(None, f"{spec.source}: retriever {name}: {refusal}")
+            out[name] = retriever
         elif spec.kind in ("plugin", "entry-point"):
             from ragtui.core.retrieval.plugins import entry_point_names, load_plugin
 

@@ -47,7 +47,7 @@ from ragtui.core.retrieval.http_config import (
     parse_http_options,
 )
 from ragtui.core.retrieval.live_base import LiveError, LiveSpec, one_line
-from ragtui.core.text import mask_url
+from ragtui.core.text import mask_secrets, mask_url, plain_http_refusal
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -297,6 +297,27 @@ class HttpRetriever:
             "paths": [c.results, c.id, c.score, c.text, c.doc],
         }
 
+    def plain_http_refusal(self, allowed: bool) -> str | None:
+        """Why this retriever may not be asked: a credential header, or a credential in the URL,
+        to a plain ``http://`` host other than this machine (None: it may be)."""
+        c = self.config
+        secret = [key for key, _ in c.headers if is_credential_header(key)]
+        if secret:
+            return plain_http_refusal(c.url, f"the header {secret[0]}", allowed)
+        if mask_url(c.url) != c.url:
+            return plain_http_refusal(c.url, "the credential in its URL", allowed)
+        return None
+
+    def secrets(self) -> list[str]:
+        """Every header value as sent (``${VAR}`` read), for ``mask_secrets``: never shown."""
+        out = []
+        for _, value in self.config.headers:
+            try:
+                out.append(_env(value, self.name))
+            except LiveError:
+                continue
+        return out
+
     def describe(self) -> dict[str, Any]:
         """What a saved run's manifest records (the endpoint without its query string, which may hold a key)."""
         return {"kind": "http", "endpoint": self.where, "method": self.config.method}
@@ -327,7 +348,8 @@ class HttpRetriever:
             detail = ""
             try:
                 if exc.fp:
-                    detail = one_line(exc.read(200).decode("utf-8", "replace"), 80)
+                    echoed = mask_secrets(exc.read(4096).decode("utf-8", "replace"), self.secrets())
+                    detail = one_line(echoed, 80)
             except (OSError, ValueError, http.client.HTTPException):
                 detail = ""
             finally:

@@ -235,17 +235,29 @@ class Grades:
             return by_question
         return {qid: self.evaluated_ranking(r) for qid, r in by_question.items()}
 
-    def evaluation_grades(self, qid: str, hand: dict[str, int] | None = None) -> dict[str, int]:
+    def evaluation_grades(
+        self, qid: str, hand: dict[str, int] | None = None, base: bool = True
+    ) -> dict[str, int]:
         """The grades the metrics use: chunk grades, or at document level the qrels with hand grades lifted to documents.
 
         ``hand`` replaces the hand grades that apply (``hand_grades``) with others of ragtui's chunks
         (the estimates lay people's only, or a model judge's, over the base grades the same way).
+        Without ``base``, ``hand`` alone (lifted to documents at document level): a model judge's
+        side, which the qrels (people's grades) must not fill.
 
         At document level a document's hand grade is the highest hand grade of its chunks, and it
         overrides the qrels grade of that document.
         """
         if hand is None:
             hand = self.hand_grades(qid)
+        if not base:
+            if self.data.level != LEVEL_DOCUMENT:
+                return dict(hand)
+            alone: dict[str, int] = {}
+            for cid, grade in hand.items():
+                doc = self.passages.doc_of(cid)
+                alone[doc] = max(alone.get(doc, grade), grade)
+            return alone
         if self.data.level != LEVEL_DOCUMENT:
             grades = dict(self.base.get(qid, {}))
             grades.update(hand)

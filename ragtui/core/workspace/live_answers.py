@@ -114,6 +114,7 @@ def live_part(settings: Settings, data: Data, warnings: list[str]) -> Live:
         model=s.model,
         cache_root=s.cache_dir,
         taken=[name for name, _ in s.runs],
+        allow_http=s.allow_http,
     )
     if live:  # else nothing to check: the Milvus modules (and logging) are not even imported
         from ragtui.core.retrieval.milvus import check_collection

@@ -112,7 +112,8 @@ def estimate_line(estimate: Estimates, name: str) -> str:
     m = estimate.retrievers[name].metrics["ndcg"]
     low, high = m.unjudged if m.unjudged is not None else (m.value, m.value)
     ppi = f"PPI {fmt(m.ppi.estimate)}±{fmt(m.ppi.half_width)}" if m.ppi is not None else "PPI —"
-    return f"{fmt(low)}–{fmt(high)} · {ppi}" + (
+    widens = " wider than people alone" if m.narrows is False else ""
+    return f"{fmt(low)}–{fmt(high)} · {ppi}{widens}" + (
         " ‡" if estimate.retrievers[name].shares_model else ""
     )
 
@@ -128,6 +129,10 @@ def estimate_note(estimate: Estimates) -> str:
         line += f"; none: {m.reason}"
     if estimate.shares:
         line += "; ‡ shares the judge's model"
+    reversed_pairs = [(a, b) for metric, a, b in estimate.reversals() if metric == "ndcg"]
+    if reversed_pairs:
+        pairs = ", ".join(f"{a}/{b}" for a, b in reversed_pairs)
+        line += f"; the judge's model-filled nDCG@{k} reverses {pairs}"
     return line
 
 

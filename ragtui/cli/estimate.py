@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ragtui.core.errors import InputError
@@ -11,9 +12,17 @@ from ragtui.core.errors import InputError
 if TYPE_CHECKING:  # the parser imports this module: the analysis only when it runs
     from ragtui.core.judges.estimates import Estimates
     from ragtui.core.report_model import Report
+    from ragtui.core.settings import Settings
     from ragtui.core.workspace import Workspace
 
-__all__ = ["add_estimate", "add_judge_option", "estimate_reports", "estimates_for"]
+__all__ = [
+    "add_estimate",
+    "add_judge_option",
+    "add_sample_parser",
+    "estimate_reports",
+    "estimates_for",
+    "run_sample",
+]
 
 
 def add_judge_option(parser: argparse.ArgumentParser) -> None:
@@ -71,3 +80,95 @@ def estimate_reports(ws: Workspace, judge: str | None) -> list[Report]:
 
     found = estimates_for(ws, judge)
     return [] if found is None else [estimates_report(found)]
+
+
+# ---- ragtui sample ---------------------------------------------------------------------------------
+
+
+def add_sample_parser(
+    sub: Any, positive: Callable[[str], int], seed: Callable[[str], int]
+) -> argparse.ArgumentParser:
+    """``ragtui sample``: draw (or show) the random sample the estimates rest on."""
+    from ragtui.core.judges.verify import SAMPLE_SEED, SAMPLE_SIZE
+
+    p_sample: argparse.ArgumentParser = sub.add_parser(
+        "sample",
+        help="draw the random sample of questions people judge fully for --estimate, or show the "
+        "one recorded (sample.json; never replaced), with which of its questions are judged",
+    )
+    p_sample.add_argument(
+        "--size",
+        type=positive,
+        default=SAMPLE_SIZE,
+        metavar="N",
+        help=f"questions to draw when none is recorded (default {SAMPLE_SIZE})",
+    )
+    p_sample.add_argument(
+        "--seed",
+        type=seed,
+        default=SAMPLE_SEED,
+        metavar="S",
+        help=f"the seed to draw with (default {SAMPLE_SEED}: the same seed draws the same sample)",
+    )
+    p_sample.add_argument(
+        "--json",
+        action="store_true",
+        help="print the sample as JSON (docs/json.md) and nothing else on stdout",
+    )
+    return p_sample
+
+
+def run_sample(settings: Settings, size: int, seed: int, *, as_json: bool = False) -> int:
+    """``ragtui sample``: the recorded sample, else ``size`` questions drawn with ``seed`` and
+    recorded in ``sample.json``; printed with the questions people judged fully. 0, or 2 for bad
+    input (a malformed sample.json, a golden set that cannot be written)."""
+    from ragtui.cli.output import open_workspace, out, print_json, print_notices
+    from ragtui.core.judges.estimates import sample_use
+    from ragtui.core.judges.verify import recorded_or_drawn, sample_population
+    from ragtui.core.text import visible_line
+
+    ws = open_workspace(settings)
+    population = sample_population(ws.questions)
+    try:
+        recorded = recorded_or_drawn(ws.writable_golden(), population, size, seed)
+    except ValueError as exc:
+        raise InputError(None, f"no sample: {exc}") from None
+    except OSError as exc:
+        raise InputError(None, f"cannot record the sample: {exc.strerror or exc}") from None
+    print_notices(ws)
+    use = sample_use(ws)
+    sample = recorded.sample
+    judged = set(use.used)
+    if as_json:
+        print_json(
+            {
+                "file": str(recorded.path),
+                "drawn_now": recorded.drawn,
+                "current": recorded.current,
+                "seed": sample.seed,
+                "population": sample.population,
+                "at": sample.at,
+                "questions": list(sample.questions),
+                "judged_fully": [q for q in sample.questions if q in judged],
+                "reason": use.reason or None,
+            }
+        )
+        return 0
+    how = "drawn now" if recorded.drawn else f"recorded {sample.at or 'earlier'}, kept"
+    lines = [
+        f"sample: {visible_line(str(recorded.path))} ({how})",
+        (
+            f"seed {sample.seed}: {len(sample.questions)} of {sample.population} questions, in "
+            f"draw order; judged fully by people: {len(judged)}"
+        ),
+    ]
+    if not recorded.current:
+        lines.append(
+            "the questions changed since it was drawn: the estimates do not use it (delete "
+            "sample.json to draw another)"
+        )
+    elif use.reason:
+        lines.append(f"the estimates: {visible_line(use.reason)}")
+    lines += [f"{visible_line(q)}{'  judged' if q in judged else ''}" for q in sample.questions]
+    out("\n".join(lines))
+    return 0

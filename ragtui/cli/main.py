@@ -343,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the model judges' agreement as JSON (docs/json.md) and nothing else",
     )
     _shared_options(p_agree)
+    from ragtui.cli.estimate import add_sample_parser
+
+    _shared_options(add_sample_parser(sub, _positive, _seed))
     p_index = sub.add_parser(
         "index",
         help="write the chunks, their embeddings and a BM25 function into a Milvus collection (--milvus URI --collection NAME)",
@@ -704,6 +707,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             save=not args.no_save,
             replace=args.replace,
         )
+    if command == "sample":
+        from ragtui.cli.estimate import run_sample
+
+        return run_sample(settings, args.size, args.seed, as_json=args.json)
     if command == "judge":
         from ragtui.cli.judge import judge_ask, run_judge
 

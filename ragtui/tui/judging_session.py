@@ -357,11 +357,11 @@ class JudgingSession:
             full[qid] = self.fully_judged(qid)
 
     def sample_progress(self, recorded: RecordedSample | None) -> str:
-        """``sample: 12 of 40 questions judged fully (seed 0)``."""
+        """``sample 12/40 judged fully``: the sample's questions people judged fully."""
         if recorded is None:  # refused (the status line says why)
             return "sample: none"
-        done, seed = sum(self.sample_full.values()), recorded.sample.seed
-        return f"sample: {done} of {len(self.sample_full)} questions judged fully (seed {seed})"
+        done = sum(self.sample_full.values())
+        return f"sample {done}/{len(self.sample_full)} judged fully"
 
     def fully_judged(self, qid: str) -> bool:
         """Whether a person's grade applies to every pooled pair of a question (the estimate's

@@ -321,13 +321,13 @@ def test_the_three_values_and_the_estimate_computed_independently(cran):
         # The people's grades are the qrels: today's numbers, as trec_eval gives them.
         assert m.human == m.value == ws.evaluation.summary("bm25").as_dict()[metric]
         assert m.model_filled == pytest.approx(filled.summary("bm25").as_dict()[metric], abs=1e-12)
-        # y and f by the formulas: the qrels; the qrels with the judge's grades over them.
+        # y and f by the formulas: the qrels; the judge's grades alone (the qrels are people's:
+        # a pair the judge did not grade is unjudged on its side).
         ranked = {q: [c for c, _ in ws.ranked.rankings["bm25"][q]] for q in population}
         y = {q: _value(field, ranked[q], ws.data.qrels[q], K, 1) for q in population}
         f = {}
         for q in population:
-            gains = dict(ws.data.qrels[q])
-            gains.update({c: g for (qq, c), g in verdicts.items() if qq == q})
+            gains = {c: g for (qq, c), g in verdicts.items() if qq == q}
             f[q] = _value(field, ranked[q], gains, K, 1)
         n, big_n = len(used), len(population)
         by_hand = (
@@ -412,10 +412,14 @@ def test_one_judge_or_every_judges_latest(cran):
         every.retrievers["bm25"].metrics["ndcg"].model_filled
         < llm.retrievers["bm25"].metrics["ndcg"].model_filled
     )
-    # llm is never wrong: its estimate is the truth, with an interval of width 0.
-    m = llm.retrievers["bm25"].metrics["ndcg"]
+    # llm is never wrong on the pairs it graded (every top 10): precision@3 reads nothing else, so
+    # its estimate is the truth, with an interval of width 0.
+    m = llm.retrievers["bm25"].metrics["precision"]
     assert m.ppi.estimate == pytest.approx(m.human, abs=1e-12) and m.ppi.width == 0.0
     assert m.differing == 0
+    # nDCG's ideal holds relevant documents no retriever ranked: the judge never saw them, and
+    # the qrels do not fill them in on its side, so it differs from the people there.
+    assert llm.retrievers["bm25"].metrics["ndcg"].differing > 0
 
 
 # ---- the command line and the docs ----------------------------------------------------------

@@ -285,10 +285,10 @@ async def test_the_sample_order_records_sample_json_and_is_reproducible(
         first = recorded.questions[0]
         pool = [e.chunk for e in session.walk.pairs(first)]
         assert [e.chunk for e in session.pairs[: len(pool)]] == pool
-        assert screen.progress.startswith("sample: 0 of 7 questions judged fully (seed 0)")
+        assert " · sample 0/7 judged fully" in screen.progress
         # Judge the first question fully: the title counts it.
         await type_ahead(pilot, ["1"] * len(pool))
-        assert screen.progress.startswith("sample: 1 of 7 questions judged fully (seed 0)")
+        assert " · sample 1/7 judged fully" in screen.progress
         assert {x["question"] for x in labels(settings)} == {first}
         before = (golden / "sample.json").read_bytes()
         # Leave, come back: the recorded sample is read again, never redrawn.
@@ -310,7 +310,7 @@ async def test_the_sample_order_records_sample_json_and_is_reproducible(
         )
         assert (golden / "sample.json").read_bytes() == before
         full = 1 + (len(JudgingQueue(ws).pools[second]) == 1)
-        assert screen.progress.startswith(f"sample: {full} of 7 questions judged fully")
+        assert f" · sample {full}/7 judged fully" in screen.progress
     # The same seed draws the same sample from the same questions: recorded_or_drawn reuses it.
     again = recorded_or_drawn(golden, ids)
     assert not again.drawn and again.current and again.sample.questions == recorded.questions
@@ -332,7 +332,7 @@ async def test_a_malformed_sample_json_is_named_and_left_alone(tui_settings: Set
         await pilot.press("o", "o")
         await pilot.pause()
         assert app.status.error and "sample.json: 'seed' must be a whole number" in app.status.text
-        assert screen.progress.startswith("sample: none · pair 0 of 0")
+        assert screen.progress == "pair 0 of 0 · judged 0/0 · sample: none"
         await pilot.press("o")
         await pilot.pause()
         assert screen.session.queue.order == "shown" and screen.session.current is not None

@@ -86,7 +86,7 @@ def test_verify_at_80x24_over_tmux(mini_settings: Settings, tmp_path: Path) -> N
         pane.wait_for(lambda s: "you give the grade yourself" in s, 20, "enter refused blind")
         pane.keys("o", "o")
         pane.wait_for(
-            lambda s: "sample: 0 of 7 questions judged fully (seed 0)" in s, 20, "the sample order"
+            lambda s: " · judged " in s and "sample 0/7 judged fully" in s, 20, "the sample order"
         )
         pane.keys("C-q")
         pane.exited(0)

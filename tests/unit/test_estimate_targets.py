@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from ragtui.cli import main
 from ragtui.core.judges.estimate import Interval
 from ragtui.core.judges.estimates import (
     Estimates,
@@ -21,7 +24,7 @@ from ragtui.core.labelling.labels import Label, judge_annotator, now_iso
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.judging import pool_question
-from tests.conftest import CRANFIELD
+from tests.conftest import CRANFIELD, mini_args, settings_of
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +104,27 @@ def test_a_judge_that_widens_the_interval_or_reverses_two_retrievers_is_flagged(
     assert notes[0] == "target: the target"
     assert any("widens the interval" in n and "bm25 nDCG@3" in n for n in notes)
     assert any("puts bm25 and vector in the other order" in n for n in notes)
+
+
+def test_ragtui_sample_draws_once_keeps_it_and_says_which_questions_are_judged(
+    mini, capsys, cli_cache_env
+) -> None:
+    assert main(["sample", *mini_args(mini, "--retrievers", "bm25"), "--size", "3", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["drawn_now"] and first["current"] and len(first["questions"]) == 3
+    assert first["judged_fully"] == [] and "judged fully" in first["reason"]
+    recorded = json.loads((mini / "golden" / "sample.json").read_text())
+    assert recorded["questions"] == first["questions"]
+    # Grade every pair of one sampled question's pool: it is judged fully; the sample is kept.
+    ws = Workspace.load(settings_of(mini, retrievers=("bm25",), annotator="ann"))
+    qid = first["questions"][0]
+    for entry in pool_question(qid, ws.ranked.rankings, ws.retrievers, 3, ws.passages.order):
+        ws.set_grade(qid, entry.chunk, 1)
+    args = [*mini_args(mini, "--retrievers", "bm25"), "--size", "9", "--seed", "7"]
+    assert main(["sample", *args, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert not again["drawn_now"] and again["questions"] == first["questions"]
+    assert again["judged_fully"] == [qid]
+    assert main(["sample", *args]) == 0
+    text = capsys.readouterr().out
+    assert "kept" in text and f"{qid}  judged" in text

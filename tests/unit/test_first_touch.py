@@ -52,6 +52,7 @@ FIRST_RUN: dict[tuple[str, ...], tuple[list[str], set[int]]] = {
     ("retire",): (["q01"], {0}),
     ("add-question",): (["--question", "Who?", "--evidence", "Kromme Vaart"], {0}),
     ("agreement",): ([], {0}),
+    ("sample",): ([], {0}),
     ("labels",): ([], {0, 2}),
     ("labels", "compact"): ([], {2}),  # no journal yet on the bundled set: one line
     ("index",): ([], {2}),  # needs --milvus URI and --collection NAME

@@ -306,6 +306,12 @@ def _pools(ws: Workspace, qids: Sequence[str]) -> dict[str, list[str]]:
     }
 
 
+def sample_use(ws: Workspace) -> SampleUse:
+    """The recorded sample and which of its questions people judged fully: what the estimates
+    read (``ragtui sample`` shows it)."""
+    return _sample_use(ws, _Grades(ws, None), sample_population(ws.questions))
+
+
 def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> SampleUse:
     """The recorded sample and which of its questions are judged fully."""
     folder = ws.grades.labels.path.parent
@@ -321,8 +327,8 @@ def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> Sample
             len(population),
             (),
             None,
-            "no recorded random sample of questions (the judging view's o draws one: the sample "
-            "order); questions people choose themselves are not a random sample",
+            "no recorded random sample of questions (ragtui sample, or the judging view's o, "
+            "draws one); questions people choose themselves are not a random sample",
         )
     if not sample.drawn_from(population):
         return SampleUse(

@@ -454,7 +454,7 @@ class JudgingScreen(Screen[None]):
     def _update_title(self) -> None:
         """``pair 3 of 351 · judged 40/351 · 12/min · 26 min left`` (``judged 40/351 by bob`` in a
         person's own queue); ``verify llm · disagree first · pair 3 of 40 · verified 5/40`` when
-        verifying; ``sample: 12 of 40 questions judged fully (seed 0) · …`` in the sample order."""
+        verifying; ``… · judged 40/351 · sample 12/40 judged fully`` in the sample order."""
         session = self.session
         queue = session.queue
         total = len(session.pairs)
@@ -463,14 +463,11 @@ class JudgingScreen(Screen[None]):
         verb = "verified" if queue.suggests else "judged"
         parts = [
             *queue.title(),
-            *(
-                [session.sample_progress(self.controller.estimate_sample)]
-                if queue.order == "sample"
-                else []
-            ),
             f"pair {session.position + 1 if total else 0} of {total}",
             f"{verb} {judged}/{total}" + (f" by {visible_line(person)}" if person else ""),
         ]
+        if queue.order == "sample":  # after the judged count, which an 80-column frame keeps
+            parts.append(session.sample_progress(self.controller.estimate_sample))
         if self._first_grade_at is not None and self._graded_here >= 2:
             minutes = max(time.monotonic() - self._first_grade_at, 1e-6) / 60
             rate = (self._graded_here - 1) / minutes

@@ -15,6 +15,7 @@ from ragtui.core.analysis.attribution import (
 from ragtui.core.analysis.eval_report import passage_notes, rerank_line
 from ragtui.core.analysis.reports.cells import empty, rank
 from ragtui.core.analysis.slices import slice_reports
+from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL
 from ragtui.core.metrics.measures import Measure, measure_means
 from ragtui.core.metrics.significance import Comparison
 from ragtui.core.report_model import (
@@ -28,7 +29,7 @@ from ragtui.core.report_model import (
     table,
     text_section,
 )
-from ragtui.core.workspace import Workspace
+from ragtui.core.workspace import SOURCE_QRELS, Workspace
 from ragtui.core.workspace.judging import THIN_JUDGED, judged_summaries
 
 __all__ = [
@@ -125,8 +126,12 @@ def eval_table_report(
         notes.append(reranked)
     if judged:
         columns.append(f"judged@{k}")
+        graded = "a person's grade, a model judge's verdict (--grades human+model)"
+        if ws.settings.counted_grades != GRADES_HUMAN_MODEL:
+            graded = "a person's grade"
+        base = "the qrels" if ws.data.base_source == SOURCE_QRELS else "an evidence match"
         notes.append(
-            f"judged@{k}: share of the top {k} with a hand grade or an evidence match; "
+            f"judged@{k}: share of the top {k} with {graded} or {base}; "
             f"thin = below {THIN_JUDGED}: the metrics rest on unjudged chunks"
         )
     return Report(_eval_summary(ws), (*_level_sections(ws), table(columns, rows, notes=notes)))

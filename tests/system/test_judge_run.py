@@ -1002,3 +1002,20 @@ def test_an_endpoint_that_goes_down_mid_run_stops_it_with_what_it_wrote(
     assert "pairs in a row found the endpoint down (timed out" in captured.err
     assert len(verdict_lines(mini / "golden" / "labels.jsonl", "llm")) == 3
     assert len(chat.requests) == 3 + STOP_AFTER_DOWN
+
+
+def test_a_judge_is_never_fitted_to_the_grades_of_the_estimates_sample(settings):
+    from ragtui.core.judges.sample import draw_sample, save_sample
+    from ragtui.core.judges.verify import sample_population
+
+    ws = _ws(settings)
+    population = sample_population(ws.questions)
+    sample = draw_sample(population, 2, 0)
+    save_sample(ws.grades.labels.path.parent, sample)
+    inside, outside = sample.questions[0], next(q for q in population if q not in sample.questions)
+    for qid in (inside, outside):
+        ws.set_grade(qid, ws.ranking("bm25", qid)[0][0], 2)
+    judge = ScriptedJudge()
+    judge_pool(_ws(settings), [judge], JudgeAsk(questions=(outside,)))
+    ((_, graded),) = judge.prepared
+    assert [pair.question_id for pair, _ in graded] == [outside]

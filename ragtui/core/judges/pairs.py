@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ragtui.core.errors import InputError
 from ragtui.core.judges.base import Judge, JudgePair
-from ragtui.core.judges.sample import draw_sample
+from ragtui.core.judges.sample import draw_sample, load_sample
 from ragtui.core.labelling.labels import Label, PairLabels
 from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.judging import pool_question
@@ -140,15 +140,22 @@ def plan_judge(ws: Workspace, judge: Judge, pool: JudgePool, ask: JudgeAsk) -> J
 
 
 def people_graded(ws: Workspace) -> list[tuple[JudgePair, int]]:
-    """Every pair a person graded (the grade that counts among people's, where it applies), with its texts."""
+    """Every pair a person graded (the grade that counts among people's, where it applies), with
+    its texts; the questions of the estimate's recorded sample left out, so that a judge fitted to
+    people's grades (thresholds) is never fitted to the grades that then judge it."""
     out: list[tuple[JudgePair, int]] = []
+    try:
+        sample = load_sample(ws.grades.labels.path.parent)
+    except InputError:
+        sample = None  # the estimates say why; the judge fits to every grade
+    held_out = set(sample.questions) if sample is not None else set()
 
     def applies(label: Label) -> bool:
         return ws.grades.label_status(label) is None
 
     for qid, cid, labels in ws.grades.labels.iter_pairs():
         human = labels.human(applies)
-        if human is None or human.grade is None:
+        if human is None or human.grade is None or qid in held_out:
             continue
         chunk = ws.passages.by_id[cid]  # the label applies, so the chunk is there
         text = ws.questions.by_id[qid].text

@@ -44,7 +44,10 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
     try:
         screen = pane.wait_for(lambda s: "judged 0/" in s, 60, "the main screen")
         assert "by bob" in screen, screen
-        pane.keys("/", "m08", "Enter")
+        pane.keys("/")
+        # The filter box open (its placeholder shown) before anything is typed into it.
+        pane.wait_for(lambda s: "│words, " in s or "│ words, " in s, 20, "the filter box")
+        pane.keys("m08", "Enter")
         pane.wait_for(lambda s: "questions 1/8 · m08" in s, 20, "the filter on m08")
         pane.keys("j")
         shown = (

@@ -16,12 +16,17 @@ from typing import Protocol
 from ragtui.core.data.grades import GradeScale
 
 __all__ = [
+    "DOWN_FAILURES",
     "JUDGE_ENTRY_POINT_GROUP",
     "Judge",
     "JudgeError",
     "JudgePair",
     "Verdict",
 ]
+
+#: How a failure that says the endpoint is down starts (no connection, or no answer in time):
+#: the check before the pool stops on one, and a run on several in a row.
+DOWN_FAILURES = ("cannot connect", "connection failed", "timed out")
 
 #: The entry-point group a package registers its judge factories under.
 JUDGE_ENTRY_POINT_GROUP = "ragtui.judges"

@@ -24,7 +24,12 @@ from ragtui.core.errors import InputError
 from ragtui.core.files import content_hash, fsync_folder, locked, read_regular, write_all
 from ragtui.core.judges.base import JudgePair, Verdict
 from ragtui.core.judges.parse import clean_reason
-from ragtui.core.labelling.labels import ANSWER_PATHS, MAX_REASON, read_probabilities
+from ragtui.core.labelling.labels import (
+    ANSWER_PATHS,
+    MAX_REASON,
+    probabilities_json,
+    read_probabilities,
+)
 
 __all__ = ["CACHE_VERSION", "VerdictCache"]
 
@@ -137,5 +142,5 @@ def _line(q: str, c: str, v: Verdict) -> dict[str, object]:
     if v.answer:
         line["answer"] = v.answer
     if v.probabilities:
-        line["p"] = {str(g): round(p, 6) for g, p in v.probabilities}
+        line["p"] = probabilities_json(v.probabilities)
     return line

@@ -50,7 +50,7 @@ from ragtui.core.data.grades import GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.files import content_hash
 from ragtui.core.judge_spec import JudgeSpec
-from ragtui.core.judges.base import JudgeError, JudgePair, Verdict
+from ragtui.core.judges.base import DOWN_FAILURES, JudgeError, JudgePair, Verdict
 from ragtui.core.judges.parse import UNREADABLE, parse_grade
 from ragtui.core.judges.prompt import (
     Prompt,
@@ -89,8 +89,6 @@ MAX_RETRY_AFTER = 60.0
 MAX_BACKOFF = 30.0
 #: The longest the check before the pool waits for the endpoint, in seconds.
 CHECK_TIMEOUT = 15.0
-#: Failures that say the endpoint is not there (the check stops the run on them).
-DOWN = ("cannot connect", "connection failed", "timed out")
 
 #: The temperature every request is sent with: the same pair, the same grade (as far as a server allows).
 TEMPERATURE = 0
@@ -375,7 +373,7 @@ class OpenAIJudge:
             except _Reshape:
                 continue
             except _Retry as exc:
-                if str(exc).startswith(DOWN):
+                if str(exc).startswith(DOWN_FAILURES):
                     raise JudgeError(self._scrub(f"{self.where}: {exc}")) from None
             except _PairFailure:
                 pass  # the server answered: the pairs say the rest

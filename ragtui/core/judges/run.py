@@ -38,7 +38,7 @@ from typing import Any
 
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
-from ragtui.core.judges.base import Judge, JudgeError, JudgePair, Verdict
+from ragtui.core.judges.base import DOWN_FAILURES, Judge, JudgeError, JudgePair, Verdict
 from ragtui.core.judges.cache import VerdictCache
 from ragtui.core.judges.pairs import (
     JudgeAsk,
@@ -186,7 +186,6 @@ def _valid(text: object) -> str:
 #: Pairs in a row that found the endpoint down (no connection, or no answer in time) before the
 #: run stops with what it wrote.
 STOP_AFTER_DOWN = 8
-_DOWN = ("cannot connect", "connection failed", "timed out")
 
 
 def failure_kind(failure: str) -> str:
@@ -430,7 +429,7 @@ class _Grading:
             if verdict.grade is None:
                 summary.failed += 1
                 summary.failures[failure_kind(verdict.failure)] += 1
-                self.down = self.down + 1 if verdict.failure.startswith(_DOWN) else 0
+                self.down = self.down + 1 if verdict.failure.startswith(DOWN_FAILURES) else 0
                 if self.down >= STOP_AFTER_DOWN and not summary.stopped:
                     summary.stopped = (
                         f"{self.judge.name}: stopped after {self.down} pairs in a row found the "

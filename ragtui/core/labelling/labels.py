@@ -132,7 +132,7 @@ class Label:
         if self.answer:
             obj["answer"] = self.answer
         if self.probabilities:
-            obj["probabilities"] = {str(g): round(p, 6) for g, p in self.probabilities}
+            obj["probabilities"] = probabilities_json(self.probabilities)
         try:
             return orjson.dumps(obj)
         except TypeError:  # orjson refuses lone surrogates; the standard library escapes them
@@ -334,6 +334,11 @@ def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
         answer,
         read_probabilities(obj.get("probabilities"), path, line),
     )
+
+
+def probabilities_json(pairs: tuple[tuple[int, float], ...]) -> dict[str, float]:
+    """Grade probabilities as a journal line (and the verdict cache) writes them: grade -> p."""
+    return {str(g): round(p, 6) for g, p in pairs}
 
 
 def read_probabilities(

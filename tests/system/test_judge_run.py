@@ -987,21 +987,22 @@ def test_an_endpoint_that_goes_down_mid_run_stops_it_with_what_it_wrote(
     mini, chat, cli_env, capsys, tmp_path
 ):
     project = _project(tmp_path, chat.url, "concurrency = 1")
-    project.write_text(project.read_text().replace("timeout = 20", "timeout = 0.3"))
+    project.write_text(project.read_text().replace("timeout = 20", "timeout = 1"))
     answered = []
 
     def grade(text: str) -> Reply:
         answered.append(text)
-        return Reply("Grade: 1") if len(answered) <= 3 else Reply("Grade: 1", delay=1.0)
+        return Reply("Grade: 1") if len(answered) <= 3 else Reply("Grade: 1", delay=3.0)
 
     chat.grader = grade
     started = time.monotonic()
     code = main(_judge_argv(mini, project))
     captured = capsys.readouterr()
-    assert code == 2 and time.monotonic() - started < 15
+    assert code == 2 and time.monotonic() - started < 30
     assert "pairs in a row found the endpoint down (timed out" in captured.err
     assert len(verdict_lines(mini / "golden" / "labels.jsonl", "llm")) == 3
-    assert len(chat.requests) == 3 + STOP_AFTER_DOWN
+    # The pair the worker had already sent when the run stopped may be one more.
+    assert 3 + STOP_AFTER_DOWN <= len(chat.requests) <= 3 + STOP_AFTER_DOWN + 1
 
 
 def test_a_judge_is_never_fitted_to_the_grades_of_the_estimates_sample(settings):

@@ -111,6 +111,22 @@ def add_sample_parser(
         help=f"the seed to draw with (default {SAMPLE_SEED}: the same seed draws the same sample)",
     )
     p_sample.add_argument(
+        "--design",
+        choices=("uniform", "strata"),
+        default="uniform",
+        help="uniform: a simple random sample of the questions (the default); strata: more "
+        "questions where the judge is least sure, fewer where a pool costs more pairs, each "
+        "stratum drawn at random apart (run ragtui judge first; docs/judges.md)",
+    )
+    p_sample.add_argument(
+        "--by",
+        choices=("confidence", "slice"),
+        default="confidence",
+        help="what the strata are (with --design strata): confidence, three groups by the judge's "
+        "doubt over the question's pool (its grade probabilities, from logprobs); slice, the "
+        "golden set's slices (default confidence)",
+    )
+    p_sample.add_argument(
         "--json",
         action="store_true",
         help="print the sample as JSON (docs/json.md) and nothing else on stdout",
@@ -118,19 +134,33 @@ def add_sample_parser(
     return p_sample
 
 
-def run_sample(settings: Settings, size: int, seed: int, *, as_json: bool = False) -> int:
+def run_sample(
+    settings: Settings,
+    size: int,
+    seed: int,
+    *,
+    design: str = "uniform",
+    by: str = "confidence",
+    as_json: bool = False,
+) -> int:
     """``ragtui sample``: the recorded sample, else ``size`` questions drawn with ``seed`` and
     recorded in ``sample.json``; printed with the questions people judged fully. 0, or 2 for bad
     input (a malformed sample.json, a golden set that cannot be written)."""
     from ragtui.cli.output import open_workspace, out, print_json, print_notices
-    from ragtui.core.judges.estimates import sample_use
+    from ragtui.core.judges.estimates import draw_design, sample_use
     from ragtui.core.judges.verify import recorded_or_drawn, sample_population
     from ragtui.core.text import visible_line
 
     ws = open_workspace(settings)
     population = sample_population(ws.questions)
     try:
-        recorded = recorded_or_drawn(ws.writable_golden(), population, size, seed)
+        recorded = recorded_or_drawn(
+            ws.writable_golden(),
+            population,
+            size,
+            seed,
+            lambda: draw_design(ws, size, seed, design, by),
+        )
     except ValueError as exc:
         raise InputError(None, f"no sample: {exc}") from None
     except OSError as exc:
@@ -148,6 +178,18 @@ def run_sample(settings: Settings, size: int, seed: int, *, as_json: bool = Fals
                 "seed": sample.seed,
                 "population": sample.population,
                 "at": sample.at,
+                "design": sample.design,
+                "by": sample.by or None,
+                "strata": [
+                    {
+                        "label": t.label,
+                        "size": len(t.questions),
+                        "drawn": t.drawn,
+                        "doubt": t.doubt,
+                        "pairs": t.pairs,
+                    }
+                    for t in sample.strata
+                ],
                 "questions": list(sample.questions),
                 "judged_fully": [q for q in sample.questions if q in judged],
                 "reason": use.reason or None,
@@ -158,10 +200,23 @@ def run_sample(settings: Settings, size: int, seed: int, *, as_json: bool = Fals
     lines = [
         f"sample: {visible_line(str(recorded.path))} ({how})",
         (
-            f"seed {sample.seed}: {len(sample.questions)} of {sample.population} questions, in "
-            f"draw order; judged fully by people: {len(judged)}"
+            f"seed {sample.seed}: {len(sample.questions)} of {sample.population} questions "
+            f"({visible_line(sample.describe_design())}), in the order to judge them; judged "
+            f"fully by people: {len(judged)}"
         ),
     ]
+    lines += [
+        f"  stratum {visible_line(t.label)}: {t.drawn} of {len(t.questions)} questions drawn "
+        f"(doubt {t.doubt:.2f}, {t.pairs:.1f} pairs a question)"
+        for t in sample.strata
+    ]
+    if recorded.drawn is False and (design, by) != ("uniform", "confidence"):
+        wanted = "uniform" if design == "uniform" else f"strata by {by}"
+        if sample.describe_design().split(" (")[0] != wanted:
+            lines.append(
+                f"the recorded sample is kept: {wanted} was not drawn (delete sample.json to "
+                "draw another, before people judge it)"
+            )
     if not recorded.current:
         lines.append(
             "the questions changed since it was drawn: the estimates do not use it (delete "

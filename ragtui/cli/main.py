@@ -710,7 +710,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if command == "sample":
         from ragtui.cli.estimate import run_sample
 
-        return run_sample(settings, args.size, args.seed, as_json=args.json)
+        return run_sample(
+            settings, args.size, args.seed, design=args.design, by=args.by, as_json=args.json
+        )
     if command == "judge":
         from ragtui.cli.judge import judge_ask, run_judge
 

@@ -609,3 +609,122 @@ def test_an_interval_without_width_says_why():
     assert same.width == 0.0 and same.note is not None and "the same value" in same.note
     exact = ppi_mean([1, 0, 1, 0], [1, 1, 1, 1], [])
     assert exact.note is not None and "every question is in the sample" in exact.note
+
+
+# ---- the stratified design: drawn by `ragtui sample`, estimated by strata --------------------
+
+
+def test_a_stratified_sample_is_drawn_by_confidence_and_estimated_by_strata(cran, capsys):
+    from ragtui.core.judges.estimate import Stratum, stratified_mean
+    from ragtui.core.judges.sample import load_sample
+
+    ws = Workspace.load(_settings(cran))
+    sha = {c.id: c.sha1 for c in ws.data.chunks}
+    population = sample_population(ws.questions)
+    rng = random.Random(11)
+    # The judge is unsure of (and often wrong on) every fourth question, sure elsewhere.
+    hard = set(population[::4])
+    verdicts = []
+    for qid in population:
+        rate = 0.5 if qid in hard else 0.05
+        for cid, _ in ws.ranked.rankings["bm25"][qid][:K]:
+            truth = ws.data.qrels[qid].get(cid, 0)
+            grade = _noisy(truth, rng, rate)
+            probabilities = tuple((g, 1 - rate if g == grade else rate / 4) for g in range(5))
+            label = _verdict(qid, cid, grade, sha[cid])
+            verdicts.append(dataclasses.replace(label, probabilities=probabilities))
+    LabelJournal(cran / "labels.jsonl", "tester").append_verdicts(verdicts)
+
+    argv = ["sample", *_args(cran, "--design", "strata", "--size", "30", "--json")]
+    assert main(argv) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["design"] == "strata" and shown["by"] == "confidence"
+    strata = {s["label"]: s for s in shown["strata"]}
+    assert list(strata) == ["judge sure", "judge fairly sure", "judge unsure"]
+    assert sum(s["size"] for s in strata.values()) == len(population)
+    assert sum(s["drawn"] for s in strata.values()) == 30 == len(shown["questions"])
+    # More questions where the judge is least sure.
+    assert strata["judge unsure"]["drawn"] > strata["judge sure"]["drawn"] >= 2
+    sample = load_sample(cran)
+    assert sample is not None and sample.design == "strata"
+    assert hard <= set(sample.strata[2].questions)  # the 57 hard questions, in the 75 unsure
+    # A second run keeps the recorded sample.
+    assert main(["sample", *_args(cran, "--json")]) == 0
+    assert json.loads(capsys.readouterr().out)["questions"] == shown["questions"]
+
+    # People judge every drawn question (the qrels' grades).
+    lines = [
+        _person(qid, cid, ws.data.qrels[qid].get(cid, 0), sha[cid])
+        for qid in sample.questions
+        for cid, _ in ws.ranked.rankings["bm25"][qid][:K]
+    ]
+    with (cran / "labels.jsonl").open("ab") as out:
+        out.write(b"".join(line + b"\n" for line in lines))
+    ws = Workspace.load(_settings(cran))
+    est = estimates(ws)
+    assert est.sample.sample is not None and est.sample.sample.design == "strata"
+    assert set(est.sample.used) == set(sample.questions)
+    ranked = {q: [c for c, _ in ws.ranked.rankings["bm25"][q]] for q in population}
+    judge = {
+        q: {c: lab.grade for c, pair in by.items() for lab in pair.verdicts().values()}
+        for q, by in ws.grades.labels.pairs.items()
+    }
+    drawn = set(sample.questions)
+    for metric, field in (("recall", "recall"), ("precision", "precision"), ("ndcg", "ndcg")):
+        y = {q: _value(field, ranked[q], ws.data.qrels[q], K, 1) for q in population}
+        f = {q: _value(field, ranked[q], judge.get(q, {}), K, 1) for q in population}
+        parts = [
+            (
+                [q for q in t.questions if q in drawn],
+                [q for q in t.questions if q not in drawn],
+                t.doubt,
+            )
+            for t in sample.strata
+        ]
+        expected = stratified_mean(
+            [
+                Stratum(
+                    np.array([y[q] for q in a]),
+                    np.array([f[q] for q in a]),
+                    np.array([f[q] for q in b]),
+                    d,
+                )
+                for a, b, d in parts
+            ]
+        )
+        people = stratified_mean(
+            [
+                Stratum(np.array([y[q] for q in a]), np.zeros(len(a)), np.zeros(len(b)), d)
+                for a, b, d in parts
+            ]
+        )
+        m = est.retrievers["bm25"].metrics[metric]
+        assert m.ppi is not None and m.human_only is not None
+        assert (m.ppi.estimate, m.ppi.low, m.ppi.high) == pytest.approx(
+            (expected.estimate, expected.low, expected.high), abs=1e-12
+        )
+        assert m.human_only.estimate == pytest.approx(people.estimate, abs=1e-12)
+        # The people's stratified mean weighs each stratum by its size, not by its draw.
+        weighted = sum(
+            len(t.questions) / len(population) * np.mean([y[q] for q in a])
+            for t, (a, _, _) in zip(sample.strata, parts, strict=True)
+        )
+        assert people.estimate == pytest.approx(weighted, abs=1e-12)
+
+    assert main(["eval", "--json", *_args(cran, "--estimate")]) == 0
+    got = json.loads(capsys.readouterr().out)["estimate"]["sample"]
+    assert got["design"] == "strata" and got["by"] == "confidence"
+    assert [s["judged_fully"] for s in got["strata"]] == [t.drawn for t in sample.strata]
+    assert main(["eval", *_args(cran, "--estimate")]) == 0
+    assert "strata by confidence (3: " in capsys.readouterr().out
+
+
+def test_a_stratified_sample_needs_grade_probabilities_or_slices(cran, capsys):
+    _journal(cran, sample=False)  # verdicts without probabilities; no slices in Cranfield
+    assert main(["sample", *_args(cran, "--design", "strata")]) == 2
+    err = capsys.readouterr().err
+    assert "confidence strata need the judge's grade probabilities" in err
+    assert len(err.strip().splitlines()) == 1
+    assert main(["sample", *_args(cran, "--design", "strata", "--by", "slice")]) == 2
+    assert "strata by slice need two slices" in capsys.readouterr().err
+    assert not (cran / "sample.json").exists()

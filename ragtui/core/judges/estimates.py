@@ -40,25 +40,38 @@ from ragtui.core.judges.estimate import (
     MIN_SAMPLE,
     Interval,
     RangeMeasure,
-    mean_interval,
-    ppi_mean,
+    Stratum,
+    stratified_mean,
     unjudged_range,
 )
-from ragtui.core.judges.sample import SAMPLE_FILE, HumanSample, load_sample
+from ragtui.core.judges.sample import (
+    MIN_PER_STRATUM,
+    SAMPLE_FILE,
+    HumanSample,
+    confidence_strata,
+    draw_sample,
+    draw_stratified,
+    load_sample,
+)
 from ragtui.core.judges.verify import person_graded, sample_population
 from ragtui.core.labelling.labels import Label, PairLabels
 from ragtui.core.metrics.evaluation import Evaluation
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import SOURCE_QRELS, Workspace
 from ragtui.core.workspace.judging import pool_question
 
 __all__ = [
     "COVERAGE_GAP",
     "METRICS",
+    "STRATA_BY",
     "Estimates",
     "MetricEstimate",
     "RetrieverEstimate",
     "SampleUse",
+    "draw_design",
     "estimates",
+    "question_doubts",
+    "question_pairs",
 ]
 
 #: The metrics estimated: (eval --json name, per-question field, unjudged-range measure).
@@ -133,9 +146,22 @@ class SampleUse:
             return f"none ({shown})"
         s = self.sample
         return (
-            f"{shown}: {len(s.questions)} drawn (seed {s.seed}) of {s.population} questions, "
-            f"{len(self.used)} judged fully"
+            f"{shown}: {len(s.questions)} drawn (seed {s.seed}, {s.describe_design()}) of "
+            f"{s.population} questions, {len(self.used)} judged fully"
         )
+
+    def strata(self) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+        """(label, the stratum's questions, its questions judged fully) of each stratum; one stratum
+        of every question for a uniform sample."""
+        s = self.sample
+        if s is None:
+            return []
+        used = set(self.used)
+        if s.design != "strata":
+            return [("all", (), self.used)]
+        return [
+            (t.label, t.questions, tuple(q for q in t.questions if q in used)) for t in s.strata
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +332,87 @@ def _pools(ws: Workspace, qids: Sequence[str]) -> dict[str, list[str]]:
     }
 
 
+#: What a stratified sample's strata can be formed by.
+STRATA_BY = ("confidence", "slice")
+#: A slice with fewer questions joins the stratum of the other small slices.
+MIN_STRATUM_SIZE = 6
+
+
+def question_doubts(ws: Workspace, judge: str | None = None) -> dict[str, float] | None:
+    """How unsure the judge is of each question's pool at depth k: the expected number of its
+    verdicts there that are wrong, the sum of ``1 - p(its grade)`` over the pool pairs with a verdict
+    (its grade probabilities, from the endpoint's logprobs); None when no verdict has them."""
+    grades = _Grades(ws, judge)
+    population = sample_population(ws.questions)
+    labels = ws.grades.labels
+    out: dict[str, float] = {}
+    known = False
+    for qid, pool in _pools(ws, population).items():
+        doubt = 0.0
+        for cid in pool:
+            pair = labels.pair(qid, cid)
+            verdict = grades.verdict(pair) if pair is not None else None
+            if verdict is None or not verdict.probabilities:
+                continue
+            known = True
+            doubt += 1.0 - dict(verdict.probabilities).get(verdict.grade or 0, 0.0)
+        out[qid] = doubt
+    return out if known else None
+
+
+def question_pairs(ws: Workspace) -> dict[str, float]:
+    """The pairs people grade to judge each question fully: its pool pairs at depth k without a
+    person's grade (at least 1, so a question already judged still counts in the allocation)."""
+    grades = _Grades(ws, None)
+    labels = ws.grades.labels
+    return {
+        qid: float(
+            max(1, sum(not person_graded(labels.pair(qid, c), grades.applies) for c in pool))
+        )
+        for qid, pool in _pools(ws, sample_population(ws.questions)).items()
+    }
+
+
+def draw_design(
+    ws: Workspace, size: int, seed: int, design: str = "uniform", by: str = "confidence"
+) -> HumanSample:
+    """A sample of ``size`` questions for the estimate: a simple random sample (``uniform``), or
+    strata (``by`` the judge's doubt, ``confidence_strata``, or by slice) with more
+    questions where the judge is less sure and fewer where a pool costs more pairs. ValueError, in
+    words, when the design cannot be drawn (no grade probabilities for confidence strata, no
+    slices, too few questions)."""
+    population = sample_population(ws.questions)
+    if not population:
+        raise ValueError("no question to draw a sample from")
+    if design == "uniform":
+        return draw_sample(population, size, seed)
+    doubts = question_doubts(ws)
+    if by == "confidence":
+        if doubts is None:
+            raise ValueError(
+                "confidence strata need the judge's grade probabilities (an endpoint that "
+                "returns logprobs); none of the verdicts of the pool has them: draw by slice, "
+                "or uniform"
+            )
+        stratum_of = confidence_strata(population, doubts)
+    elif by == "slice":
+        slices = {q.id: "+".join(q.slices) or "(no slice)" for q in ws.questions if not q.retired}
+        counts: dict[str, int] = {}
+        for label in slices.values():
+            counts[label] = counts.get(label, 0) + 1
+        stratum_of = {
+            q: (label if counts[label] >= MIN_STRATUM_SIZE else "(small slices)")
+            for q, label in slices.items()
+        }
+        if len(set(stratum_of.values())) < 2:
+            raise ValueError(
+                f"strata by slice need two slices of at least {MIN_STRATUM_SIZE} questions each"
+            )
+    else:
+        raise ValueError(f"strata by {by!r}: expected one of {', '.join(STRATA_BY)}")
+    return draw_stratified(population, stratum_of, size, seed, by, doubts, question_pairs(ws))
+
+
 def sample_use(ws: Workspace) -> SampleUse:
     """The recorded sample and which of its questions people judged fully: what the estimates
     read (``ragtui sample`` shows it)."""
@@ -354,6 +461,18 @@ def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> Sample
             f"(a person's grade on every pair of the pool at depth {ws.settings.k}); "
             f"the interval needs {MIN_SAMPLE}"
         )
+    elif sample.design == "strata":
+        short = [
+            f"{visible_line(t.label)} {sum(q in set(used) for q in t.questions)}"
+            for t in sample.strata
+            if sum(q in set(used) for q in t.questions) < MIN_PER_STRATUM
+        ]
+        if short:
+            reason = (
+                f"each stratum needs {MIN_PER_STRATUM} questions judged fully; judged: "
+                + ", ".join(short)
+                + " (judge the sample in its order)"
+            )
     return SampleUse(path, sample, len(population), used, None, reason)
 
 
@@ -428,6 +547,7 @@ def estimates(ws: Workspace, judge: str | None = None) -> Estimates:
     in_sample = np.zeros(len(ev.question_ids), dtype=bool)
     in_sample[rows[rows >= 0]] = True
     sample_ok = not use.reason
+    strata = _stratum_rows(human_ev, use, population) if sample_ok else []
     shares = _shares(ws, models)
     out: dict[str, RetrieverEstimate] = {}
     for name in (r for r in ws.retrievers if r in ev.rankings):  # evaluated (not embedding)
@@ -437,7 +557,8 @@ def estimates(ws: Workspace, judge: str | None = None) -> Estimates:
         metrics: dict[str, MetricEstimate] = {}
         for metric, field, _ in METRICS:
             y = human_ev.column(name, field)
-            human_only = mean_interval(y[in_sample], len(population)) if sample_ok else None
+            zero = np.zeros_like(y)
+            human_only = _interval(strata, y, zero) if sample_ok else None
             filled = ppi = None
             differing = 0
             if filled_ev is not None and model_ev is not None:
@@ -445,7 +566,7 @@ def estimates(ws: Workspace, judge: str | None = None) -> Estimates:
                 f = model_ev.column(name, field)
                 differing = int(np.count_nonzero(f[in_sample] != y[in_sample]))
                 if not reason:
-                    ppi = ppi_mean(y[in_sample], f[in_sample], f[~in_sample])
+                    ppi = _interval(strata, y, f)
             metrics[metric] = MetricEstimate(
                 value=summary[metric],
                 unjudged=ranges[metric],
@@ -458,6 +579,31 @@ def estimates(ws: Workspace, judge: str | None = None) -> Estimates:
             )
         out[name] = RetrieverEstimate(name, metrics, name in shares)
     return Estimates(judge, judges, models, shares, use, ev.k, out, _target(ws, len(population)))
+
+
+def _stratum_rows(
+    ev: Evaluation, use: SampleUse, population: Sequence[str]
+) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Each stratum's rows of the evaluation: its questions judged fully, its others, its doubt."""
+    out = []
+    sample = use.sample
+    doubts = {t.label: t.doubt for t in sample.strata} if sample is not None else {}
+    for label, members, used in use.strata():
+        rows = ev.rows_of(list(members or population))
+        rows = rows[rows >= 0]
+        taken = ev.rows_of(list(used))
+        taken = taken[taken >= 0]
+        rest = np.setdiff1d(rows, taken)
+        out.append((taken, rest, doubts.get(label, 0.0)))
+    return out
+
+
+def _interval(
+    strata: Sequence[tuple[np.ndarray, np.ndarray, float]], y: np.ndarray, f: np.ndarray
+) -> Interval:
+    """The estimate of the sample's design from the people's values ``y`` and the judge's ``f``
+    (``f`` zero: the people's sample alone)."""
+    return stratified_mean([Stratum(y[taken], f[taken], f[rest], d) for taken, rest, d in strata])
 
 
 def _target(ws: Workspace, questions: int) -> str:

@@ -70,6 +70,13 @@ def estimates_json(est: Estimates) -> dict[str, Any]:
             "seed": sample.seed if sample is not None else None,
             "drawn": len(sample.questions) if sample is not None else 0,
             "population": use.population,
+            "design": sample.design if sample is not None else None,
+            "by": (sample.by or None) if sample is not None else None,
+            "strata": [
+                {"label": label, "size": len(members), "judged_fully": len(used)}
+                for label, members, used in use.strata()
+                if members
+            ],
             "judged_fully": list(use.used),
             "reason": use.reason or None,
         },
@@ -131,7 +138,7 @@ def estimates_report(est: Estimates) -> Report:
         (
             "people: their grades only; model-filled: people's where they graded, else the "
             "judge's; PPI: the prediction-powered estimate, 95 % interval; people only: the "
-            "sample alone"
+            "sample alone, the interval people's grades give without the judge"
         ),
         f"judge: {judge}; sample: {est.sample.describe()}",
     ]

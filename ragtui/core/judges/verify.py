@@ -165,9 +165,10 @@ def recorded_or_drawn(
     population: Sequence[str],
     size: int = SAMPLE_SIZE,
     seed: int = SAMPLE_SEED,
+    draw: Callable[[], HumanSample] | None = None,
 ) -> RecordedSample:
     """The sample recorded in ``golden``'s ``sample.json``, else ``size`` questions of
-    ``population`` drawn with ``seed`` and recorded there.
+    ``population`` drawn with ``seed`` (or by ``draw``, another design) and recorded there.
 
     A recorded sample is never replaced (people may have judged its questions already), even when
     the questions changed since it was drawn (``current`` says so); a malformed ``sample.json`` is
@@ -179,5 +180,5 @@ def recorded_or_drawn(
         return RecordedSample(recorded, path, False, recorded.drawn_from(population))
     if not population:
         raise ValueError("no question to draw a sample from")
-    sample = draw_sample(population, size, seed)
+    sample = draw() if draw is not None else draw_sample(population, size, seed)
     return RecordedSample(sample, save_sample(golden, sample), True, True)

@@ -442,6 +442,15 @@ OPTIONS: tuple[Option, ...] = (
         toml=(bool,),
     ),
     Option(
+        "show_others",
+        switch,
+        "in a person's own queue, show the other people's grades of a pair (and the judges') "
+        "before that person graded it; by default they are hidden until then, so each grade is "
+        "given independently (adjudication and review show them)",
+        None,
+        toml=(bool,),
+    ),
+    Option(
         "max_file_mb",
         positive_up_to(MAX_FILE_MB),
         f"largest corpus document read, in MB (default {MAX_FILE_BYTES // 1048576})",

@@ -66,6 +66,9 @@ class Settings:
     #: Judge blind: the judging view hides which retrievers ranked a chunk, the evidence rule's
     #: grade and its highlight (``--blind``; ``b`` in the view toggles it for the session).
     blind: bool = False
+    #: In a person's own queue, show other people's grades (and the judges') before the person
+    #: graded the pair (``--show-others``); by default they are hidden until then.
+    show_others: bool = False
     cache_dir: Path | None = None
     #: External retrievers: (name, TREC run file), shown after the built-in ones (``--run NAME=path``).
     runs: tuple[tuple[str, Path], ...] = ()

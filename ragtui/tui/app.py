@@ -34,7 +34,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.retrieval.embeddings import TextEncoder
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import Workspace
+from ragtui.core.workspace import SOURCE_ADJUDICATED, Workspace
 from ragtui.core.workspace.first_load import FirstLoad
 from ragtui.tui import loading, tasks
 from ragtui.tui.app_commands import STATUS_LOG_SIZE, AppCommands
@@ -504,18 +504,24 @@ class RagtuiApp(AppCommands, App[int]):
         """Save a grade for exactly the pair the request names."""
         try:
             change = self.controller.grade(
-                message.question, message.chunk, message.grade, message.adjudicate
+                message.question,
+                message.chunk,
+                message.grade,
+                message.adjudicate,
+                message.independent,
             )
         except Refused as exc:
             self.say(exc.message, error=True)
             return
         self.publish(change)
         if not change.warnings:
-            self._say_change(change)
+            self._say_change(change, message)
         self._say_notices()
 
-    def _say_change(self, change: Changed) -> None:
-        """``saved: q01 ferry.md#1 → grade 2 (hand) · nDCG@3 bm25 0.500→1.000``."""
+    def _say_change(self, change: Changed, request: GradeRequested | None = None) -> None:
+        """What was saved, named by its pair, and what counts now: ``saved: q01 ferry.md#1 → your
+        2 (u undoes) · nDCG@3 bm25 0.500→1.000``; ``→ your 1; the adjudicated 2 counts`` where
+        another grade counts; ``undone: q01 ferry.md#1 → grade 1 (evidence)``."""
         ws = self.workspace
         if ws is not None and change.kind == "retired" and change.questions:
             qid = next(iter(change.questions))
@@ -527,8 +533,26 @@ class RagtuiApp(AppCommands, App[int]):
         qid = next(iter(change.questions))
         grade, source = ws.grades.grade_source(qid, change.chunk)
         now = f"grade {grade} ({source})" if grade is not None else "not graded"
-        verb = "undone:" if change.undo else "saved:"
-        self.say(f"{verb} {qid} {change.chunk} → {now} · {ndcg_moves(change.moves, ws.settings.k)}")
+        pair = f"{visible_line(qid)} {visible_line(change.chunk)}"
+        moves = ndcg_moves(change.moves, ws.settings.k)
+        if change.undo or request is None:
+            self.say(f"undone: {pair} → {now} · {moves}")
+            return
+        if request.adjudicate:
+            given = (
+                f"adjudicated {request.grade}"
+                if request.grade is not None
+                else f"adjudication removed; {now} counts"
+            )
+        elif request.grade is None:
+            given = f"your grade removed; {now} counts"
+        else:
+            given = f"your {request.grade}"
+            if source == SOURCE_ADJUDICATED:
+                given += f"; the adjudicated {grade} counts"
+            elif grade != request.grade:
+                given += f"; {now} counts"
+        self.say(f"saved: {pair} → {given} (u undoes) · {moves}")
 
     def _retire_requested(self, message: RetireRequested) -> None:
         """Retire a question (or bring it back), as the request names."""

@@ -248,9 +248,17 @@ class Controller:
             reason = labels.read_only_reason or f"{labels.path} is read-only"
             raise Refused(f"{reason}: {what}")
 
-    def grade(self, qid: str, cid: str, grade: int | None, adjudicate: bool = False) -> Changed:
+    def grade(
+        self,
+        qid: str,
+        cid: str,
+        grade: int | None,
+        adjudicate: bool = False,
+        independent: bool | None = None,
+    ) -> Changed:
         """Save a hand grade (None removes it) for the pair, fsynced, and update every number; with
-        ``adjudicate`` the adjudicated grade that settles a disputed pair."""
+        ``adjudicate`` the adjudicated grade that settles a disputed pair. Removing a grade that is
+        not there is refused (nothing to write). ``independent``: see ``Label.independent``."""
         ws = self.ws
         if qid not in ws.questions.by_id:
             raise Refused(f"{qid} is not a question of this golden set: nothing saved.")
@@ -260,9 +268,24 @@ class Controller:
         if grade is not None and grade not in dict(scale):
             words = " · ".join(f"{g} {label}" for g, label in scale)
             raise Refused(f"{grade} is not on the grade scale ({words}): nothing saved.")
+        if grade is None:
+            pair = ws.grades.labels.pair(qid, cid)
+            mine = None
+            if pair is not None:
+                mine = (
+                    pair.adjudicated
+                    if adjudicate
+                    else pair.annotators.get(ws.grades.labels.annotator)
+                )
+            if mine is None or mine.grade is None:
+                whose = "no adjudicated grade" if adjudicate else "no grade of yours"
+                raise Refused(
+                    f"Nothing to clear: {visible_line(qid)} {visible_line(cid)} has {whose}; "
+                    "nothing saved."
+                )
         self._check_writable("the grade was not saved.")
         try:
-            change = ws.set_grade(qid, cid, grade, adjudicate=adjudicate)
+            change = ws.set_grade(qid, cid, grade, adjudicate=adjudicate, independent=independent)
         except ReadOnlyError as exc:
             raise Refused(str(exc)) from None
         except InputError as exc:

@@ -47,6 +47,8 @@ class GradeRequested(Request):
     """The grade, or None to remove the hand grade (the evidence rule applies again)."""
     adjudicate: bool = False
     """An adjudicated grade: it settles a pair the annotators disagree on (the adjudication pass)."""
+    independent: bool | None = None
+    """In a person's own queue: whether no other grade was on screen when the key was pressed."""
 
 
 @dataclass

@@ -18,8 +18,10 @@ pytestmark = needs_tmux
 
 def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: Path) -> None:
     """alice graded every pair; bob's app at 80x24 says ``judged 0/N by bob``; on m08 the chunk
-    under four headings shows its id and path on one row and ``bm25 #1 · grade 1 (hand) ·
-    unjudged by bob`` on the next; three digits grade m08's three pooled pairs, one key each."""
+    under four headings shows its id and path on one row and ``bm25 #1 · grade 2 (evidence) ·
+    unjudged by bob`` on the next, alice's grade hidden until bob grades (issue 33); three digits
+    grade m08's three pooled pairs, one key each, the status naming bob's own grade; back on the
+    first pair, both grades and the dispute show."""
     settings = dataclasses.replace(mini_settings, retrievers=("bm25",))
     add_cors_page(settings)
     ws = Workspace.load(settings)
@@ -52,8 +54,8 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
         pane.keys("j")
         shown = (
             f"{CORS_CHUNK}  FastAPI › … › Allowed hosts",
-            "bm25 #1  ·  grade 1 (hand) · unjudged by bob",
-            "annotators: alice 1",
+            "bm25 #1  ·  grade 2 (evidence) · unjudged by bob",
+            "1 other grade: shown once you grade",
             "judged 0/3 by bob",
         )
         screen = pane.wait_for(
@@ -65,15 +67,29 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
         rows = screen.splitlines()
         assert len(rows) <= 24
         assert any(f"{CORS_CHUNK}  FastAPI › … › Allowed hosts" in row for row in rows), screen
-        assert any("bm25 #1  ·  grade 1 (hand) · unjudged by bob" in row for row in rows), screen
-        assert any("annotators: alice 1" in row for row in rows), screen
+        assert any("bm25 #1  ·  grade 2 (evidence) · unjudged by bob" in row for row in rows)
+        assert "alice" not in screen and "grade 1" not in screen, screen
         assert "judged 0/3 by bob" in screen
         pane.keys("2")
-        pane.wait_for(lambda s: "pair 2 of 3" in s and "judged 1/3 by bob" in s, 20, "pair 2")
+        pane.wait_for(
+            lambda s: (
+                "pair 2 of 3" in s
+                and "judged 1/3 by bob" in s
+                and f"saved: m08 {CORS_CHUNK} → your 2 (u undoes)" in s
+            ),
+            20,
+            "pair 2, the status naming bob's 2 for the first pair",
+        )
         pane.keys("0")
         pane.wait_for(lambda s: "pair 3 of 3" in s and "judged 2/3 by bob" in s, 20, "pair 3")
         pane.keys("1")
         pane.wait_for(lambda s: "judged 3/3 by bob" in s, 20, "every pair of m08 judged by bob")
+        pane.keys("Left", "Left")
+        pane.wait_for(
+            lambda s: "pair 1 of 3" in s and "annotators: alice 1 · bob 2  disputed" in s,
+            20,
+            "back on the first pair: both grades, disputed",
+        )
         pane.keys("C-q")
         pane.exited(0)
     finally:
@@ -85,3 +101,4 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
         ("m08", "bob", 1),
     ]
     assert lines[0]["chunk"] == CORS_CHUNK and len({x["chunk"] for x in lines}) == 3
+    assert [x["independent"] for x in lines] == [True, True, True]

@@ -215,7 +215,7 @@ def test_undo_in_a_burst_undoes_the_grade_before_it(tmp_path: Path) -> None:
         assert len({pair, b, c, d}) == 4 and more[1]["chunk"] == more[2]["chunk"] == b[1]
         grades = effective(app.journal())
         assert (grades[pair], grades[b], grades[c], grades[d]) == (2, 2, 1, 0)
-        assert f"saved: {d[0]} {d[1]} → grade 0 (hand)" in screen
+        assert f"saved: {d[0]} {d[1]} → your 0 (u undoes)" in screen
         # The main screen, m01's list at rank 4 (beyond the judged top 3): 1 u 0 leaves 0.
         app.keys("Escape")
         app.settled()
@@ -241,7 +241,7 @@ def test_undo_in_a_burst_undoes_the_grade_before_it(tmp_path: Path) -> None:
         fifth = (y[0]["question"], y[0]["chunk"])
         assert {(line["question"], line["chunk"]) for line in y} == {fifth} and fifth != fourth
         assert effective(app.journal())[fifth] == 0
-        assert f"saved: m01 {fifth[1]} → grade 0 (hand)" in screen
+        assert f"saved: m01 {fifth[1]} → your 0 (u undoes)" in screen
         app.quit()
     finally:
         app.kill()

@@ -406,7 +406,9 @@ async def test_a_second_annotator_has_a_queue_of_their_own(tui_settings: Setting
         session = screen.session
         assert "judged 0/" in screen.progress and "by bob" in screen.progress
         meta = screen.query_one("#judge-meta").content.plain
-        assert "grade 1 (hand) · unjudged by bob" in meta and "annotators: alice 1" in meta
+        # Issue 33: alice's grade is hidden until bob grades the pair (the rule's is shown).
+        assert "unjudged by bob" in meta and "1 other grade: shown once you grade" in meta
+        assert "alice" not in meta and "(hand)" not in meta
         expected = [e.key for e in session.pairs[:5]]
         before = len(labels(bob))
         await type_ahead(pilot, ["0", "2", "0", "2", "0"])
@@ -414,6 +416,7 @@ async def test_a_second_annotator_has_a_queue_of_their_own(tui_settings: Setting
         assert [(x["question"], x["chunk"], x["grade"]) for x in mine] == [
             (q, c, g) for (q, c), g in zip(expected, [0, 2, 0, 2, 0], strict=True)
         ], "one digit a pair"
+        assert all(x["independent"] is True for x in mine), "alice's grades were hidden"
         assert session.position == 5 and "judged 5/" in screen.progress
         # alice's grades still count as hers: every pair keeps its grade from her or bob.
         assert app.workspace.grades.annotator_grades(*expected[1]) == {"alice": 1, "bob": 2}
@@ -525,3 +528,88 @@ def test_heading_row_fits_any_width() -> None:
         assert cell_len(shown) + (2 + cell_len(place) if place else 0) <= width, width
     # An id that does not name its document (the team's own chunks): the document leads the path.
     assert heading_row("c-17", "guide.md", ["Intro"], 78) == ("c-17", "guide.md › Intro")
+
+
+# ---- issue 33: each person's grade their own, and the screen says what was saved -------------
+
+
+@run_async
+async def test_a_new_annotator_on_an_adjudicated_pair_reads_their_own_grade(
+    tui_settings: Settings,
+) -> None:
+    """Issue 33, finding 3: dan pressed 1 on a pair adjudicated 2 and read ``→ grade 2
+    (adjudicated)``; now ``→ your 1; the adjudicated 2 counts``, and the journal holds his 1."""
+    from ragtui.core.workspace import Workspace
+
+    ws = Workspace.load(dataclasses.replace(tui_settings, retrievers=("bm25",)))
+    cid = ws.ranking("bm25", "m01")[0][0]
+    grade_as(tui_settings, "alice", [("m01", cid, 2)])
+    grade_as(tui_settings, "bob", [("m01", cid, 0)])
+    grade_as(tui_settings, "carol", [("m01", cid, 2)], adjudicate=True)
+    app = make_app(dataclasses.replace(tui_settings, annotator="dan"))
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = await _open(pilot)
+        assert screen.session.current.key == ("m01", cid)
+        meta = screen.query_one("#judge-meta").content.plain
+        assert "2 other grades: shown once you grade" in meta and "alice" not in meta
+        await pilot.press("1")
+        await wait_ready(pilot)
+        assert f"saved: m01 {cid} → your 1; the adjudicated 2 counts (u undoes)" in (
+            app.status.text
+        )
+        last = labels(tui_settings)[-1]
+        assert (last["annotator"], last["grade"], last["independent"]) == ("dan", 1, True)
+
+
+@run_async
+async def test_backspace_on_a_pair_never_graded_writes_nothing_and_says_so(
+    tui_settings: Settings,
+) -> None:
+    """Issue 33, finding 7: backspace on a pair never graded appended ``"grade": null`` and said
+    "saved"; now nothing is written and the status says there was nothing to clear."""
+    app = make_app(tui_settings)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = await _open(pilot)
+        qid, cid = screen.session.current.key
+        before = labels(tui_settings)
+        await pilot.press("backspace")
+        await wait_ready(pilot)
+        assert labels(tui_settings) == before
+        assert app.status.error
+        assert f"Nothing to clear: {qid} {cid} has no grade of yours" in app.status.text
+        # Graded (the view moves on), back on it, cleared: one line each, and the status says
+        # what counts again.
+        await pilot.press("2")
+        await wait_ready(pilot)
+        await pilot.press("left")
+        await wait_ready(pilot)
+        assert screen.session.current.key == (qid, cid)
+        await pilot.press("backspace")
+        await wait_ready(pilot)
+        assert [x["grade"] for x in labels(tui_settings)[len(before) :]] == [2, None]
+        assert "your grade removed;" in app.status.text and "counts (u undoes)" in app.status.text
+
+
+@run_async
+async def test_show_others_shows_a_colleague_s_grade_before_grading_and_records_it(
+    tui_settings: Settings,
+) -> None:
+    """Issue 33: ``--show-others`` (a team that wants them) shows alice's grade in bob's queue
+    before he grades; his grade is then recorded as not independent."""
+    from ragtui.core.workspace import Workspace
+
+    ws = Workspace.load(dataclasses.replace(tui_settings, retrievers=("bm25",)))
+    grade_as(tui_settings, "alice", [(q.id, c.id, 1) for q in ws.questions for c in ws.data.chunks])
+    bob = dataclasses.replace(tui_settings, annotator="bob", show_others=True)
+    app = make_app(bob)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = await _open(pilot)
+        meta = screen.query_one("#judge-meta").content.plain
+        assert "grade 1 (hand) · unjudged by bob" in meta and "annotators: alice 1" in meta
+        await pilot.press("2")
+        await wait_ready(pilot)
+        last = labels(tui_settings)[-1]
+        assert (last["annotator"], last["grade"], last["independent"]) == ("bob", 2, False)

@@ -249,3 +249,32 @@ def test_an_adjudicated_grade_is_credited_to_no_annotator(mini, mini_settings, c
     assert main(["agreement", "--annotators", "alice", "bob", *_args(mini)]) == 0
     out = capsys.readouterr().out
     assert "alice against bob: 1 pair graded by both (0 only by alice, 0 only by bob)" in out
+
+
+def test_agreement_says_whether_the_grades_were_given_independently():
+    """Issue 33: each shared pair counts as independent when both grades were given before seeing
+    another's, as seen when either was not, and not recorded otherwise (old journals)."""
+    history = [
+        replace(_label("q1", "a", 2, "ann"), independent=True),
+        replace(_label("q1", "a", 2, "bob"), independent=True),
+        replace(_label("q1", "b", 1, "ann"), independent=True),
+        replace(_label("q1", "b", 0, "bob"), independent=False),
+        _label("q2", "a", 1, "ann"),
+        replace(_label("q2", "a", 1, "bob"), independent=True),
+    ]
+    result = annotator_agreement(history, "ann", "bob")
+    assert result.independence == (1, 1, 1)
+    text = result.independence_text()
+    assert text.startswith("given independently: 1 of 3 pairs; 1 after seeing another's grade")
+    assert text.endswith("1 not recorded")
+    # The journal line round-trips the flag; a bad value is refused naming it.
+    from pathlib import Path
+
+    from ragtui.core.errors import InputError
+    from ragtui.core.labelling.labels import parse_label
+
+    line = json.loads(history[3].to_json())
+    assert line["independent"] is False
+    assert parse_label(line, Path("labels.jsonl"), 4).independent is False
+    with pytest.raises(InputError, match="'independent' must be true or false"):
+        parse_label({**line, "independent": "yes"}, Path("labels.jsonl"), 4)

@@ -190,6 +190,19 @@ class AnnotatorAgreement:
     weighted_kappa: float | None
     observed: float
     disagreements: list[tuple[str, str, int, int]]
+    #: Of the shared pairs: both grades given independently (neither person saw another's grade
+    #: first), at least one given after seeing another's, and not recorded (``Label.independent``).
+    independence: tuple[int, int, int] = (0, 0, 0)
+
+    def independence_text(self) -> str:
+        """``given independently: 110 of 112 pairs; 2 after seeing another's grade``."""
+        alone, seen, unknown = self.independence
+        parts = [f"given independently: {alone} of {self.pairs} pairs"]
+        if seen:
+            parts.append(f"{seen} after seeing another's grade (the kappa overstates agreement)")
+        if unknown:
+            parts.append(f"{unknown} not recorded")
+        return "; ".join(parts)
 
 
 def annotator_agreement(
@@ -216,6 +229,9 @@ def annotator_agreement(
         ys.append(y)
     table = Counter(zip(xs, ys, strict=True))
     n = len(shared)
+    states = [(grades_a[key].independent, grades_b[key].independent) for key in shared]
+    seen = sum(False in pair for pair in states)
+    alone = sum(pair == (True, True) for pair in states)
     return AnnotatorAgreement(
         a=a,
         b=b,
@@ -230,4 +246,5 @@ def annotator_agreement(
         weighted_kappa=weighted_kappa(xs, ys, weights),
         observed=sum(1 for x, y in zip(xs, ys, strict=True) if x == y) / n if n else 0.0,
         disagreements=[(q, c, x, y) for (q, c), x, y in zip(shared, xs, ys, strict=True) if x != y],
+        independence=(alone, seen, n - alone - seen),
     )

@@ -348,14 +348,15 @@ class LabelJournal(LabelSet):
         grade: int | None,
         chunk_sha1: str,
         adjudicate: bool = False,
+        independent: bool | None = None,
     ) -> Label:
-        """Write this annotator's grade (None withdraws it), or with ``adjudicate`` the adjudicated grade (None withdraws the adjudication), fsynced, then apply it; the change can be undone."""
+        """Write this annotator's grade (None withdraws it), or with ``adjudicate`` the adjudicated grade (None withdraws the adjudication), fsynced, then apply it; the change can be undone. ``independent``: whether others' grades were hidden as it was given (``Label.independent``)."""
         pair = self.pair(question, chunk)
         if pair is None:
             previous = None
         else:
             previous = pair.adjudicated if adjudicate else pair.annotators.get(self.annotator)
-        label = self._append(question, chunk, grade, chunk_sha1, adjudicate)
+        label = self._append(question, chunk, grade, chunk_sha1, adjudicate, independent)
         self._undo.append(
             (
                 question,
@@ -382,7 +383,13 @@ class LabelJournal(LabelSet):
         return bool(self._undo)
 
     def _append(
-        self, question: str, chunk: str, grade: int | None, chunk_sha1: str, adjudicated: bool
+        self,
+        question: str,
+        chunk: str,
+        grade: int | None,
+        chunk_sha1: str,
+        adjudicated: bool,
+        independent: bool | None = None,
     ) -> Label:
         refuse_bundled(self.path)
         try:
@@ -400,6 +407,7 @@ class LabelJournal(LabelSet):
             now_iso(),
             self.annotator,
             adjudicated=adjudicated,
+            independent=independent if grade is not None and not adjudicated else None,
         )
         line = label.to_json()
         # Never write a line that the loader would refuse: it would be skipped on every read.

@@ -95,6 +95,10 @@ class Label:
     #: of each grade where the endpoint gave them ((grade, p) pairs).
     answer: str = ""
     probabilities: tuple[tuple[int, float], ...] = ()
+    #: A person's grade given in their own queue when several people grade: True when no other
+    #: person's grade (nor a judge's) was on screen as they gave it, False when one was; None when
+    #: not recorded (one person grading, or a journal from before ragtui recorded it).
+    independent: bool | None = None
 
     @property
     def is_model(self) -> bool:
@@ -133,6 +137,8 @@ class Label:
             obj["answer"] = self.answer
         if self.probabilities:
             obj["probabilities"] = probabilities_json(self.probabilities)
+        if self.independent is not None:
+            obj["independent"] = self.independent
         try:
             return orjson.dumps(obj)
         except TypeError:  # orjson refuses lone surrogates; the standard library escapes them
@@ -319,6 +325,9 @@ def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
     answer = obj.get("answer", "")
     if answer not in ANSWER_PATHS:
         raise InputError(path, f"'answer' must be one of {', '.join(ANSWER_PATHS[1:])}", line)
+    independent = obj.get("independent")
+    if independent is not None and not isinstance(independent, bool):
+        raise InputError(path, f"'independent' must be true or false, got {independent!r}", line)
     return Label(
         obj["question"],
         obj["chunk"],
@@ -333,6 +342,7 @@ def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
         reason[:MAX_REASON],
         answer,
         read_probabilities(obj.get("probabilities"), path, line),
+        independent,
     )
 
 

@@ -151,6 +151,11 @@ class Grades:
             if label.is_model:
                 return label.grade, SOURCE_MODEL
             return label.grade, SOURCE_ADJUDICATED if label.adjudicated else SOURCE_HAND
+        return self.base_grade(qid, cid)
+
+    def base_grade(self, qid: str, cid: str) -> tuple[int | None, str | None]:
+        """A chunk's grade before any label (the evidence rule's or the qrels') and its source, or
+        (None, None)."""
         base = self.base.get(qid, {})
         if cid in base:
             return base[cid], self.data.base_source

@@ -407,7 +407,12 @@ class Workspace:
     # ---- saving a grade ------------------------------------------------------------------------
 
     def set_grade(
-        self, qid: str, cid: str, grade: int | None, adjudicate: bool = False
+        self,
+        qid: str,
+        cid: str,
+        grade: int | None,
+        adjudicate: bool = False,
+        independent: bool | None = None,
     ) -> GradeChange:
         """Save this annotator's hand grade (None withdraws it), or with ``adjudicate`` the
         adjudicated grade that settles the pair (None withdraws it), to the journal, fsynced, then
@@ -418,7 +423,9 @@ class Workspace:
             raise KeyError(qid)
         self.writable_golden()
         labels = self.grades.labels
-        label = labels.set_grade(qid, cid, grade, chunk.sha1, adjudicate=adjudicate)
+        label = labels.set_grade(
+            qid, cid, grade, chunk.sha1, adjudicate=adjudicate, independent=independent
+        )
         changes = self._regrade(qid)
         for other in labels.take_touched() - {qid}:
             self._regrade(other)

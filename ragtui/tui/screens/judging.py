@@ -244,6 +244,26 @@ class JudgingScreen(Screen[None]):
         """Whose queue this is when several people grade (None: one person, any hand grade counts)."""
         return self.session.walk.queue.person
 
+    def others_hidden(self, qid: str, cid: str) -> bool:
+        """Whether other people's grades of the pair (and the judges', unless verifying) are hidden:
+        in a person's own queue until that person graded it, unless ``show_others``; never when
+        adjudicating."""
+        if self.adjudicate or self.person is None or self.controller.settings.show_others:
+            return False
+        return self.session.walk.queue.own_grade(qid, cid) is None
+
+    def _independent(self, qid: str, cid: str) -> bool | None:
+        """What a grade given now records as ``independent``: in a person's own queue, whether no
+        other person's grade (nor a judge's, when verifying) is on screen; None outside one."""
+        if self.adjudicate or self.person is None:
+            return None
+        queue = self.session.queue
+        shown = queue.verify and queue.suggests and not self.blind
+        if shown and self.ws.grades.judge_verdicts(qid, cid):
+            return False  # the judge's grade is on screen
+        others = set(self.ws.grades.annotator_grades(qid, cid)) - {self.person}
+        return not others or self.others_hidden(qid, cid) or self.blind
+
     def compose(self) -> ComposeResult:
         """The pair: question, where the chunk is from, the chunk; then the scale, status, keys."""
         yield Static("", id="judge-question")
@@ -415,9 +435,19 @@ class JudgingScreen(Screen[None]):
                 if own is None:
                     return f"unjudged by {visible_line(person)}", ""
                 return f"grade {own} (yours)", "bold"
-            if grade is None:
-                return "not graded", ""
-            text = f"grade {grade} ({source})"
+            if (
+                own is None
+                and self.others_hidden(qid, cid)
+                and source
+                not in (
+                    None,
+                    self.ws.data.base_source,
+                )
+            ):
+                # Someone else's grade (or a judge's) counts: hidden until this person grades.
+                grade, source = self.ws.grades.base_grade(qid, cid)
+                style = ""
+            text = "not graded" if grade is None else f"grade {grade} ({source})"
             if own is None:
                 text += f" · unjudged by {visible_line(person)}"
             return text, style
@@ -437,6 +467,14 @@ class JudgingScreen(Screen[None]):
         others = set(by_annotator) - ({person} if person is not None else set())
         if not (len(by_annotator) > 1 or (person is not None and others)):
             return None
+        if self.others_hidden(qid, cid):
+            count = len(others)
+            hidden = Text(no_wrap=True, overflow="ellipsis")
+            hidden.append(
+                f"  {count} other grade{'s' if count > 1 else ''}: shown once you grade",
+                "dim",
+            )
+            return hidden
         disputed = ws.grades.disputed(qid, cid)
         grades = " · ".join(
             f"{visible_line(a) or '(unnamed)'} {g}" for a, g in sorted(by_annotator.items())
@@ -581,7 +619,15 @@ class JudgingScreen(Screen[None]):
                 Notice(f"{grade} is not on the grade scale ({words}): nothing saved.", error=True)
             )
             return
-        self.app.post_message(GradeRequested(qid, cid, grade, adjudicate=self.adjudicate))
+        self.app.post_message(
+            GradeRequested(
+                qid,
+                cid,
+                grade,
+                adjudicate=self.adjudicate,
+                independent=self._independent(qid, cid),
+            )
+        )
         if self._first_grade_at is None:
             self._first_grade_at = time.monotonic()
         self._graded_here += 1
@@ -590,7 +636,8 @@ class JudgingScreen(Screen[None]):
         self.show_pair()
 
     def action_clear(self) -> None:
-        """Remove the pair's hand grade (the evidence rule applies again); stay on it."""
+        """Remove the pair's hand grade (the evidence rule applies again); stay on it. (The app
+        refuses, and says so, when there is no grade of yours to remove.)"""
         entry = self.session.current
         if entry is not None:
             self.app.post_message(

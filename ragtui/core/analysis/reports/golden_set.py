@@ -97,6 +97,7 @@ def _pair_sections(result: AnnotatorAgreement) -> list[Section]:
         f"weighted kappa (quadratic, on grades): {kappa_text(result.weighted_kappa)}; "
         f"same grade on {fmt(result.observed)}"
     )
+    independence = result.independence_text()
     confusion = table(
         [f"{a} \\ {b}", *(str(g) for g in result.grades)],
         (
@@ -107,7 +108,7 @@ def _pair_sections(result: AnnotatorAgreement) -> list[Section]:
             for ga in result.grades
         ),
         heading=heading,
-        notes=[Note(kappas, "strong")],
+        notes=[Note(kappas, "strong"), Note(independence, "dim")],
         right=range(1, len(result.grades) + 1),
     )
     if not result.disagreements:

@@ -462,11 +462,9 @@ def _sample_use(ws: Workspace, grades: _Grades, population: list[str]) -> Sample
             f"the interval needs {MIN_SAMPLE}"
         )
     elif sample.design == "strata":
-        short = [
-            f"{visible_line(t.label)} {sum(q in set(used) for q in t.questions)}"
-            for t in sample.strata
-            if sum(q in set(used) for q in t.questions) < MIN_PER_STRATUM
-        ]
+        taken = set(used)
+        counts = [(t.label, sum(q in taken for q in t.questions)) for t in sample.strata]
+        short = [f"{visible_line(label)} {n}" for label, n in counts if n < MIN_PER_STRATUM]
         if short:
             reason = (
                 f"each stratum needs {MIN_PER_STRATUM} questions judged fully; judged: "

@@ -34,7 +34,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.retrieval.embeddings import TextEncoder
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import SOURCE_ADJUDICATED, Workspace
+from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.first_load import FirstLoad
 from ragtui.tui import loading, tasks
 from ragtui.tui.app_commands import STATUS_LOG_SIZE, AppCommands
@@ -68,7 +68,7 @@ from ragtui.tui.screens.dialogs import LoadErrorScreen
 from ragtui.tui.screens.main import MainScreen
 from ragtui.tui.theme import ANSI_THEME, theme_for
 from ragtui.tui.typing_keys import typed_into
-from ragtui.tui.widgets.formatting import format_seconds, ndcg_moves
+from ragtui.tui.widgets.formatting import format_seconds
 from ragtui.tui.widgets.status_line import Status
 from ragtui.tui.widgets.text_box import TextBox
 
@@ -515,44 +515,19 @@ class RagtuiApp(AppCommands, App[int]):
             return
         self.publish(change)
         if not change.warnings:
-            self._say_change(change, message)
+            self._say_change(change)
         self._say_notices()
 
-    def _say_change(self, change: Changed, request: GradeRequested | None = None) -> None:
-        """What was saved, named by its pair, and what counts now: ``saved: q01 ferry.md#1 → your
-        2 (u undoes) · nDCG@3 bm25 0.500→1.000``; ``→ your 1; the adjudicated 2 counts`` where
-        another grade counts; ``undone: q01 ferry.md#1 → grade 1 (evidence)``."""
+    def _say_change(self, change: Changed) -> None:
+        """What a grade change or its undo saved (the controller's words), or what an undone
+        retirement left."""
         ws = self.workspace
         if ws is not None and change.kind == "retired" and change.questions:
             qid = next(iter(change.questions))
             state = "retired" if ws.questions.by_id[qid].retired else "back in the metrics"
-            self.say(f"undone: {qid} is {state}.")
-            return
-        if ws is None or change.chunk is None or not change.questions:
-            return
-        qid = next(iter(change.questions))
-        grade, source = ws.grades.grade_source(qid, change.chunk)
-        now = f"grade {grade} ({source})" if grade is not None else "not graded"
-        pair = f"{visible_line(qid)} {visible_line(change.chunk)}"
-        moves = ndcg_moves(change.moves, ws.settings.k)
-        if change.undo or request is None:
-            self.say(f"undone: {pair} → {now} · {moves}")
-            return
-        if request.adjudicate:
-            given = (
-                f"adjudicated {request.grade}"
-                if request.grade is not None
-                else f"adjudication removed; {now} counts"
-            )
-        elif request.grade is None:
-            given = f"your grade removed; {now} counts"
-        else:
-            given = f"your {request.grade}"
-            if source == SOURCE_ADJUDICATED:
-                given += f"; the adjudicated {grade} counts"
-            elif grade != request.grade:
-                given += f"; {now} counts"
-        self.say(f"saved: {pair} → {given} (u undoes) · {moves}")
+            self.say(f"undone: {visible_line(qid)} is {state}.")
+        elif change.said:
+            self.say(change.said)
 
     def _retire_requested(self, message: RetireRequested) -> None:
         """Retire a question (or bring it back), as the request names."""

@@ -21,8 +21,15 @@ from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.rerank import RerankResult
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
-from ragtui.core.workspace import GradeChange, LiveResult, VectorResult, Workspace
+from ragtui.core.workspace import (
+    SOURCE_ADJUDICATED,
+    GradeChange,
+    LiveResult,
+    VectorResult,
+    Workspace,
+)
 from ragtui.tui.messages import Changed
+from ragtui.tui.widgets.formatting import ndcg_moves
 
 if TYPE_CHECKING:
     from ragtui.core.analysis.runs import Baseline  # read by the palette's baseline only
@@ -294,8 +301,40 @@ class Controller:
             raise Refused(f"Could not save the label: {exc.strerror or exc}") from None
         self._record("label", qid, cid)
         return Changed(
-            "grades", frozenset({qid}), cid, moves=_moves(change), warnings=change.warnings
+            "grades",
+            frozenset({qid}),
+            cid,
+            moves=_moves(change),
+            warnings=change.warnings,
+            said=self._said(qid, cid, change, (grade, adjudicate)),
         )
+
+    def _said(
+        self, qid: str, cid: str, change: GradeChange, given: tuple[int | None, bool] | None
+    ) -> str:
+        """What was saved, named by its pair, and what counts now: ``saved: q01 ferry.md#1 → your
+        2 (u undoes) · nDCG@3 bm25 0.500→1.000``; ``→ your 1; the adjudicated 2 counts`` where
+        another grade counts; ``undone: q01 ferry.md#1 → grade 1 (evidence)`` (``given`` is None:
+        an undo)."""
+        ws = self.ws
+        grade, source = ws.grades.grade_source(qid, cid)
+        now = f"grade {grade} ({source})" if grade is not None else "not graded"
+        pair = f"{visible_line(qid)} {visible_line(cid)}"
+        moves = ndcg_moves(_moves(change), ws.settings.k)
+        if given is None:
+            return f"undone: {pair} → {now} · {moves}"
+        mine, adjudicate = given
+        if adjudicate:
+            said = (
+                f"adjudicated {mine}" if mine is not None else f"adjudication removed; {now} counts"
+            )
+        elif mine is None:
+            said = f"your grade removed; {now} counts"
+        elif source == SOURCE_ADJUDICATED:
+            said = f"your {mine}; the adjudicated {grade} counts"
+        else:
+            said = f"your {mine}" + (f"; {now} counts" if grade != mine else "")
+        return f"saved: {pair} → {said} (u undoes) · {moves}"
 
     def _record(
         self, kind: Literal["label", "retire"], qid: str, cid: str = "", before: bool = False
@@ -347,6 +386,7 @@ class Controller:
             undo=True,
             moves=_moves(change),
             warnings=change.warnings,
+            said=self._said(change.question, change.chunk, change, None),
         )
 
     def refresh_labels(self) -> Changed | None:

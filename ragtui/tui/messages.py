@@ -253,3 +253,6 @@ class Changed:
     """nDCG@k before and after, per retriever, for a grade change."""
     warnings: tuple[str, ...] = ()
     """What the change met that the user should know (another writer's bad journal line)."""
+    said: str = ""
+    """What the status line says of a grade change or its undo: the pair, the grade given, the
+    grade that counts and how nDCG moved (see ``Controller.grade``)."""

@@ -66,6 +66,7 @@ counted-grades = "human+model"
 judges = ["sim=similarity"]
 estimate = true
 blind = true
+show-others = true
 max-file-mb = 2.5
 runs = ["mine=runs/mine.trec"]
 chunks = "team/chunks.jsonl"
@@ -102,6 +103,7 @@ rerank-over = "bm25"
         "judges": project.values["judges"],
         "estimate": True,
         "blind": True,
+        "show_others": True,
         "max_file_mb": 2.5,
         "runs": (("mine", folder / "runs" / "mine.trec"),),
         "chunks": folder / "team" / "chunks.jsonl",

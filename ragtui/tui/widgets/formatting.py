@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ragtui.core.report_model import fmt
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
-from ragtui.tui.widgets.text import fmt
 
 
 def format_seconds(seconds: float) -> str:

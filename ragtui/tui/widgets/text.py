@@ -14,6 +14,7 @@ from textual.geometry import Region
 from textual.screen import Screen
 from textual.widget import Widget
 
+from ragtui.core.report_model import fmt as fmt  # the one metric format, re-exported
 from ragtui.core.text import has_control, visible, visible_line
 
 #: Shown for a retriever whose rankings are not ready yet (embedding still running).
@@ -57,11 +58,6 @@ def short_names(names: Sequence[str], width: int) -> dict[str, str]:
         candidates += [f"{short[: width - 1]}{i}"[-width:] for i in range(1, 100)]
         out[name] = next(c for c in candidates if c and c not in out.values())
     return out
-
-
-def fmt(value: float) -> str:
-    """A metric value with three decimals, as ``ragtui eval`` prints it."""
-    return f"{value:.3f}"
 
 
 def fmt_score(score: float) -> str:

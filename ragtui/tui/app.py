@@ -201,9 +201,10 @@ class RagtuiApp(AppCommands, App[int]):
 
     # ---- telling ------------------------------------------------------------------------------------
 
-    def say(self, text: str, error: bool = False) -> None:
-        """Show a message in the status line (an error stays until the next key)."""
-        self.status = Status(visible_line(text), error, time.strftime("%H:%M:%S"))
+    def say(self, text: str, error: bool = False, about_shown: bool = False) -> None:
+        """Show a message in the status line (an error stays until the next key; ``about_shown``:
+        it describes the questions shown, and goes when the list changes)."""
+        self.status = Status(visible_line(text), error, time.strftime("%H:%M:%S"), about_shown)
         if text:
             self.status_log.append(self.status)
         self.status_changed.publish(self.status)
@@ -606,7 +607,7 @@ class RagtuiApp(AppCommands, App[int]):
     def _notice(self, message: Notice) -> None:
         """A screen or widget asks to tell the user something."""
         message.stop()
-        self.say(message.text, error=message.error)
+        self.say(message.text, error=message.error, about_shown=message.about_shown)
 
     # ---- questions ------------------------------------------------------------------------------------
 

@@ -101,6 +101,9 @@ class Notice(Message):
 
     text: str
     error: bool = False
+    about_shown: bool = False
+    """The line describes the questions shown (``every pair … is judged``): the main screen
+    clears it when the list changes, so it never outlives what it describes."""
 
 
 # ---- results: workers report to the app ---------------------------------------------------------------

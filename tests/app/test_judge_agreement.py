@@ -32,7 +32,9 @@ from ragtui.core.labelling.journal import LabelJournal
 from ragtui.core.labelling.labels import GRADES_HUMAN_MODEL, Label, judge_annotator, now_iso
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
+from ragtui.core.workspace.judging import JudgingQueue
 from ragtui.tui.screens.agreement import AgreementScreen
+from ragtui.tui.screens.judging import JudgingScreen
 from ragtui.tui.widgets.report_view import report_plain
 from tests.app.test_tui import WIDE, make_app, run_async, wait_ready
 from tests.conftest import mini_args, settings_of
@@ -341,3 +343,58 @@ def test_the_similarity_judge_end_to_end(mini, capsys, cli_cache_env):
     assert sim["rule"]["pairs"] == sim["verdicts"] > 0
     confusion = sim["rule"]["confusion"]
     assert sum(n for row in confusion.values() for n in row.values()) == sim["verdicts"]
+
+
+def _beyond_the_pool(settings: Settings, qid: str) -> str:
+    """A chunk no shown retriever puts in ``qid``'s top k, graded 2 by judge llm (the rule: 0)."""
+    ws = _ws(settings, retrievers=("bm25",))
+    pooled = {e.chunk for e in JudgingQueue(ws).pools[qid]}
+    cid = next(c for c in ws.passages.by_id if c not in pooled)
+    verdict = _verdict(qid, cid, 2, ws.passages.by_id[cid].sha1, "llm", "qwen2.5:7b-instruct")
+    ws.grades.labels.append_verdicts([verdict])
+    ws.grades.labels.close()
+    return cid
+
+
+def test_judge_disagree_counts_only_the_pairs_people_judge(judged):
+    """Issue 33, item 4: a disagreement beyond the top-k pool (the judge graded deeper) no longer
+    lets a question through, so the filter narrows to the pairs people would judge."""
+    _beyond_the_pool(judged, "m06")
+    ws = _ws(judged, retrievers=("bm25",))
+    assert "m06" in disagreeing_questions(ws), "the judge and the rule do differ on m06"
+    flt = QuestionFilter.parse("judge:disagree", list(ws.retrievers))
+    shown = filter_questions(ws, flt)
+    assert "m06" not in shown
+    pools = JudgingQueue(ws).pools
+    # Every question kept has a pooled pair where llm and the rule (or a person) differ.
+    assert shown and shown == sorted(
+        disagreeing_questions(ws, pooled=lambda q: {e.chunk for e in pools.get(q, ())})
+    )
+
+
+@run_async
+async def test_j_on_judge_disagree_walks_the_pooled_pairs_disagreeing_first(judged, tmp_path):
+    """Issue 33, item 4: j after the judge:disagree filter opens the people's queue over those
+    questions' pooled pairs, the largest judge-rule disagreement first; the judge's grade stays
+    hidden (people judge on their own)."""
+    settings = dataclasses.replace(judged, cache_dir=tmp_path / "cache", retrievers=("bm25",))
+    _beyond_the_pool(settings, "m06")
+    app = make_app(settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("slash", *"judge:disagree", "enter")
+        await pilot.pause()
+        assert "m06" not in screen.visible_ids
+        await pilot.press("j")
+        await pilot.pause()
+        judging = app.screen
+        assert isinstance(judging, JudgingScreen)
+        session = judging.session
+        assert session.queue.order == "disagree" and not session.queue.verify
+        assert {e.question for e in session.pairs} <= set(screen.visible_ids)
+        differences = [session.difference(e) for e in session.pairs]
+        assert differences[0] == max(differences) > 0
+        assert session.current == session.pairs[0]
+        assert "disagree first" in judging.progress
+        assert not judging.query_one("#judge-verdict").display

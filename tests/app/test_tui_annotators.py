@@ -129,6 +129,11 @@ async def test_a_disputed_pair_is_marked_and_settled_in_the_adjudication_pass(
         assert app.workspace.grades.grade_source(qid, cid) == (1, "adjudicated")
         await pilot.press("escape")
         await pilot.pause()
+        # The disputed filter is applied again: the settled question has left it (issue 33, 2).
+        assert list(screen.visible_ids) == []
+        assert "questions 0/" in str(screen.query_one("#questions").border_title)
+        await pilot.press("escape")  # the filter cleared: the question is back, unmarked
+        await pilot.pause()
         assert screen.question_list.cell(qid, "mark") != "!"
 
 
@@ -136,3 +141,33 @@ async def screen_filter(pilot, text: str) -> None:
     """Type a filter into the question list's filter input and apply it."""
     await pilot.press("slash", *text, "enter")
     await pilot.pause()
+
+
+@run_async
+async def test_a_line_about_the_questions_shown_goes_when_the_list_changes(
+    tui_settings: Settings,
+) -> None:
+    """Issue 33, item 2: "Every pair of the questions shown is judged." said in the judging view
+    over one question stays while that list is shown and goes once the filter is cleared (82 pairs
+    were unjudged while it still said so)."""
+    from ragtui.tui.screens.judging import JudgingScreen
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        await screen_filter(pilot, "m01")
+        await pilot.press("j")
+        await pilot.pause()
+        judging = app.screen
+        assert isinstance(judging, JudgingScreen)
+        await pilot.press(*["0"] * len(judging.session.pairs))
+        await wait_ready(pilot)
+        said = "Every pair of the questions shown is judged."
+        assert app.status.text == said
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.status.text == said, "still true of the list shown"
+        await pilot.press("escape")  # the filter cleared: every question, most pairs unjudged
+        await pilot.pause()
+        assert app.status.text == ""
+        assert app.main_screen.visible_ids[0] == "m01" and len(app.main_screen.visible_ids) > 1

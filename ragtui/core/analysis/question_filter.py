@@ -11,9 +11,11 @@ A filter is words and terms, all of which a question must match:
 - ``why:CAUSE`` the questions some shown retriever misses with that cause (any of its causes, see
   ``ragtui.core.analysis.why.CAUSES``), ``why:CAUSE:RETRIEVER`` those that retriever misses with it;
   a cause is named in full (``fusion-loss``) or by the why column's short mark (``fuse``).
-- ``judge:disagree`` the questions with a pair where a model judge and a person or the evidence
-  rule disagree (``ragtui.core.judges.agreement.disagreeing_questions``: another grade
-  than a person's, or the other side of the threshold from the rule).
+- ``judge:disagree`` the questions with a pooled pair (the pairs people judge: a shown
+  retriever's top k) where a model judge and a person or the evidence rule disagree
+  (``ragtui.core.judges.agreement.disagreeing_questions``: another grade than a person's, or the
+  other side of the threshold from the rule); a pair the judge graded beyond the pool does not
+  count.
 
 A miss is one rule everywhere (``misses_in_top_k``): the retriever's recall@k is below 1, that is
 some relevant chunk is not in its top k. The question list's ``✗`` and ``miss:`` both use it.
@@ -85,6 +87,14 @@ class QuestionFilter:
             or self.disputed
             or self.causes
             or self.judge_disagree
+        )
+
+    @property
+    def by_grades(self) -> bool:
+        """Whether which questions pass depends on the grades (a grade change can let a question
+        in or out: the list is filtered again after each)."""
+        return bool(
+            self.misses or self.unjudged or self.disputed or self.causes or self.judge_disagree
         )
 
     @classmethod
@@ -175,10 +185,13 @@ def filter_questions(
     if flt.empty:
         return [q.id for q in ws.questions]
     shown = list(ws.retrievers)
-    if flt.unjudged and queue is None:
+    if (flt.unjudged or flt.judge_disagree) and queue is None:
         queue = JudgingQueue(ws)
     disputed = set(ws.grades.disputed_questions()) if flt.disputed else set()
-    disagree = disagreeing_questions(ws) if flt.judge_disagree else set()
+    disagree: set[str] = set()
+    if flt.judge_disagree and queue is not None:
+        pools = queue.pools
+        disagree = disagreeing_questions(ws, pooled=lambda q: {e.chunk for e in pools.get(q, ())})
     if flt.causes and why is None:
         why = WhyIndex(ws)
     out = []

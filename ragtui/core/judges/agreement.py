@@ -22,7 +22,7 @@ them, and every front end marks it (``shares_text``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,9 +330,14 @@ def _compare(
     )
 
 
-def disagreeing_questions(ws: Workspace, judge: str | None = None) -> set[str]:
+def disagreeing_questions(
+    ws: Workspace,
+    judge: str | None = None,
+    pooled: Callable[[str], Container[str]] | None = None,
+) -> set[str]:
     """The questions with a pair where a judge (any, or ``judge``) and a person or the rule disagree
-    (the pairs each comparison lists as disagreements)."""
+    (the pairs each comparison lists as disagreements); with ``pooled`` (a question's chunks that
+    count), only those pairs."""
     threshold = ws.settings.threshold
     names = judge_names(ws) if judge is None else [judge]
     wanted = {judge_annotator(n) for n in names}
@@ -340,7 +345,10 @@ def disagreeing_questions(ws: Workspace, judge: str | None = None) -> set[str]:
     for qid, by_chunk in ws.grades.labels.pairs.items():
         if qid not in ws.questions.by_id:
             continue
+        chunks = pooled(qid) if pooled is not None else None
         for cid, pair in by_chunk.items():
+            if chunks is not None and cid not in chunks:
+                continue
             people: dict[str, int] | None = None
             for annotator, verdict in pair.annotators.items():
                 if annotator not in wanted or verdict.grade is None:

@@ -502,7 +502,9 @@ class JudgingScreen(Screen[None]):
             self._first_grade_at = time.monotonic()
         self._graded_here += 1
         if self.session.graded_current() is None:
-            self.post_message(Notice("Every pair of the questions shown is judged."))
+            self.post_message(
+                Notice("Every pair of the questions shown is judged.", about_shown=True)
+            )
         self.show_pair()
 
     def action_clear(self) -> None:

@@ -238,6 +238,7 @@ class MainScreen(Screen[None]):
             # Grades and labels only: each touched row once, then the current question's views.
             touched = {qid for change in pending for qid in change.questions or ()}
             self._rows_changed(ws, touched, self.current_qid in touched)
+            self._refilter()
 
     def _rows_changed(self, ws: Workspace, qids: set[str], current: bool) -> None:
         """Grades, labels or retirements of ``qids`` changed: their rows, the current question's
@@ -278,6 +279,7 @@ class MainScreen(Screen[None]):
                 self._refresh_current()
             self.refresh_metrics()
             self.update_progress_line()
+            self._refilter()
         elif kind == "questions":
             self._clear_filter_text()
             self._fill_questions(keep=next(iter(change.questions or ()), None))
@@ -308,6 +310,15 @@ class MainScreen(Screen[None]):
         self.metrics.note([f"Δ {qid} {ndcg_moves(change.moves, k)}" for qid in sorted(qids)])
         self.refresh_metrics()
         self.update_progress_line()
+        self._refilter()
+
+    def _refilter(self) -> None:
+        """Grades changed: a filter that depends on them (``disputed``, ``unjudged``, ``miss:``,
+        ``why:``, ``judge:disagree``) is applied again, so the list never shows a question the
+        filter no longer lets through (the cursor stays on its question, else on its row)."""
+        if self.questions.filter.by_grades:
+            self.questions.forget_walk()
+            self._fill_questions(keep=self.current_qid)
 
     def _refresh_current(self, chunk: str | None = None) -> None:
         """The current question's numbers changed (one chunk's grade, when ``chunk`` is given): the
@@ -352,6 +363,8 @@ class MainScreen(Screen[None]):
         baseline = self.controller.baseline
         name = baseline.name if baseline is not None else None
         target = self.questions.fill(ws, partial(self._question_view, ws), keep, name)
+        if host(self).status.about_shown:
+            self.post_message(Notice(""))  # it described the list as it was
         if target is not None and (target != self.current_qid or refill):
             self.select_question(target)
             return
@@ -602,7 +615,11 @@ class MainScreen(Screen[None]):
             return
         entry = self.questions.next_unjudged(ws, self.current_qid)
         if entry is None:
-            self.post_message(Notice("Every pooled chunk of the questions shown has a hand grade."))
+            self.post_message(
+                Notice(
+                    "Every pooled chunk of the questions shown has a hand grade.", about_shown=True
+                )
+            )
             return
         if entry.question != self.current_qid:
             self.question_list.select_qid(entry.question)
@@ -642,6 +659,7 @@ class MainScreen(Screen[None]):
                     listed=self.visible_ids,
                     filtered=bool(self.filter_text),
                     disputed=self.questions.filter.disputed,
+                    disagree=self.questions.filter.judge_disagree,
                     ready=[n for n in self.retrievers if is_ready(ws, n)],
                     why=partial(self.questions.why, ws),
                 )

@@ -44,6 +44,9 @@ class Shown:
     """Whether a filter is on."""
     disputed: bool
     """Whether the filter asks for disputed questions (the judging view then adjudicates)."""
+    disagree: bool
+    """Whether the filter asks for ``judge:disagree`` (the judging view then walks the pooled
+    pairs with the judge and the rule disagreeing first)."""
     ready: list[str]
     """The retrievers whose rankings are ready, in order."""
     why: Callable[[], WhyIndex]
@@ -56,11 +59,17 @@ class Shown:
 
 def judging(shown: Shown) -> View:
     """The judging view over the questions shown, in their order, starting at the question shown
-    (and the focused list's chunk); with the ``disputed`` filter, the adjudication pass."""
+    (and the focused list's chunk); with the ``disputed`` filter, the adjudication pass; with
+    ``judge:disagree``, the pooled pairs with the judge and the rule disagreeing first."""
     from ragtui.tui.screens.judging import JudgingScreen
 
     if shown.question is None:
         return "No question is shown: nothing to judge."
+    if shown.disagree and not shown.disputed:
+        queue = Queue(order="disagree")
+        return JudgingScreen(
+            shown.ws, shown.controller, shown.unretired(), shown.ready, None, queue=queue
+        )
     start = (shown.question, shown.chunk)
     return JudgingScreen(
         shown.ws, shown.controller, shown.unretired(), shown.ready, start, shown.disputed

@@ -134,14 +134,20 @@ class QuestionPane(Vertical):
         baseline: str | None,
     ) -> str | None:
         """Fill the list from the filter and the order (``view`` says what the rows show), the
-        cursor on ``keep`` when it is listed, else on the first row; the question under the
-        cursor (None: no question matches)."""
+        cursor on ``keep`` when it is listed, else on the row where ``keep`` was (the filter let it
+        out after a grade), else on the first row; the question under the cursor (None: no
+        question matches)."""
         why = self.why(ws) if self.filter.causes else None
         qids = filter_questions(ws, self.filter, why=why)
         if self.worst_first:
             qids = worst_first(ws, qids)
+        before = self._visible_ids
         self.visible_ids = qids  # a new judging walk
-        target = keep if keep is not None and keep in qids else (qids[0] if qids else None)
+        target = qids[0] if qids else None
+        if keep is not None and keep in qids:
+            target = keep
+        elif keep is not None and qids and keep in before:
+            target = qids[min(before.index(keep), len(qids) - 1)]
         self.question_list.show(view(), target)
         self.show_title(len(ws.questions), baseline)
         return target

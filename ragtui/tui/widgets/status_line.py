@@ -39,6 +39,8 @@ class Status:
     error: bool = False
     #: When it was said (HH:MM:SS), for the log of recent messages.
     when: str = field(default="", compare=False)
+    #: Whether it describes the questions shown (cleared when the list changes).
+    about_shown: bool = field(default=False, compare=False)
 
 
 #: Wraps messages (no output: only its measuring is used).

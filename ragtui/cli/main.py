@@ -532,6 +532,14 @@ def _project_commands(sub: Any) -> None:
         help="serve without the token in the printed address (any local user can then use the app)",
     )
     p_serve.add_argument(
+        "--annotators",
+        type=_path,
+        default=None,
+        metavar="FILE",
+        help='one token per person (a TOML file of name = "token"): each tab grades under the '
+        "name of the token it was opened with (docs/serve.md)",
+    )
+    p_serve.add_argument(
         "--no-spare",
         action="store_true",
         help="start each tab's app when the tab opens, instead of keeping one started ahead",
@@ -646,6 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_sessions=args.max_sessions,
                 token_required=not args.no_token,
                 spare=not args.no_spare,
+                annotators=args.annotators,
             )
         return _run(args, settings)
     except InputError as exc:

@@ -12,7 +12,9 @@ Who may use it (docs/serve.md has the threat model):
 - a request that carries an ``Origin`` (a browser's websocket always does) must come from one of the
   same addresses: a page served from anywhere else, another local port included, is refused;
 - the page and the websocket need the random token printed with the address (``?token=``; the page
-  gives its websocket the token in the websocket's path), unless ``--no-token``;
+  gives its websocket the token in the websocket's path), unless ``--no-token``; with
+  ``--annotators FILE`` (name = token, one per person) each person's own token instead, and the
+  app of that tab records their grades under their name and walks their own queue;
 - at most ``--max-sessions`` app processes run at once, and each ends with its socket: asked to quit,
   then its process group is terminated, then killed.
 
@@ -57,7 +59,9 @@ from textual_serve.server import Server
 
 from ragtui.cli.output import err, warn
 from ragtui.core.errors import InputError
+from ragtui.core.labelling.labels import is_model_annotator
 from ragtui.core.options import OPTIONS
+from ragtui.core.project import key_line, read_toml
 from ragtui.core.text import is_loopback, visible_line
 
 #: The page template: textual-serve's, without the web-font link (the page fetches nothing), its
@@ -101,12 +105,13 @@ _AUTHORIZATION = re.compile(r"(?:token|bearer)\s+(\S+)\s*", re.IGNORECASE)
 Address = tuple[str, int | None]
 
 
-def app_argv(args: argparse.Namespace) -> list[str]:
-    """The command each browser session runs: this Python, ``-m ragtui``, and the shared flags given."""
+def app_argv(args: argparse.Namespace, per_person: bool = False) -> list[str]:
+    """The command each browser session runs: this Python, ``-m ragtui``, and the shared flags
+    given (``per_person``: without ``--annotator``, which each session adds with its person's name)."""
     argv = [sys.executable, "-m", "ragtui"]
     given = vars(args)
     for option in OPTIONS:
-        if option.name in given:
+        if option.name in given and not (per_person and option.name == "annotator"):
             argv += option.args(given[option.name])
     if given.get("project") is not None:
         argv += ["--project", str(Path(given["project"]).resolve())]
@@ -276,15 +281,67 @@ def _quoted(value: str) -> str:
     return repr(value if len(value) <= 80 else value[:77] + "...")
 
 
+#: The longest annotator name an ``--annotators`` file may give.
+MAX_NAME = 100
+_ASSIGNMENT = re.compile(r"\s*[^#\[\s].*=")
+
+
+def load_annotators(path: Path) -> dict[str, str]:
+    """``--annotators FILE``: each person's token (TOML, ``name = "token"``, at the top level or
+    in an ``[annotators]`` table) as token -> name. The file must be the user's and writable by no
+    one else (as a project file); InputError naming the file, the line and the problem."""
+    data, lines = read_toml(path)
+    table = ""
+    if set(data) == {"annotators"} and isinstance(data["annotators"], dict):
+        data, table = data["annotators"], "annotators"
+    if not data:
+        raise InputError(path, 'names no annotator: give one line per person, name = "token"')
+    # Each entry's line: found by its key, else (a quoted key with escapes) the n-th assignment.
+    assignments = [i + 1 for i, text in enumerate(lines) if _ASSIGNMENT.match(text)]
+    people: dict[str, str] = {}
+    for index, (name, token) in enumerate(data.items()):
+        line = key_line(lines, table, name) or (
+            assignments[index] if index < len(assignments) else None
+        )
+        shown = _quoted(name)
+        if not name.strip() or visible_line(name) != name or len(name) > MAX_NAME:
+            raise InputError(path, f"{shown}: a name is 1 to {MAX_NAME} visible characters", line)
+        if is_model_annotator(name):
+            raise InputError(path, f"{shown}: names starting with model: are model judges'", line)
+        if not isinstance(token, str) or not _TOKEN_SHAPE.fullmatch(token):
+            raise InputError(
+                path,
+                f"{shown}: the token must be a string of 16 to 256 letters, digits and . _ ~ -",
+                line,
+            )
+        if token in people:
+            raise InputError(
+                path,
+                f"{shown}: the same token as {_quoted(people[token])}; give each their own",
+                line,
+            )
+        people[token] = name
+    return people
+
+
 @dataclass(frozen=True)
 class Guard:
-    """The addresses browsers may name this server by, and the token (None: ``--no-token``)."""
+    """The addresses browsers may name this server by, and the token (None: ``--no-token``) or
+    each person's (``people``: token -> name, from ``--annotators``)."""
 
     addresses: frozenset[Address]
     token: str | None
+    people: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def build(cls, host: str, port: int, public_url: str | None, token: str | None) -> Guard:
+    def build(
+        cls,
+        host: str,
+        port: int,
+        public_url: str | None,
+        token: str | None,
+        people: dict[str, str] | None = None,
+    ) -> Guard:
         """The served address, ``public_url``'s host and the localhost names on ``port``."""
         addresses: set[Address] = set()
         for name in (*LOCAL_NAMES, host.strip("[]").lower()):
@@ -294,7 +351,7 @@ class Guard:
             if parts.hostname:
                 default = 443 if parts.scheme == "https" else 80
                 addresses |= _named(parts.hostname, parts.port or default)
-        return cls(frozenset(addresses), token)
+        return cls(frozenset(addresses), token, tuple((people or {}).items()))
 
     def known(self) -> str:
         """The addresses accepted, for a refusal's message (without the portless duplicates)."""
@@ -329,8 +386,26 @@ class Guard:
             f"(only pages from {self.known()} may)"
         )
 
+    def person(self, given: str | None) -> str | None:
+        """Whose token ``given`` is (None: nobody's, or no ``--annotators``); every token is
+        compared whole, in constant time."""
+        found = None
+        for token, name in self.people:
+            if given and hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")):
+                found = name
+        return found
+
     def token_problem(self, given: str | None) -> str | None:
         """Why a request with this token (None: none given) is refused, or None."""
+        if self.people:
+            if not given:
+                return (
+                    "this server needs your own token (from the --annotators file): "
+                    "open its address with ?token=YOUR_TOKEN"
+                )
+            if self.person(given) is None:
+                return "no annotator has this token: open the address with your own token"
+            return None
         if self.token is None:
             return None
         if not given:
@@ -542,6 +617,8 @@ class RagtuiServer(Server):
         self.public_url = self.public_url.rstrip("/")
         #: The open sessions: each app process and its browser's socket.
         self.sessions: dict[AppProcess, web.WebSocketResponse] = {}
+        #: With ``--annotators``: whose each session is.
+        self.owners: dict[AppProcess, str] = {}
         self.refusals_shown: set[str] = set()
         #: What the apps' inputs look like now (``input_stamp``); None: no spare app is kept.
         self.stamp = stamp
@@ -688,8 +765,9 @@ class RagtuiServer(Server):
         if problem is not None:
             return self.refuse(503, "the page", problem)
         websocket_url = self.public_url + "/ws"
-        if self.guard.token is not None:
-            websocket_url += "/" + quote(self.guard.token, safe="")
+        token = given_token(request) if self.guard.people else self.guard.token
+        if token is not None:
+            websocket_url += "/" + quote(token, safe="")
         scheme, rest = websocket_url.split(":", 1)
         context = {
             "font_size": _bounded(request.query.get("fontsize"), 16, 6, 64),
@@ -710,19 +788,23 @@ class RagtuiServer(Server):
             return self.refuse(503, "a websocket", problem)
         width = _bounded(request.query.get("width"), 80, 10, 1000)
         height = _bounded(request.query.get("height"), 24, 5, 1000)
-        taken = self.take_spare()
+        person = self.guard.person(given_token(request))
+        taken = self.take_spare() if person is None else None
         tap = None
         if taken is not None:
             service, tap = taken
         else:
             service = AppProcess(
-                self.argv,
+                self.argv if person is None else [*self.argv, "--annotator", person],
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
                 close=websocket.close,
                 download_manager=self.download_manager,
             )
         self.sessions[service] = websocket  # counted before the first await: no race past the cap
+        if person is not None:
+            self.owners[service] = person
+            self._say_sessions(f"{visible_line(person)} opened a session")
         try:
             await websocket.prepare(request)
             if tap is not None:
@@ -748,9 +830,19 @@ class RagtuiServer(Server):
         finally:
             await service.stop()
             del self.sessions[service]
+            if self.owners.pop(service, None) is not None:
+                self._say_sessions(f"{visible_line(person or '')} closed a session")
             await websocket.close()
             self.keep_spare()
         return websocket
+
+    def _say_sessions(self, what: str) -> None:
+        """``ragtui serve: alice opened a session (open: alice 2, bob 1)`` on stderr."""
+        counts: dict[str, int] = {}
+        for name in self.owners.values():
+            counts[name] = counts.get(name, 0) + 1
+        open_now = ", ".join(f"{visible_line(n)} {c}" for n, c in sorted(counts.items()))
+        err(f"ragtui serve: {what} (open: {open_now or 'none'})")
 
     async def _messages(self, websocket: web.WebSocketResponse, service: AppProcess) -> None:
         """The browser's keys, sizes and pings, passed to the app; anything malformed is ignored."""
@@ -833,8 +925,10 @@ def run_serve(
     max_sessions: int = 3,
     token_required: bool = True,
     spare: bool = True,
+    annotators: Path | None = None,
 ) -> int:
-    """Serve the app until interrupted (ctrl+c)."""
+    """Serve the app until interrupted (ctrl+c); with ``annotators`` (a file of name = token), each
+    person's tabs with their own token, grading under their name."""
     if port > 65535:
         raise InputError(None, f"--port: {port} is not a port (1-65535)")
     if public_url is not None:
@@ -851,9 +945,16 @@ def run_serve(
         host = host[1:-1]  # [::1] as a URL writes it
     if not host.strip():
         raise InputError(None, "--host: give an address (0.0.0.0 or :: for every interface)")
+    people = None
+    if annotators is not None:
+        if not token_required:
+            raise InputError(
+                None, "--annotators gives each person a token: it cannot go with --no-token"
+            )
+        people = load_annotators(annotators)
     check_listen(host, port)
-    token, from_environment = server_token(token_required)
-    guard = Guard.build(host, port, public_url, token)
+    token, from_environment = server_token(token_required and people is None)
+    guard = Guard.build(host, port, public_url, token, people)
     if not is_loopback(host):
         warn(
             f"serving on {host}:{port}, beyond this machine: anyone who can reach it "
@@ -865,12 +966,12 @@ def run_serve(
             "browsers reaching this server by another name or address are refused (DNS rebinding); "
             "give the address they use as --public-url"
         )
-    if token is None:
+    if token is None and people is None:
         warn(
             "--no-token: every user and program on this machine (and anything that reaches the "
             "port) can use the app and change labels"
         )
-    argv = app_argv(args)
+    argv = app_argv(args, per_person=people is not None)
     base = public_url.rstrip("/") if public_url else f"http://{_shown((host.strip('[]'), port))}"
     server = RagtuiServer(
         argv,
@@ -879,9 +980,13 @@ def run_serve(
         public_url=base,
         guard=guard,
         max_sessions=max_sessions,
-        stamp=(lambda: input_stamp(args)) if spare else None,
+        # A spare app is started before anyone is known: with one token each, each tab starts its own.
+        stamp=(lambda: input_stamp(args)) if spare and people is None else None,
     )
-    if token is None:
+    if people is not None:
+        names = ", ".join(sorted(visible_line(n) for n in people.values()))
+        url = f"{base}/ for {names}: each opens it with ?token= their own token from {annotators}"
+    elif token is None:
         url = f"{base}/"
     elif from_environment:
         url = f"{base}/?token=${TOKEN_ENV}"

@@ -263,7 +263,7 @@ def read_trusted(path: str | Path) -> bytes:
 _TOML_WHERE = re.compile(r"\s*\(at line (\d+), column \d+\)\s*$")
 
 
-def _read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
+def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     """The parsed file and its lines; InputError with the line for a syntax error."""
     try:
         raw = read_trusted(path)
@@ -289,7 +289,7 @@ def _read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     return data, text.splitlines()
 
 
-def _key_line(lines: Sequence[str], table: str, key: str) -> int | None:
+def key_line(lines: Sequence[str], table: str, key: str) -> int | None:
     """The line where ``key`` is set in table ``table`` ("" for the top level), best effort."""
     current = ""
     header = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
@@ -339,7 +339,7 @@ def _unknown(key: str, known: Sequence[str]) -> str:
 def load_project(path: str | Path) -> Project:
     """Read a project file (``ragtui.toml``, or ``pyproject.toml``'s ``[tool.ragtui]``); InputError on any problem."""
     path = Path(path)
-    data, lines = _read_toml(path)
+    data, lines = read_toml(path)
     table_name = ""
     if path.name == "pyproject.toml":
         table: Any = data
@@ -354,7 +354,7 @@ def load_project(path: str | Path) -> Project:
     prefix = f"{table_name}." if table_name else ""
     known = sorted({*_OPTIONS_BY_KEY, *SECTIONS})
     for key, raw in data.items():
-        line = _key_line(lines, table_name, key)
+        line = key_line(lines, table_name, key)
         option = _OPTIONS_BY_KEY.get(key)
         section = SECTIONS.get(key)
         if isinstance(raw, dict) and section is not None:
@@ -376,8 +376,8 @@ def load_project(path: str | Path) -> Project:
                     # A judge's table: the line of its key (else of its header) and its own name.
                     entry, sub = exc.at
                     table_path = f"{prefix}{key}.{entry}"
-                    found = _key_line(lines, table_path, sub) if sub else None
-                    found = found or _key_line(lines, f"{prefix}{key}", entry) or line
+                    found = key_line(lines, table_path, sub) if sub else None
+                    found = found or key_line(lines, f"{prefix}{key}", entry) or line
                     where = f"[{table_path}] {sub}: " if sub else f"[{table_path}] "
                     raise InputError(path, where + str(exc.problem), found) from None
                 raise InputError(path, f"[{prefix}{key}] {exc}", line) from None

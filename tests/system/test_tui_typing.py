@@ -142,6 +142,30 @@ async def test_keys_typed_in_one_burst_edit_the_filter_in_order(tmp_path: Path) 
 
 
 @run_async
+async def test_a_late_focus_event_does_not_select_what_was_typed(tmp_path: Path) -> None:
+    """``/`` opens the filter with its text selected, so what is typed first replaces it. Under
+    load the box's Focus event reached it after the first characters of a burst (the app types
+    them into the box at once), and selected them: ``why:label-gap`` read ``bel-gap`` in tmux. The
+    Focus event is delivered late here on purpose: nothing typed is lost."""
+    settings = bundled_settings(tmp_path)
+    app = RagtuiApp(settings, embedder=FakeEmbedder())
+    async with app.run_test(size=COMPACT) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await press(pilot, "slash", "q", "1", "enter")
+        await pilot.pause(0.3)
+        assert screen.filter_text == "q1"
+        await press(pilot, "slash", *"why:la")
+        box = app.focused
+        assert box is not None and box.id == "filter"
+        box.post_message(events.Focus())  # the Focus event, after the first characters
+        await pilot.pause()
+        await press(pilot, *"bel-gap", "enter")
+        await pilot.pause(0.3)
+        assert screen.filter_text == "why:label-gap"
+
+
+@run_async
 async def test_the_footer_shows_no_key_the_filter_types(tmp_path: Path) -> None:
     """While the filter has the focus the footer lists escape and quit, not ``+- k`` (which the
     filter types)."""

@@ -23,7 +23,7 @@ some relevant chunk is not in its top k. The question list's ``✗`` and ``miss:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,12 +178,19 @@ def filter_questions(
     flt: QuestionFilter,
     queue: JudgingQueue | None = None,
     why: WhyIndex | None = None,
+    among: Collection[str] | None = None,
 ) -> list[str]:
     """The ids of the questions ``flt`` lets through, in golden-set order (``queue`` is needed for
     ``unjudged``, ``why`` for ``why:`` terms; each is built when not given: keep one and ``update``
-    it after a grade change rather than rebuilding it for every keystroke)."""
+    it after a grade change rather than rebuilding it for every keystroke); with ``among``, only
+    those questions are looked at (whether a grade change let them in or out)."""
+    questions = (
+        ws.questions
+        if among is None
+        else [ws.questions.by_id[q] for q in among if q in ws.questions.by_id]
+    )
     if flt.empty:
-        return [q.id for q in ws.questions]
+        return [q.id for q in questions]
     shown = list(ws.retrievers)
     if (flt.unjudged or flt.judge_disagree) and queue is None:
         queue = JudgingQueue(ws)
@@ -195,7 +202,7 @@ def filter_questions(
     if flt.causes and why is None:
         why = WhyIndex(ws)
     out = []
-    for q in ws.questions:
+    for q in questions:
         if flt.disputed and q.id not in disputed:
             continue
         if flt.judge_disagree and q.id not in disagree:

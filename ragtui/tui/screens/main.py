@@ -238,16 +238,23 @@ class MainScreen(Screen[None]):
             # Grades and labels only: each touched row once, then the current question's views.
             touched = {qid for change in pending for qid in change.questions or ()}
             self._rows_changed(ws, touched, self.current_qid in touched)
-            self._refilter()
 
-    def _rows_changed(self, ws: Workspace, qids: set[str], current: bool) -> None:
-        """Grades, labels or retirements of ``qids`` changed: their rows, the current question's
-        views when ``current``, the metrics and the progress line."""
-        self.question_list.update_view(self._question_view(ws), qids)
+    def _rows_changed(
+        self, ws: Workspace, qids: set[str] | None, current: bool, chunk: str | None = None
+    ) -> None:
+        """Grades, labels or retirements of ``qids`` (None: any) changed: their rows, the current
+        question's views when ``current`` (``chunk``: the one whose grade changed), the metrics and
+        the progress line; a filter that depends on grades is applied again when they let a
+        question in or out (the cursor stays on its question, else on its row)."""
+        if qids:
+            self.question_list.update_view(self._question_view(ws), qids)
         if current:
-            self._refresh_current()
+            self._refresh_current(chunk)
         self.refresh_metrics()
         self.update_progress_line()
+        if self.questions.let_in_or_out(ws, qids):
+            self.questions.forget_walk()
+            self._fill_questions(keep=self.current_qid)
 
     def _apply_change(self, change: Changed) -> None:
         """Redraw what one change touched."""
@@ -273,13 +280,8 @@ class MainScreen(Screen[None]):
         elif kind == "grades":
             self._grades_changed(change)
         elif kind == "labels-reloaded":
-            if change.questions:
-                self.question_list.update_view(self._question_view(ws), set(change.questions))
-            if change.questions is None or self.current_qid in change.questions:
-                self._refresh_current()
-            self.refresh_metrics()
-            self.update_progress_line()
-            self._refilter()
+            qids = set(change.questions) if change.questions is not None else None
+            self._rows_changed(ws, qids, qids is None or self.current_qid in qids)
         elif kind == "questions":
             self._clear_filter_text()
             self._fill_questions(keep=next(iter(change.questions or ()), None))
@@ -303,22 +305,9 @@ class MainScreen(Screen[None]):
         ws = self.ws
         assert ws is not None
         qids = set(change.questions or ())
-        self.question_list.update_view(self._question_view(ws), qids)
-        if self.current_qid in qids:
-            self._refresh_current(change.chunk)
         k = ws.settings.k
         self.metrics.note([f"Δ {qid} {ndcg_moves(change.moves, k)}" for qid in sorted(qids)])
-        self.refresh_metrics()
-        self.update_progress_line()
-        self._refilter()
-
-    def _refilter(self) -> None:
-        """Grades changed: a filter that depends on them (``disputed``, ``unjudged``, ``miss:``,
-        ``why:``, ``judge:disagree``) is applied again, so the list never shows a question the
-        filter no longer lets through (the cursor stays on its question, else on its row)."""
-        if self.questions.filter.by_grades:
-            self.questions.forget_walk()
-            self._fill_questions(keep=self.current_qid)
+        self._rows_changed(ws, qids, self.current_qid in qids, change.chunk)
 
     def _refresh_current(self, chunk: str | None = None) -> None:
         """The current question's numbers changed (one chunk's grade, when ``chunk`` is given): the

@@ -11,7 +11,7 @@ list's own (``RowList.CursorMoved``, ``RowList.Chosen``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from textual import on
@@ -20,6 +20,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input
+from textual.widgets.input import Selection
 
 from ragtui.core.analysis.question_filter import (
     FILTER_SYNTAX,
@@ -77,7 +78,12 @@ class QuestionPane(Vertical):
 
     def compose(self) -> ComposeResult:
         """The filter box, the list, the legend."""
-        yield TextBox(placeholder=f"{FILTER_SYNTAX}; enter applies", id="filter")
+        # The text is selected when the box opens (``open_filter``), not on its Focus event: that
+        # event waits in the box's queue behind nothing the app typed into it, so in a burst it
+        # came after the first characters and selected them.
+        yield TextBox(
+            placeholder=f"{FILTER_SYNTAX}; enter applies", id="filter", select_on_focus=False
+        )
         yield QuestionList(id="question-list")
         yield RankLegend(id="rank-legend")
 
@@ -152,6 +158,20 @@ class QuestionPane(Vertical):
         self.show_title(len(ws.questions), baseline)
         return target
 
+    def let_in_or_out(self, ws: Workspace, qids: Collection[str] | None) -> bool:
+        """Whether grades of ``qids`` (None: any question's) changed which questions the filter
+        lets through: only a filter that depends on grades (``QuestionFilter.by_grades``), and only
+        ``qids`` are looked at."""
+        flt = self.filter
+        if not flt.by_grades:
+            return False
+        if qids is None:
+            return True
+        why = self.why(ws) if flt.causes else None
+        passing = set(filter_questions(ws, flt, why=why, among=qids))
+        shown = set(self._visible_ids)
+        return any((q in passing) != (q in shown) for q in qids)
+
     def view(
         self,
         ws: Workspace,
@@ -201,10 +221,12 @@ class QuestionPane(Vertical):
         return self.has_class("-filtering")
 
     def open_filter(self, text: str) -> TextBox:
-        """Open the filter box holding ``text``; the box, for the screen to focus."""
+        """Open the filter box holding ``text``, all of it selected (what is typed first replaces
+        it); the box, for the screen to focus."""
         self.add_class("-filtering")
         box = self.filter_box
         box.value = text
+        box.selection = Selection(0, len(text))
         return box
 
     def close_filter(self) -> None:

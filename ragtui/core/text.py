@@ -40,6 +40,23 @@ def visible_line(text: str) -> str:
     return _CONTROL_ONE_LINE.sub(_escape, text)
 
 
+#: A whole terminal escape sequence, 7-bit or 8-bit: CSI (``ESC [ 31 m``), OSC, DCS, SOS, PM and APC
+#: strings up to their terminator (BEL or ST; unterminated: to the end), and two- or three-character
+#: ``ESC`` sequences (``ESC c``, ``ESC ( B``).
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+
+
+def without_escapes(text: str) -> str:
+    """``text`` with every terminal escape sequence removed whole, its parameters too (a model's
+    ``ESC[31mRED ESC[0m`` reads ``RED``, not ``[31mRED[0m``); other control characters are left to
+    ``visible``."""
+    return _ESCAPE_SEQUENCE.sub("", text)
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

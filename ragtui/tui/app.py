@@ -515,7 +515,9 @@ class RagtuiApp(AppCommands, App[int]):
             self.say(exc.message, error=True)
             return
         self.publish(change)
-        if not change.warnings:
+        if message.then and not change.warnings:
+            self.say(f"{change.said} · {message.then}", about_shown=True)
+        elif not change.warnings:
             self._say_change(change)
         self._say_notices()
 

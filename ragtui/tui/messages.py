@@ -49,6 +49,9 @@ class GradeRequested(Request):
     """An adjudicated grade: it settles a pair the annotators disagree on (the adjudication pass)."""
     independent: bool | None = None
     """In a person's own queue: whether no other grade was on screen when the key was pressed."""
+    then: str = ""
+    """What the view adds to the status line after the saved grade (``every pair of the questions
+    shown is judged``: a line about the questions shown)."""
 
 
 @dataclass

@@ -68,3 +68,43 @@ def test_judging_view_blind(snap_compare, cors_settings: Settings) -> None:
 
     app = RagtuiApp(cors_settings, embedder=FakeEmbedder())
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_agreement_view_80x24(snap_compare, cors_settings: Settings) -> None:
+    """Issue 33, item 7: the agreement view at 80x24 with a long chunk id disputed by alice and bob,
+    adjudicated against the evidence rule, and a judge's reason holding escape sequences: every
+    chunk id whole (before: ``com…s.md#2``), ``adjudicated`` whole in the ``by`` column (before:
+    ``a…udicated``), the reason without the sequences' parameters."""
+    from tests.app.test_tui_verify import write_verdicts
+
+    grade_as(cors_settings, "alice", [("m08", CORS_CHUNK, 2), ("m01", "ferry.md#1", 2)])
+    grade_as(cors_settings, "bob", [("m08", CORS_CHUNK, 0)])
+    grade_as(cors_settings, "tester", [("m08", CORS_CHUNK, 0)], adjudicate=True)
+    write_verdicts(
+        cors_settings,
+        [("m08", CORS_CHUNK, 1, "\x1b[31mRED\x1b[0m it lists \x1b]0;pwned\x07the origins")],
+    )
+
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+        await pilot.press("g")
+        await wait_ready(pilot)
+
+    app = RagtuiApp(cors_settings, embedder=FakeEmbedder())
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_judging_view_sample_order_80x24(snap_compare, cors_settings: Settings) -> None:
+    """Issue 33, item 7: the judging view in the sample order at 80x24: the title keeps the pair
+    and the judged count (before: cut before it), then the sample's progress as far as it fits."""
+
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+        await pilot.press("j", "o", "o")
+        await wait_ready(pilot)
+        # The status line named sample.json's path (a temporary folder): the keys instead.
+        await pilot.press("question_mark")
+        await wait_ready(pilot)
+
+    app = RagtuiApp(cors_settings, embedder=FakeEmbedder())
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

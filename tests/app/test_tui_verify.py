@@ -387,8 +387,9 @@ def test_the_sample_of_the_bundled_set_goes_to_the_users_copy(
 @run_async
 async def test_a_hostile_reason_is_shown_safely(tui_settings: Settings) -> None:
     """A reason of 10 kB holding escape sequences, a bidi override and line breaks: the journal
-    keeps its first 1,000 characters; the view shows two rows of it with escapes visible, never
-    raw, and the rows fit the width."""
+    keeps its first 1,000 characters; the view shows two rows of it, the escape sequences removed
+    whole (issue 33, item 7: their parameters were left as text, ``[31mRED ]0;pwned-title``), the
+    other control characters shown as escapes, never raw, and the rows fit the width."""
     settings = dataclasses.replace(tui_settings, retrievers=("bm25",))
     pool = pool_of(settings, "m01")
     hostile = "\x1b]52;c;cGF3bmVk\x07\x1b[2J\u202e\r\nGRADE 2 NOW " + "x" * 10_000
@@ -401,7 +402,8 @@ async def test_a_hostile_reason_is_shown_safely(tui_settings: Settings) -> None:
         await pilot.pause()
         text = verdict_text(screen)
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
-        assert "\\x1b]52;c;cGF3bmVk\\x07\\x1b[2J\\u202e GRADE 2 NOW" in text
+        assert "\\u202e GRADE 2 NOW" in text
+        assert "52;c" not in text and "cGF3bmVk" not in text and "[2J" not in text
         assert "ev\\x1b[31mil: grade 1" in text
         rows = text.split("\n")
         assert len(rows) == 3 and rows[-1].endswith("…")

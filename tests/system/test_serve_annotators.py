@@ -20,7 +20,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.settings import Settings
 from ragtui.core.workspace import Workspace
 from tests.conftest import settings_of
-from tests.system.test_serve import Served, _connect, _project, passes
+from tests.system.test_serve import Served, _connect, _project, passes, request
 from tests.system.test_serve_spare import _screen_of, environment  # noqa: F401  (a fixture)
 
 ALICE = "alice-token-0123456789abcdef"
@@ -93,6 +93,11 @@ def test_two_people_grade_the_same_pair_in_two_tabs(tmp_path, environment):  # n
         assert "for alice, bob" in server.output() and server.token is None
         assert not passes(server, "/ws/" + "x" * 30), "an unknown token got past"
         assert passes(server, "/ws/" + ALICE)
+        # Each person's page opens its websocket with that person's token, and only theirs.
+        for mine, theirs in ((ALICE, BOB), (BOB, ALICE)):
+            status, _, page = request(server, f"/?token={mine}")
+            assert status == 200 and f"/ws/{mine}" in page and theirs not in page
+        assert request(server, "/")[0] == 403 and request(server, "/?token=" + "y" * 20)[0] == 403
 
         async def grade(token: str, key: str) -> str:
             session, ws = await _connect(server, path=f"/ws/{token}?width=100&height=30")

@@ -552,3 +552,94 @@ def test_the_page_without_its_token_is_refused_and_with_it_works(browser, served
         assert terminal.frames  # the app's screen arrived over the websocket the page opened
     finally:
         tab.close()
+
+
+def test_two_tabs_with_two_peoples_tokens_grade_as_those_people(browser, cache_dir, tmp_path):
+    """Issue 33, item 5: ``ragtui serve --annotators`` with alice's and bob's tokens; a tab each
+    grades the same pair (the first bm25 chunk of the first question) differently: the journal
+    holds both names and the pair is disputed once."""
+    shutil.copytree(MINI / "corpus", tmp_path / "corpus")
+    shutil.copytree(MINI / "golden", tmp_path / "golden")
+    (tmp_path / "golden" / "labels.jsonl").unlink(missing_ok=True)
+    (tmp_path / "ragtui.toml").write_text(
+        f'corpus = "corpus"\ngolden = "golden"\nchunk-size = {MINI_CHUNK_SIZE}\n'
+        'retrievers = "bm25"\nannotator = "browser"\n'
+    )
+    tokens = {"alice": "alice-browser-token-0123456789", "bob": "bob-browser-token-9876543210x"}
+    team = tmp_path / "team.toml"
+    team.write_text("".join(f'{name} = "{token}"\n' for name, token in tokens.items()))
+    team.chmod(0o600)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "RAGTUI_CACHE_DIR": str(cache_dir),
+        "HF_HUB_OFFLINE": "1",
+        "TEXTUAL_ANIMATIONS": "none",
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+    }
+    env.pop("RAGTUI_SERVE_TOKEN", None)
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ragtui", "serve", "--port", str(port), "--annotators", str(team)],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}/"
+    journal = tmp_path / "golden" / "labels.jsonl"
+    tabs: list[Any] = []
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}?token={tokens['alice']}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"ragtui serve did not start: {(tmp_path / 'serve.log').read_text()}")
+            time.sleep(0.2)
+        ws = _mini_workspace(tmp_path)
+        first = ws.questions[0]
+        top_bm25 = ws.ranking("bm25", first.id)[0][0]
+        for count, (name, grade) in enumerate((("alice", "2"), ("bob", "0")), start=1):
+            tab = browser.new_page()
+            tabs.append(tab)
+            terminal = Terminal(tab)
+            tab.goto(f"{base}?token={tokens[name]}")
+            tab.wait_for_selector("body.-first-byte", timeout=60_000)
+            terminal.wait_for(
+                lambda s: len(_question_rows(s, [first.id])) == 1 and "bm25" in str(s.display)
+            )
+            tab.keyboard.press("Tab")  # the bm25 list, its first result highlighted
+            tab.keyboard.press(grade)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                lines = journal.read_text().splitlines() if journal.exists() else []
+                if len(lines) >= count:
+                    break
+                tab.wait_for_timeout(200)
+            else:
+                raise AssertionError(f"{name}'s key wrote no label")
+    finally:
+        for tab in tabs:
+            tab.close()
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        log.close()
+    labels = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [(x["annotator"], x["question"], x["chunk"], x["grade"]) for x in labels] == [
+        ("alice", first.id, top_bm25, 2),
+        ("bob", first.id, top_bm25, 0),
+    ]
+    assert _mini_workspace(tmp_path).grades.disputed_pairs() == [(first.id, top_bm25)]
+    output = (tmp_path / "serve.log").read_text()
+    assert all(token not in output for token in tokens.values())

@@ -161,3 +161,66 @@ def test_judging_over_ssh_at_80x24_then_the_client_dies(
     assert [(w["question"], w["chunk"]) for w in written] == intended
     assert [w["grade"] for w in written] == [int(g) for g in grades]
     assert {w["annotator"] for w in written} == {marker}
+
+
+def _over_ssh(port: int, key: Path, args: list[str], cache_dir: Path) -> str:
+    """The SSH client's command running the app with ``args`` on the server side (80x24,
+    ``TERM=screen``)."""
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "RAGTUI_CACHE_DIR": str(cache_dir),
+        "TERM": "screen",
+        "TEXTUAL_ANIMATIONS": "none",
+        "PYTHONPATH": str(ROOT),
+    }
+    remote = (
+        f"cd {shlex.quote(str(ROOT))} && exec env "
+        + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        + f" {shlex.quote(sys.executable)} -m ragtui "
+        + " ".join(shlex.quote(a) for a in args)
+    )
+    return (
+        f"exec ssh -tt -p {port} -i {shlex.quote(str(key))} -o StrictHostKeyChecking=no"
+        f" -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+        f" {os.environ.get('USER', 'root')}@127.0.0.1 {shlex.quote(remote)}"
+    )
+
+
+@needs_tmux
+def test_two_people_and_an_adjudicator_over_ssh_at_80x24(
+    sshd: tuple[int, Path], mini_settings: Settings, cache_dir: Path
+) -> None:
+    """Issue 33's done-when over a real sshd: ann then bob grade the same 40 pairs, neither sees the
+    other's grade before their own, each status names the person's own grade; carol adjudicates,
+    seeing both grades, and the disputed filter empties as the disputes are settled."""
+    from tests.system.test_tmux_judging import (
+        ANN_GRADE,
+        BOB_GRADE,
+        adjudicate_all,
+        check_two_people_journal,
+        disputed_after,
+        judge_forty,
+        two_people_args,
+        two_people_settings,
+    )
+
+    port, key = sshd
+    settings, total = two_people_settings(mini_settings)
+    for who, grades, other in (("ann", ANN_GRADE, None), ("bob", BOB_GRADE, "ann")):
+        pane = Pane()
+        pane.start(_over_ssh(port, key, two_people_args(settings, who), cache_dir), 80, 24)
+        try:
+            judge_forty(pane, who, grades, other, total)  # each grade seen saved on screen
+            pane.keys("C-q")
+        finally:
+            pane.kill()
+    disputed = disputed_after(settings)
+    pane = Pane()
+    pane.start(_over_ssh(port, key, two_people_args(settings, "carol"), cache_dir), 80, 24)
+    try:
+        pane.wait_for("questions 8", 90, "carol's main screen")
+        adjudicate_all(pane, disputed)
+        pane.keys("C-q")
+    finally:
+        pane.kill()
+    check_two_people_journal(settings, disputed)

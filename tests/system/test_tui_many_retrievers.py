@@ -193,10 +193,17 @@ async def test_eight_lists_at_100x30_a_legend_and_the_active_tab_in_view(
         await pilot.pause()
         await pilot.pause()
         assert _in_view(screen, "pinecone")
-        # Back to the first list: nothing before it is left out.
+        # Back to the first list: nothing before it is left out; the tabs after it that do not fit
+        # whole are left out and counted (issue 33, item 7: the strip ended at "milvus #").
         await pilot.press("tab", "tab")
         await pilot.pause()
         assert _in_view(screen, "bm25") and not more.display
+        after = screen.query_one("#tab-after")
+        shown = [t.retriever for t in _tabs(screen) if t.display]
+        assert shown == list(EIGHT[: len(shown)]) and len(shown) < len(EIGHT)
+        assert all(_in_view(screen, name) for name in shown)
+        assert after.display and str(after.content) == f"{len(EIGHT) - len(shown)}›"
+        assert after.region.right <= screen.query_one("#tab-strip").region.right
 
 
 @run_async
@@ -219,6 +226,15 @@ def test_main_screen_with_eight_lists_snapshot(snap_compare, eight_settings: Set
 
     app = RagtuiApp(eight_settings, embedder=FakeEmbedder())
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
+
+
+def test_main_screen_with_eight_lists_at_80x24_snapshot(
+    snap_compare, eight_settings: Settings
+) -> None:
+    """80x24 on the first list (issue 33, item 7): the tabs that fit whole, then ``N›`` counting the
+    lists left out after them (before: the strip ended at ``milvus #``)."""
+    app = RagtuiApp(eight_settings, embedder=FakeEmbedder())
+    assert snap_compare(app, terminal_size=(80, 24), run_before=wait_ready)
 
 
 # ---- report tables ------------------------------------------------------------------------------------

@@ -396,6 +396,9 @@ NOT_RUN = {
         "docs/serve.md",
         "ragtui serve",
     ): "serves until stopped (tests/system/test_serve.py starts it)",
+    ("docs/serve.md", "ragtui serve --annotators team.toml"): (
+        "serves until stopped (tests/system/test_serve_annotators.py starts it and reads the line)"
+    ),
     ("docs/why.md", "ragtui why --beir tests/data/cranfield --retrievers bm25"): (
         "Cranfield, not the bundled data: tests/unit/test_why_many_relevant.py runs it and compares the lines"
     ),

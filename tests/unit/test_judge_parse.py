@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ragtui.core.data.grades import DEFAULT_GRADE_SCALE, GradeScale
 from ragtui.core.errors import InputError
 from ragtui.core.judges.base import Verdict
-from ragtui.core.judges.parse import parse_grade
+from ragtui.core.judges.parse import clean_reason, parse_grade
 from ragtui.core.judges.prompt import (
     DEFAULT_PROMPT,
     MAX_PROMPT_BYTES,
@@ -25,7 +25,7 @@ from ragtui.core.judges.prompt import (
     scale_text,
 )
 from ragtui.core.labelling.labels import MAX_REASON
-from ragtui.core.text import has_control
+from ragtui.core.text import has_control, visible_line, without_escapes
 
 S = DEFAULT_GRADE_SCALE
 FOUR: GradeScale = (
@@ -277,7 +277,7 @@ def test_reason_is_one_clean_capped_line() -> None:
     dirty = "Reason: The \x1b]52;c;aGk=\x07passage\x00 **is** `on topic`.\nGrade: 1"
     verdict = parse_grade(dirty, S)
     assert verdict.grade == 1
-    assert verdict.reason == "The ]52;c;aGk=passage is on topic."
+    assert verdict.reason == "The passage is on topic."  # the sequence gone whole (issue 33)
     long = parse_grade(json.dumps({"grade": 2, "reason": "word " * 1000}), S)
     assert long.grade == 2 and len(long.reason) == MAX_REASON and long.reason.endswith("…")
     lines = parse_grade(json.dumps({"grade": 2, "reason": "one\ntwo\r\nthree"}), S)
@@ -481,3 +481,23 @@ def test_deeply_nested_json_grade() -> None:
     # Past three levels the JSON is not searched; its text still says "grade": 2.
     assert parse_grade(json.dumps(nested), S) == Verdict(2)
     assert parse_grade(json.dumps({"a": {"b": {"grade": 2}}}), S).grade == 2
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        # Issue 33, item 7: the reason read "[31mRED ANSI[0m ]0;pwned-title".
+        ("\x1b[31mRED ANSI\x1b[0m \x1b]0;pwned-title\x07 it answers", "RED ANSI it answers"),
+        ("clip\x1b]52;c;ZXZpbA==\x1b\\board holds it", "clipboard holds it"),
+        ("an 8-bit \x9b2Jclear and \x9d0;t\x9ctitle", "an 8-bit clear and title"),
+        ("reset \x1bc and charset \x1b(B here", "reset and charset here"),
+        ("unterminated title \x1b]0;never ends", "unterminated title"),
+        ("a bell \x07 and a tab\tstay visible", "a bell \\x07 and a tab\\x09stay visible"),
+    ],
+)
+def test_escape_sequences_leave_whole(raw: str, shown: str) -> None:
+    """A terminal escape sequence goes whole, parameters and terminator too; any other control
+    character is shown as an escape; the reason kept in the journal holds none of them."""
+    assert " ".join(visible_line(without_escapes(raw)).split()) == shown
+    reason = clean_reason(raw)
+    assert not has_control(reason) and "[31m" not in reason and "52;c" not in reason

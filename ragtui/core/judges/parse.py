@@ -31,7 +31,7 @@ from typing import Any
 from ragtui.core.data.grades import GradeScale
 from ragtui.core.judges.base import Verdict
 from ragtui.core.labelling.labels import MAX_REASON
-from ragtui.core.text import has_control, visible_line
+from ragtui.core.text import has_control, visible_line, without_escapes
 
 __all__ = [
     "CONFLICTING",
@@ -317,6 +317,7 @@ def _last_sentence(text: str) -> str:
 def clean_reason(text: str) -> str:
     """A reason as the journal keeps it: one line, markdown and control characters removed, at most
     ``MAX_REASON`` characters."""
+    text = without_escapes(text)
     flat = " ".join(_MARKDOWN.sub(" ", _EMPHASIS.sub("", text)).split()).strip(" \"'")
     flat = _LIST_ITEM.sub("", flat)
     flat = "".join(ch for ch in flat if not has_control(ch))

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from ragtui.core.errors import InputError
+from ragtui.core.text import without_escapes
 
 __all__ = [
     "GRADES_HUMAN",
@@ -339,7 +340,8 @@ def parse_label(obj: dict[str, Any], path: Path, line: int) -> Label:
         adjudicated,
         model,
         prompt_sha1,
-        reason[:MAX_REASON],
+        # Data from a file: a terminal escape sequence goes whole (its parameters too).
+        without_escapes(reason[: MAX_REASON * 4])[:MAX_REASON],
         answer,
         read_probabilities(obj.get("probabilities"), path, line),
         independent,

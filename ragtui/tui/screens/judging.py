@@ -489,6 +489,8 @@ class JudgingScreen(Screen[None]):
                 Notice(f"{grade} is not on the grade scale ({words}): nothing saved.", error=True)
             )
             return
+        # The next pair first: the status says so with the grade when none is left.
+        done = self.session.graded_current() is None
         self.app.post_message(
             GradeRequested(
                 qid,
@@ -496,15 +498,12 @@ class JudgingScreen(Screen[None]):
                 grade,
                 adjudicate=self.adjudicate,
                 independent=self.pair_lines.independent(qid, cid),
+                then="every pair of the questions shown is judged" if done else "",
             )
         )
         if self._first_grade_at is None:
             self._first_grade_at = time.monotonic()
         self._graded_here += 1
-        if self.session.graded_current() is None:
-            self.post_message(
-                Notice("Every pair of the questions shown is judged.", about_shown=True)
-            )
         self.show_pair()
 
     def action_clear(self) -> None:

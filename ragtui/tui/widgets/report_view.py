@@ -41,8 +41,8 @@ TONE_CLASSES: dict[Tone | str, str] = {
 PLAIN_WIDTH = 1000
 
 
-#: A column of single words (chunk ids) is shortened in the middle, but never below this width.
-MIN_SHORTENED = 10
+#: A column of single words (chunk ids) is folded onto more rows, but never below this width.
+MIN_FOLDED = 10
 
 #: A column of text wraps at spaces, but never below this width (nor below its longest word).
 MIN_WRAPPED = 10
@@ -60,12 +60,13 @@ def fitted_widths(section: Section, width: int) -> list[int]:
     three steps until the table fits, each step taken only as far as needed:
 
     1. headings wrap at their spaces (``judged like`` over ``baseline``);
-    2. columns of single words (chunk ids, document names) are shortened in the middle, keeping
-       their ends (``emergency-…dures.md#2``), never below ``MIN_SHORTENED``;
-    3. columns of text wrap at spaces, never below ``MIN_WRAPPED`` nor their longest word.
+    2. columns of text wrap at spaces, never below ``MIN_WRAPPED`` nor their longest word;
+    3. columns of single words (chunk ids, document names, ``adjudicated``) fold whole onto a
+       second row (``emergency-proce`` over ``dures.md#2``), never below ``MIN_FOLDED``: an id is
+       never cut (at 80 columns the agreement view read ``com…s.md#2``).
 
-    Numbers are never cut or wrapped and no word is ever broken: a table that still does not fit is
-    wider than ``width`` (the report view then scrolls sideways)."""
+    Numbers are never cut or wrapped and no text word is ever broken: a table that still does not
+    fit is wider than ``width`` (the report view then scrolls sideways)."""
     rows = [[visible_line(c) for c in row.cells] for row in section.rows]
     titles = [visible_line(c.title) for c in section.columns]
     count = len(titles)
@@ -77,15 +78,15 @@ def fitted_widths(section: Section, width: int) -> list[int]:
     floors = (
         [max(cells[i], heading_word[i]) for i in range(count)],
         [
-            max(MIN_SHORTENED, heading_word[i]) if left[i] and words[i] else widths[i]
-            for i in range(count)
-        ],
-        [
             max(
                 [heading_word[i], min(MIN_WRAPPED, widths[i]), *(_longest_word(r[i]) for r in rows)]
             )
             if left[i] and not words[i]
             else widths[i]
+            for i in range(count)
+        ],
+        [
+            max(min(MIN_FOLDED, widths[i]), heading_word[i]) if left[i] and words[i] else widths[i]
             for i in range(count)
         ],
     )
@@ -113,7 +114,8 @@ def table_width(section: Section, width: int) -> int:
 
 class _FittedTable:
     """A section's table that fits the width it is drawn at (see ``fitted_widths``): numbers and
-    words stay whole, and no column is ever squeezed to a letter per line."""
+    words stay whole (an id too wide folds onto the next row), and no column is ever squeezed to a
+    letter per line."""
 
     def __init__(
         self, section: Section, styles: Mapping[str, Style], fit_width: int | None = None
@@ -124,9 +126,7 @@ class _FittedTable:
         self.fit_width = fit_width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        """A Rich table with the fitted widths; a shortened cell keeps both its ends."""
-        from ragtui.tui.widgets.row_list import shorten_middle
-
+        """A Rich table with the fitted widths; a cell wider than its column folds."""
         section = self.section
         width = options.max_width if self.fit_width is None else self.fit_width
         widths = fitted_widths(section, width)
@@ -147,12 +147,7 @@ class _FittedTable:
                 width=widths[i],
             )
         for row in section.rows:
-            cells = []
-            for i, cell in enumerate(row.cells):
-                shown = visible_line(cell)
-                if cell_len(shown) > widths[i] and " " not in shown:
-                    shown = shorten_middle(shown, widths[i])
-                cells.append(Text(shown))
+            cells = [Text(visible_line(cell)) for cell in row.cells]
             grid.add_row(*cells, style=self.styles.get(row.tone, ""))
         yield grid
 

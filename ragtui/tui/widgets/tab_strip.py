@@ -65,8 +65,9 @@ class TabLabel(Static):
 
 class TabStrip(Horizontal):
     """The tabs of the compact layout on one line. When they do not all fit, the tabs before the
-    active one that do not fit are left out and ``‹N`` says how many: the active tab is always
-    whole in view."""
+    active one that do not fit are left out and ``‹N`` says how many, the tabs after it that do not
+    fit whole are left out and ``N›`` says how many: the active tab is always whole in view, and
+    no tab is drawn cut (with eight lists the strip ended at ``milvus #`` without a sign of more)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         """An empty strip; the tabs are composed into it."""
@@ -75,14 +76,17 @@ class TabStrip(Horizontal):
         self.active = ""
 
     def compose(self) -> ComposeResult:
-        """The count of tabs left out, before the tabs."""
+        """The counts of tabs left out, before and after the tabs."""
         yield Static("", id="tab-more", classes="tab-label", markup=False)
+        yield Static("", id="tab-after", classes="tab-label", markup=False)
 
     def on_mount(self) -> None:
-        """The count goes first; nothing is left out yet."""
+        """The counts go first and last; nothing is left out yet."""
         more = self.query_one("#tab-more")
-        more.display = False
+        after = self.query_one("#tab-after")
+        more.display = after.display = False
         self.move_child(more, before=0)
+        self.move_child(after, after=len(self.children) - 1)
 
     def on_resize(self) -> None:
         """Another width: another number of tabs fits."""
@@ -99,15 +103,25 @@ class TabStrip(Horizontal):
         active = names.index(retriever)
         sizes = [cell_len(str(t.content)) + t.styles.margin.right for t in tabs]
 
-        def room(first: int) -> int:
-            more = cell_len(f"‹{first}") + 1 if first else 0
-            return more + sum(sizes[first : active + 1])
+        def count(text: str) -> int:
+            return cell_len(text) + 1
 
-        start = active
-        while start > 0 and room(start - 1) <= width:
+        def room(first: int, stop: int) -> int:
+            """The cells the tabs ``first`` to ``stop`` (excluded) take with the counts."""
+            before = count(f"‹{first}") if first else 0
+            after = count(f"{len(tabs) - stop}›") if stop < len(tabs) else 0
+            return before + sum(sizes[first:stop]) + after
+
+        start, stop = active, active + 1
+        while start > 0 and room(start - 1, stop) <= width:
             start -= 1
+        while stop < len(tabs) and room(start, stop + 1) <= width:
+            stop += 1
         for index, tab in enumerate(tabs):
-            tab.display = index >= start
+            tab.display = start <= index < stop
         more = self.query_one("#tab-more", Static)
         more.update(f"‹{start}")
         more.display = start > 0
+        after = self.query_one("#tab-after", Static)
+        after.update(f"{len(tabs) - stop}›")
+        after.display = stop < len(tabs)

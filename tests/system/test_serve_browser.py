@@ -179,6 +179,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _server_env(folder: Path, cache_dir: Path) -> dict[str, str]:
+    """The server's environment: the tests' cache, no network, a data home in ``folder``, and no
+    token from the environment."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "RAGTUI_CACHE_DIR": str(cache_dir),
+        "HF_HUB_OFFLINE": "1",
+        "TEXTUAL_ANIMATIONS": "none",
+        "XDG_DATA_HOME": str(folder / "xdg"),
+    }
+    env.pop("RAGTUI_SERVE_TOKEN", None)
+    return env
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterator[dict[str, Any]]:
     """``ragtui serve`` in a project folder (its ragtui.toml names a copy of the small set)."""
@@ -193,15 +208,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterato
         f'corpus = "corpus"\ngolden = "golden"\nchunk-size = {MINI_CHUNK_SIZE}\nannotator = "browser"\n'
     )
     port = _free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "RAGTUI_CACHE_DIR": str(cache_dir),
-        "HF_HUB_OFFLINE": "1",
-        "TEXTUAL_ANIMATIONS": "none",
-        "XDG_DATA_HOME": str(folder / "xdg"),
-    }
-    env.pop("RAGTUI_SERVE_TOKEN", None)  # a random token, printed with the address
+    env = _server_env(folder, cache_dir)  # a random token, printed with the address
     # A warm cache, as a user's is once they have run ragtui on their data (the spare app that
     # serve starts at once then reads every ranking from it).
     warm = subprocess.run(
@@ -570,15 +577,7 @@ def test_two_tabs_with_two_peoples_tokens_grade_as_those_people(browser, cache_d
     team.write_text("".join(f'{name} = "{token}"\n' for name, token in tokens.items()))
     team.chmod(0o600)
     port = _free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "RAGTUI_CACHE_DIR": str(cache_dir),
-        "HF_HUB_OFFLINE": "1",
-        "TEXTUAL_ANIMATIONS": "none",
-        "XDG_DATA_HOME": str(tmp_path / "xdg"),
-    }
-    env.pop("RAGTUI_SERVE_TOKEN", None)
+    env = _server_env(tmp_path, cache_dir)
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "ragtui", "serve", "--port", str(port), "--annotators", str(team)],

@@ -108,25 +108,9 @@ def test_judging_over_ssh_at_80x24_then_the_client_dies(
     session = JudgingSession(JudgingWalk(ws, [q.id for q in ws.questions]), ("m01", None))
     intended = [e.key for e in session.pairs[:20]]
     grades = [str((i * 7) % 3) for i in range(20)]
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "RAGTUI_CACHE_DIR": str(cache_dir),
-        "TERM": "screen",
-        "TEXTUAL_ANIMATIONS": "none",
-        "PYTHONPATH": str(ROOT),
-    }
-    remote = (
-        f"cd {shlex.quote(str(ROOT))} && exec env "
-        + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        + f" {shlex.quote(sys.executable)} -m ragtui --corpus {shlex.quote(str(settings.corpus))}"
-        f" --golden {shlex.quote(str(settings.golden))} --chunk-size {settings.chunk_size}"
-        f" --annotator {marker}"
-    )
-    client = (
-        f"exec ssh -tt -p {port} -i {shlex.quote(str(key))} -o StrictHostKeyChecking=no"
-        f" -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
-        f" {os.environ.get('USER', 'root')}@127.0.0.1 {shlex.quote(remote)}"
-    )
+    args = ["--corpus", str(settings.corpus), "--golden", str(settings.golden)]
+    args += ["--chunk-size", str(settings.chunk_size), "--annotator", marker]
+    client = _over_ssh(port, key, args, cache_dir)
     pane = Pane()
     pane.start(client, 80, 24)
     try:

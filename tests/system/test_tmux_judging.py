@@ -27,19 +27,7 @@ def test_second_annotator_at_80x24_over_tmux(mini_settings: Settings, tmp_path: 
     add_cors_page(settings)
     ws = Workspace.load(settings)
     grade_as(settings, "alice", [(q.id, c.id, 1) for q in ws.questions for c in ws.data.chunks])
-    args = [
-        *ragtui_command(),
-        "--corpus",
-        str(settings.corpus),
-        "--golden",
-        str(settings.golden),
-        "--chunk-size",
-        str(settings.chunk_size),
-        "--retrievers",
-        "bm25",
-        "--annotator",
-        "bob",
-    ]
+    args = [*ragtui_command(), *app_args(settings, "bob")]
     pane = Pane()
     pane.start(shell_command(args, app_env(tmp_path / "cache")), 80, 24)
     journal = Path(settings.golden) / "labels.jsonl"
@@ -112,8 +100,8 @@ ANN_GRADE = [i % 3 for i in range(40)]
 BOB_GRADE = [(2 * i) % 3 for i in range(40)]
 
 
-def two_people_args(settings: Settings, who: str) -> list[str]:
-    """The app's flags for ``who`` (8 questions, bm25's top 6: over 40 pairs)."""
+def app_args(settings: Settings, who: str, *more: str) -> list[str]:
+    """The app's flags for ``who`` on ``settings``' data with bm25 alone, then ``more``."""
     return [
         "--corpus",
         str(settings.corpus),
@@ -123,11 +111,15 @@ def two_people_args(settings: Settings, who: str) -> list[str]:
         str(settings.chunk_size),
         "--retrievers",
         "bm25",
-        "--k",
-        "6",
         "--annotator",
         who,
+        *more,
     ]
+
+
+def two_people_args(settings: Settings, who: str) -> list[str]:
+    """The app's flags for ``who`` (8 questions, bm25's top 6: over 40 pairs)."""
+    return app_args(settings, who, "--k", "6")
 
 
 def two_people_settings(mini_settings: Settings) -> tuple[Settings, int]:

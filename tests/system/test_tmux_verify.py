@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ragtui.core.settings import Settings
 from tests.app.test_tui_verify import pool_of, write_verdicts
+from tests.system.test_tmux_judging import app_args
 from tests.tmux import Pane, app_env, needs_tmux, ragtui_command, shell_command
 
 pytestmark = needs_tmux
@@ -18,7 +19,8 @@ pytestmark = needs_tmux
 
 def test_verify_at_80x24_over_tmux(mini_settings: Settings, tmp_path: Path) -> None:
     """j, v: ``verify · pair 1 of 2``; the judge's row ``llm: grade 2 (answers fully)`` and its
-    reason with ``\\x1b[2J`` shown as text (the screen is not cleared); enter writes tester's 2,
+    reason without its ``ESC [2J`` (removed whole, issue 33: the screen is not cleared and no
+    parameter is left as text); enter writes tester's 2,
     0 overrides the judge's 1; b hides the row and enter saves nothing; o o draws the sample."""
     settings = dataclasses.replace(mini_settings, retrievers=("bm25",))
     pool = pool_of(settings, "m01")
@@ -31,19 +33,7 @@ def test_verify_at_80x24_over_tmux(mini_settings: Settings, tmp_path: Path) -> N
     )
     journal = Path(settings.golden) / "labels.jsonl"
     before = len(journal.read_text().splitlines())
-    args = [
-        *ragtui_command(),
-        "--corpus",
-        str(settings.corpus),
-        "--golden",
-        str(settings.golden),
-        "--chunk-size",
-        str(settings.chunk_size),
-        "--retrievers",
-        "bm25",
-        "--annotator",
-        "tester",
-    ]
+    args = [*ragtui_command(), *app_args(settings, "tester")]
     pane = Pane()
     pane.start(shell_command(args, app_env(tmp_path / "cache")), 80, 24)
     try:
@@ -56,7 +46,7 @@ def test_verify_at_80x24_over_tmux(mini_settings: Settings, tmp_path: Path) -> N
             lambda s: (
                 "verify · pair 1 of 2" in s
                 and "⏎ accepts" in s
-                and "Gives the fare.\\x1b[2J Clear?" in s
+                and "Gives the fare. Clear?" in s
                 and "verified 0/2" in s
             ),
             20,
@@ -65,7 +55,8 @@ def test_verify_at_80x24_over_tmux(mini_settings: Settings, tmp_path: Path) -> N
         rows = screen.splitlines()
         assert len(rows) <= 24
         assert any("llm: grade 2 (answers fully)" in r and "⏎ accepts" in r for r in rows), screen
-        assert any("Gives the fare.\\x1b[2J Clear?" in r for r in rows), screen
+        assert any("Gives the fare. Clear?" in r for r in rows), screen
+        assert "[2J" not in screen
         assert "verified 0/2" in screen and "m01" in screen
         pane.keys("Enter")
         screen = pane.wait_for(

@@ -302,6 +302,7 @@ def add_startup_figures(report: Report, large: int, large_cache: Path | None) ->
         "Header, ragtui's RowList with 68 rows, Footer: python -m bench.floor_app",
         None,
         f"runs {', '.join(f'{t:.2f}' for t in runs['floor'])} s",
+        ratio=True,
     )
     for key, questions, ratio_target, target_s in (
         ("small", 68, SMALL_RATIO_TARGET, STARTUP_TARGET_S),
@@ -322,7 +323,68 @@ def add_startup_figures(report: Report, large: int, large_cache: Path | None) ->
             f"cold (derived caches cleared, embeddings kept): {statistics.median(cold):.2f} s",
             ratio <= ratio_target,
             f"from launching python -m ragtui; runs {', '.join(f'{t:.2f}' for t in runs[key])} s",
+            ratio=True,
         )
+
+
+def add_key_figures(report: Report, large: int, large_cache: Path | None) -> None:
+    """Every key of ragtui as a ratio to the floor app's own Down key, and the process trees'
+    memory, in one tmux harness (``bench.keys``)."""
+    from bench.keys import KEY_RATIO_TARGET, TREE_TARGET_MB, p95
+
+    args = ["--presses", "30", "--large", str(large)]
+    got = run_child(
+        "bench.keys", *args, *(["--large-cache", str(large_cache)] if large_cache else [])
+    )
+    floor = got["floor"]
+    base = p95(floor["down"])
+
+    def ms(values: list[float]) -> str:
+        return f"{statistics.median(values):.1f} ms (p95 {p95(values):.1f})"
+
+    report.add(
+        "the floor's own Down key (tmux 120x40, key to changed pane)",
+        ms(floor["down"]),
+        "the anchor of every key ratio",
+        f"its digit (one row rewritten): {ms(floor['digit'])}; r (every row rewritten): "
+        f"{ms(floor['repaint'])} = {p95(floor['repaint']) / base:.2f}x",
+        None,
+        ratio=True,
+    )
+    keys = [
+        ("small", "down", "question list down, 68 q"),
+        ("small", "page_down", "question list page down/up, 68 q"),
+        ("small", "grade", "grade key on the bm25 list, 68 q"),
+        ("small", "filter", "filter keystroke, 68 q"),
+        ("small", "judging", "judging view digit, 68 q"),
+        ("small", "verify_enter", "verify mode enter, 68 q"),
+        ("large", "down", f"question list down, {large:,} q"),
+        ("large", "page_down", f"question list page down, {large:,} q"),
+    ]
+    for part, key, label in keys:
+        values = got.get(part, {}).get(key)
+        if not values:
+            continue
+        ratio = p95(values) / base
+        report.add(
+            f"{label}: p95 to the floor's Down p95",
+            f"{ratio:.2f}x ({ms(values)})",
+            f"<= {KEY_RATIO_TARGET}x",
+            f"the floor repainting every row: {p95(floor['repaint']) / base:.2f}x",
+            ratio <= KEY_RATIO_TARGET,
+            ratio=True,
+        )
+    for part, label in (("small", "68 q"), ("large", f"{large:,} q")):
+        if part in got:
+            tree = float(got[part]["tree_mb"])
+            report.add(
+                f"process tree memory, {label}, {got['settle_s']:.0f} s after the first screen",
+                f"{tree:.0f} MB ({tree / float(floor['tree_mb']):.1f}x the floor)",
+                f"<= {TREE_TARGET_MB} MB" if part == "small" else "reported",
+                f"the floor app: {float(floor['tree_mb']):.0f} MB",
+                tree <= TREE_TARGET_MB if part == "small" else None,
+                ratio=True,
+            )
 
 
 def add_app_figures(report: Report, large: int = 100_000) -> None:
@@ -423,6 +485,7 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
     )
     if shutil.which("tmux") is not None:
         add_startup_figures(report, large, large_cache)
+        add_key_figures(report, large, large_cache)
     report.add(
         f"peak memory, app with {large:,} questions",
         f"{float(big['peak_rss_mb']):.0f} MB",

@@ -28,6 +28,8 @@ class Figure:
     baseline: str = ""
     ok: bool | None = None
     note: str = ""
+    #: A ratio to the floor app (issue 34): the table lists these first.
+    ratio: bool = False
 
 
 @dataclass
@@ -48,7 +50,7 @@ class Report:
 
     def table(self) -> str:
         rows = [("figure", "measured", "target", "baseline (same run)", "")]
-        for f in self.figures:
+        for f in sorted(self.figures, key=lambda f: not f.ratio):  # the ratios first
             mark = "" if f.ok is None else ("ok" if f.ok else "MISSED")
             rows.append((f.name, f.value, f.target, f.baseline, mark))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]

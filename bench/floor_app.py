@@ -25,7 +25,29 @@ ROW_TEXT = "floor row"
 
 
 class FloorList(RowList):
-    """68 rows of three columns, made on demand as ragtui's lists make theirs."""
+    """68 rows of three columns, made on demand as ragtui's lists make theirs; a digit rewrites the
+    highlighted row's last cell (the smallest change of one row), ``r`` rewrites every row (a
+    repaint of the whole list, as much of the screen as ragtui's Down repaints): ``bench.keys``
+    times both."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(str(d), f"mark({d})", show=False) for d in range(10)),
+        Binding("r", "rewrite", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks: dict[int, int] = {}
+        self.generation = 0
+
+    def action_rewrite(self) -> None:
+        self.generation += 1
+        self.refresh_rows()
+
+    def action_mark(self, digit: int) -> None:
+        index = self.cursor
+        self.marks[index] = digit
+        self.refresh_row(index)
 
     def on_mount(self) -> None:
         self.set_columns(
@@ -36,8 +58,8 @@ class FloorList(RowList):
     def row_cells(self, index: int) -> Sequence[Cell]:
         return (
             Cell(f"{ROW_TEXT} {index + 1:02d}"),
-            Cell(f"what does question {index + 1} of the floor app ask?"),
-            Cell(str(index % 4)),
+            Cell(f"what does question {index + 1} of the floor app ask? ({self.generation})"),
+            Cell(str(self.marks.get(index, index % 4))),
         )
 
 

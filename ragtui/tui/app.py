@@ -350,7 +350,7 @@ class RagtuiApp(AppCommands, App[int]):
             self.embedder,
             dict(self.models),
             self._first_paint.wait,
-            loading.preload_wanted(self.is_headless),
+            loading.preload_wanted(),
             first,
         )
         post = self.post_message

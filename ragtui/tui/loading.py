@@ -11,7 +11,6 @@ Reranking and the live retrievers read what the UI thread captured for them (``R
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +21,7 @@ from textual.message import Message
 
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.embeddings import Progress, TextEncoder
-from ragtui.core.retrieval.encoder_process import BackgroundEmbedder
+from ragtui.core.retrieval.encoder_process import BackgroundEmbedder, preload_setting
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import VectorResult, Workspace
@@ -198,15 +197,10 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
         preload_after_paint(model, job.first_paint, cancelled)
 
 
-#: ``RAGTUI_PRELOAD_MODEL``: 1 reads the model in a helper process after the first screen, even
-#: in a headless app (tests); 0 never does; unset: every app on a terminal does.
-PRELOAD_ENV = "RAGTUI_PRELOAD_MODEL"
-
-
-def preload_wanted(headless: bool) -> bool:
-    """Whether an app reads the embedding model ahead of the first query (``PRELOAD_ENV``)."""
-    value = os.environ.get(PRELOAD_ENV, "").strip()
-    return value == "1" if value in ("0", "1") else not headless
+def preload_wanted() -> bool:
+    """Whether an app reads the embedding model in a helper right after the first screen
+    (``RAGTUI_PRELOAD_MODEL`` is 1; see ``encoder_process.helper_on_use``)."""
+    return preload_setting() == "1"
 
 
 def preload_after_paint(

@@ -19,7 +19,8 @@ import pytest
 
 from ragtui.core.retrieval.embeddings import Embedder
 from ragtui.core.retrieval.encoder_process import BackgroundEmbedder, EncoderGone
-from tests.conftest import ROOT
+from tests.conftest import MINI_CHUNK_SIZE, ROOT
+from tests.tmux import Pane, app_env, needs_tmux, ragtui_command, shell_command
 
 TEXTS = [
     "what is the lift of a wing in a propeller slipstream",
@@ -149,3 +150,70 @@ def test_the_app_reads_the_model_in_a_helper_after_the_first_full_screen(
     assert got["heavy_imports"] == [], "the app process never imported torch"
     # Without preloading (a headless app by default), no helper starts.
     assert json.loads(first.stdout.strip().splitlines()[-1])["helper_started"] is None
+
+
+def _helpers_of(pid: int) -> list[int]:
+    """The encoder helper processes among ``pid``'s descendants (the app's process tree)."""
+    from tests.system.test_serve import live_children
+
+    found, todo = [], [pid]
+    while todo:
+        for child in live_children(todo.pop()):
+            todo.append(child)
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"ragtui.core.retrieval.encoder_process" in cmdline:
+                found.append(child)
+    return found
+
+
+@needs_tmux
+def test_on_a_terminal_the_helper_starts_when_the_ad_hoc_screen_opens(
+    mini: Path, cache_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 34 (footprint): an app on a terminal (tmux 100x30) with the vector retriever and a warm
+    cache starts no helper process after its first screen (it held about 570 MB on every launch);
+    ``a`` starts it (a query is then encoded there, as tested above)."""
+    env = app_env(cache_dir)
+    env.pop("RAGTUI_PRELOAD_MODEL", None)
+    warm = subprocess.run(
+        [
+            *ragtui_command(),
+            "eval",
+            "--corpus",
+            str(mini / "corpus"),
+            "--golden",
+            str(mini / "golden"),
+            "--chunk-size",
+            str(MINI_CHUNK_SIZE),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        timeout=600,
+    )
+    assert warm.returncode == 0, warm.stderr
+    args = [
+        *ragtui_command(),
+        "--corpus",
+        str(mini / "corpus"),
+        "--golden",
+        str(mini / "golden"),
+        "--chunk-size",
+        str(MINI_CHUNK_SIZE),
+    ]
+    pane = Pane()
+    pane.start(shell_command(args, env), 100, 30)
+    try:
+        pane.wait_for(lambda s: "hybrid" in s and "m01" in s, 90, "the first full screen")
+        app = int(pane.value("#{pane_pid}"))
+        time.sleep(3)  # the vector retriever is built after the first screen; no helper follows
+        assert _helpers_of(app) == [], "a helper started though nothing needs the model"
+        pane.keys("a")
+        deadline = time.monotonic() + 20
+        while not _helpers_of(app) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_helpers_of(app)) == 1, "a did not start the helper"
+        pane.keys("C-q")
+    finally:
+        pane.kill()

@@ -311,6 +311,27 @@ class EncoderProcess:
         process.wait()
 
 
+#: ``RAGTUI_PRELOAD_MODEL``: when the app reads the embedding model in a helper process. Unset: in an
+#: app on a terminal, when it is first needed (the ad-hoc screen opens, or a query needs it), so an
+#: app that never types a query never holds the model (about 570 MB); a headless app (tests) reads
+#: it in a worker instead. 1: right after the first screen, headless too. 0: never in a helper (the
+#: first query reads it in a worker).
+PRELOAD_ENV = "RAGTUI_PRELOAD_MODEL"
+
+
+def preload_setting() -> str:
+    """``RAGTUI_PRELOAD_MODEL`` as given: "0", "1", or "" (unset or anything else)."""
+    value = os.environ.get(PRELOAD_ENV, "").strip()
+    return value if value in ("0", "1") else ""
+
+
+def helper_on_use(headless: bool) -> bool:
+    """Whether the app reads the model in a helper process when it is first needed
+    (``PRELOAD_ENV`` unset in an app on a terminal, or 1), rather than in a worker of the app."""
+    setting = preload_setting()
+    return setting == "1" or (setting == "" and not headless)
+
+
 class BackgroundEmbedder:
     """An :class:`Embedder` whose model may be read in a helper process (see the module docstring)."""
 

@@ -34,6 +34,7 @@ from ragtui.core.data.golden import find_span, normalize_ws
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.base import Hit, Ranking
 from ragtui.core.retrieval.embeddings import TextEncoder
+from ragtui.core.retrieval.encoder_process import BackgroundEmbedder, helper_on_use
 from ragtui.core.text import visible, visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.ids import widget_id
@@ -252,7 +253,9 @@ class AdhocScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        """Focus the query and follow the app's status line."""
+        """Focus the query, follow the app's status line, and start reading the embedding model
+        in its helper process (the first time the screen opens: a query will likely need it)."""
+        self._start_helper()
         self.set_focus(self.query_one("#adhoc-query", Input))
         self.query_one(
             "#adhoc-chunk"
@@ -308,6 +311,13 @@ class AdhocScreen(Screen[None]):
             return host.embedder
         return host.models.get(self.ws.settings.model or "")
 
+    def _start_helper(self) -> None:
+        """Start the helper process that reads the embedding model, unless it runs, the model is
+        read, or ``RAGTUI_PRELOAD_MODEL`` says otherwise (``loading.helper_on_use``)."""
+        model = self._model()
+        if isinstance(model, BackgroundEmbedder) and helper_on_use(self.app.is_headless):
+            model.start()
+
     @on(Input.Submitted, "#adhoc-query")
     def _query_submitted(self, event: Input.Submitted) -> None:
         """Rank the text in workers: BM25 first, the others as they come (a live retriever in a
@@ -327,6 +337,7 @@ class AdhocScreen(Screen[None]):
         live = [n for n in self.retrievers if n in self.ws.live.retrievers]
         rankers = Rankers.capture(self.ws, live)
         names = [n for n in self.retrievers if n not in live]
+        self._start_helper()  # the model may have come after the screen opened
         self._search(text, self.generation, names, self._model(), rankers)
         for name in live:
             self.run_worker(

@@ -90,6 +90,10 @@ class ResultsPane(Vertical):
         self.active = self.retrievers[0] if self.retrievers else ""
         #: Whether the screen is in its compact layout (one list at a time, with tabs).
         self.compact = False
+        #: The question bar's rows: the most any question shown at this width wrapped to (the bar
+        #: only grows, so moving between questions lays nothing out again), and that width.
+        self._bar_rows = 0
+        self._bar_width = 0
 
     def compose(self) -> ComposeResult:
         """The question bar, the tabs, then one pane per retriever."""
@@ -220,9 +224,22 @@ class ResultsPane(Vertical):
         old = bar.content
         if isinstance(old, Text) and old == line:
             return  # a grade changed, the bar did not: no repaint
-        # A new layout of the screen only when the bar's height changes (the same text with
-        # other styles, or another question's text on as many lines: a repaint).
-        bar.update(line, layout=not (isinstance(old, Text) and _rows(bar, old) == _rows(bar, line)))
+        # The bar is as tall as the tallest question shown so far at this width: a new layout of
+        # the screen (about 12 ms at 120x40, on 4 Downs in 10 when the bar followed each
+        # question's height) only when a question needs more rows than any before, and the lists
+        # below stay where they are while the cursor moves.
+        width = bar.content_region.width
+        rows = _rows(bar, line)
+        if rows < 0:  # not laid out yet
+            bar.update(line)
+            return
+        if width != self._bar_width:
+            self._bar_width, self._bar_rows = width, 0
+        grow = rows > self._bar_rows
+        if grow:
+            self._bar_rows = rows
+            bar.styles.height = rows
+        bar.update(line, layout=grow)
 
     def show_list(
         self, ws: Workspace | None, qid: str | None, name: str, keep_cursor: bool = False

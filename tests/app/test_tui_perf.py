@@ -279,3 +279,47 @@ async def test_row_list_redraws_only_the_changed_row():
         assert "2" in after[2].split()[1]
         assert after[:2] == before[:2] and after[3] == before[3]
         assert set(asked) == {2}, "only the changed row is rendered again"
+
+
+@run_async
+async def test_down_lays_nothing_out_once_the_tallest_question_was_shown(
+    tui_settings: Settings, monkeypatch
+) -> None:
+    """Issue 34: the question bar keeps the height of the tallest question shown at this width, so
+    moving through the list lays the screen out again only when a question needs more rows than any
+    before (a layout cost about 12 ms at 120x40, on 4 Downs in 10 when the bar followed each
+    question's height); the second pass over the list lays out nothing, and every question's text
+    is whole in the bar."""
+    from textual.screen import Screen
+
+    layouts = []
+    original = Screen._refresh_layout
+
+    def counted(self, *args, **kwargs):
+        layouts.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted)
+    app = make_app(tui_settings)
+    async with app.run_test(size=(70, 40)) as pilot:  # the questions wrap to 1 to 3 rows
+        await wait_ready(pilot)
+        screen = app.main_screen
+        count = len(screen.visible_ids)
+        bar = screen.query_one("#question-bar")
+        heights = []
+        for _ in range(count - 1):
+            await pilot.press("down")
+            await pilot.pause()
+            heights.append(bar.size.height)
+        assert heights == sorted(heights), "the bar never shrank while moving"
+        await pilot.press("home")
+        await pilot.pause()
+        layouts.clear()
+        for _ in range(count - 1):
+            await pilot.press("down")
+            await pilot.pause()
+            text = str(bar.content)
+            needed = -(-len(text) // max(1, bar.content_region.width))  # at least, wrapped
+            cap = int(bar.styles.max_height.value) if bar.styles.max_height else needed
+            assert bar.size.height >= min(needed, cap)
+        assert layouts == [], f"{len(layouts)} layouts on the second pass"

@@ -184,7 +184,8 @@ async def test_eight_lists_at_100x30_a_legend_and_the_active_tab_in_view(
             assert screen.focused is screen.result_list(name)
             assert _in_view(screen, name), name
             active = [str(t.content) for t in _tabs(screen) if str(t.content).startswith("▸")]
-            assert active == [f"▸{name} {screen._first_rank_text(name)} "]
+            rank = screen._first_rank_text(name)
+            assert active == [f"▸{name} {rank.ljust(3)} "]
         more = screen.query_one("#tab-more")
         assert more.display and str(more.content) == "‹4"
         assert not _in_view(screen, "bm25")

@@ -15,6 +15,10 @@ from ragtui.tui.ids import widget_id
 
 #: Marks the tab of the list shown in the compact layout.
 ACTIVE_TAB_MARK = "▸"
+#: The cells a tab gives its rank (``#1`` to ``#99``, ``–``): the tab keeps its width from one
+#: question to the next, so moving through the questions lays the strip out again only for a rank
+#: of 100 or more.
+RANK_CELLS = 3
 
 
 class TabLabel(Static):
@@ -46,15 +50,18 @@ class TabLabel(Static):
     def show(
         self, rank: str | None = None, active: bool | None = None, layout: bool = True
     ) -> bool:
-        """`` bm25 #1 ``, or ``▸bm25 #1 `` for the active tab (the mark says which list is shown
-        where colours do not); True when the text changed."""
+        """`` bm25 #1  ``, or ``▸bm25 #1  `` for the active tab (the mark says which list is shown
+        where colours do not; the rank padded to ``RANK_CELLS``); True when the text changed."""
         self.rank = self.rank if rank is None else rank
         self.active = self.active if active is None else active
         self.set_class(self.active, "-active")
-        label = f"{ACTIVE_TAB_MARK if self.active else ' '}{self.retriever} {self.rank} "
-        if str(self.content) == label:
+        rank = self.rank + " " * max(0, RANK_CELLS - cell_len(self.rank))
+        label = f"{ACTIVE_TAB_MARK if self.active else ' '}{self.retriever} {rank} "
+        old = str(self.content)
+        if old == label:
             return False
-        self.update(label, layout=layout)
+        # A new layout of the strip only when the tab's width changed (a rank of another width).
+        self.update(label, layout=layout and cell_len(old) != cell_len(label))
         return True
 
     def on_click(self, event: Click) -> None:
@@ -118,10 +125,18 @@ class TabStrip(Horizontal):
         while stop < len(tabs) and room(start, stop + 1) <= width:
             stop += 1
         for index, tab in enumerate(tabs):
-            tab.display = start <= index < stop
-        more = self.query_one("#tab-more", Static)
-        more.update(f"‹{start}")
-        more.display = start > 0
-        after = self.query_one("#tab-after", Static)
-        after.update(f"{len(tabs) - stop}›")
-        after.display = stop < len(tabs)
+            visible = start <= index < stop
+            if tab.display != visible:
+                tab.display = visible
+        # The counts change (a new layout) only when what they say does.
+        _show_count(self.query_one("#tab-more", Static), f"‹{start}", start > 0)
+        _show_count(self.query_one("#tab-after", Static), f"{len(tabs) - stop}›", stop < len(tabs))
+
+
+def _show_count(count: Static, text: str, shown: bool) -> None:
+    """Show ``text`` in a count of tabs left out (hidden unless ``shown``), touching it only where
+    it changes."""
+    if shown and str(count.content) != text:
+        count.update(text)
+    if count.display != shown:
+        count.display = shown

@@ -343,7 +343,7 @@ def add_key_figures(report: Report, large: int, large_cache: Path | None) -> Non
         return f"{statistics.median(values):.1f} ms (p95 {p95(values):.1f})"
 
     report.add(
-        "the floor's own Down key (tmux 120x40, key to changed pane)",
+        "the floor's own Down key (tmux 120x40, key to the end of its writes)",
         ms(floor["down"]),
         "the anchor of every key ratio",
         f"its digit (one row rewritten): {ms(floor['digit'])}; r (every row rewritten): "

@@ -152,6 +152,8 @@ def command(url: str, limit: int) -> dict[str, float]:
         started = time.perf_counter()
         done = subprocess.run(
             [
+                sys.executable,
+                "-m",
                 "ragtui",
                 "judge",
                 "--project",

@@ -1,6 +1,6 @@
 """Run every benchmark and print one table: each figure beside its target and its same-run baseline.
 
-python -m bench.run            # everything (about 15 minutes on 2 cores, warm cache)
+python -m bench.run            # everything (about 20 minutes on 2 cores, warm cache)
 python -m bench.run --quick    # smaller scale run (20,000 chunks, 200 questions)
 """
 
@@ -232,7 +232,7 @@ def main() -> int:
                 f"opened at once after the first screen: {adhoc['adhoc_at_once']['seconds']:.1f} s",
                 None,
                 f"after {adhoc['browse_s']:.0f} s on the main screen; the model is read in a "
-                "helper process from the first full screen on",
+                "helper process from the moment a opens the ad-hoc screen",
             )
             report.add(
                 "longest UI-thread stall while the model is read",

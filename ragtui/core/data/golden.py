@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
@@ -248,8 +249,10 @@ class EvidenceIndex:
         return [i for i, text in enumerate(self._normalized) if needle in text]
 
 
+@functools.lru_cache(maxsize=4096)
 def evidence_pattern(evidence: str) -> re.Pattern[str]:
-    """A regex matching ``evidence`` with any run of white space where it has one."""
+    """A regex matching ``evidence`` with any run of white space where it has one (kept: every row
+    of a result list asks for its question's again, on every repaint)."""
     words = evidence.split()
     return re.compile(r"\s+".join(re.escape(w) for w in words))
 
@@ -287,9 +290,15 @@ def _words(text: str) -> dict[str, tuple[tuple[int, int], ...]]:
     return index
 
 
+@functools.lru_cache(maxsize=4096)
+def _search_terms(question: str) -> frozenset[str]:
+    """The question's words but the stop words (kept, as ``evidence_pattern``)."""
+    return frozenset(t for t in query_terms(question) if t not in _STOPWORDS)
+
+
 def term_spans(text: str, question: str) -> list[tuple[int, int]]:
     """Character spans of the question's (non-stop) words in ``text``, matched whole and case-blind."""
-    terms = {t for t in query_terms(question) if t not in _STOPWORDS}
+    terms = _search_terms(question)
     if not terms:
         return []
     words = _words(text)

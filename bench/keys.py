@@ -31,136 +31,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from bench.common import ROOT, percentile
-from bench.startup import HEIGHT, WIDTH, floor_full, ragtui_full
+from bench.common import percentile
+from bench.startup import Session, floor_full, ragtui_full
 
 #: The key target: each of ragtui's keys' p95 within this ratio of the floor's Down p95.
 KEY_RATIO_TARGET = 1.5
 #: The process tree's target at 68 questions, in MB.
 TREE_TARGET_MB = 250
-
-
-class Session:
-    """One program in a fresh private tmux server's 120x40 pane."""
-
-    def __init__(self, args: list[str], env: Mapping[str, str] | None = None) -> None:
-        tmux = shutil.which("tmux")
-        if tmux is None:
-            raise RuntimeError("tmux is not installed")
-        self.tmux = tmux
-        self.socket = f"ragtui-bench-keys-{uuid.uuid4().hex[:8]}"
-        exports = " ".join(
-            f"{k}={shlex.quote(v)}" for k, v in {"HF_HUB_OFFLINE": "1", **(env or {})}.items()
-        )
-        sized = (
-            f'i=0; while [ "$(stty size)" != "{HEIGHT} {WIDTH}" ] && [ $i -lt 200 ]; '
-            "do sleep 0.01; i=$((i+1)); done; unset COLUMNS LINES; "
-        )
-        command = (
-            f"{sized}cd {shlex.quote(str(ROOT))} && env {exports} {shlex.join(args)}; sleep 60"
-        )
-        self.env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-        self.run("new-session", "-d", "-x", str(WIDTH), "-y", str(HEIGHT), command)
-
-    def run(self, *more: str) -> str:
-        return subprocess.run(
-            [self.tmux, "-L", self.socket, "-f", "/dev/null", *more],
-            capture_output=True,
-            text=True,
-            check=False,
-            env=self.env,
-        ).stdout
-
-    def capture(self) -> str:
-        return self.run("capture-pane", "-p")
-
-    def wait(self, check: Callable[[str], bool], timeout: float, what: str) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.capture()
-            if check(screen):
-                return screen
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"never shown: {what}\n{screen}")
-            time.sleep(0.02)
-
-    def listen(self) -> None:
-        """From now on, record when the program writes to its terminal (``pipe-pane`` into a FIFO
-        read by a thread): the times ``key_ms`` reads."""
-        self.fifo = Path(tempfile.mkdtemp(prefix="ragtui-bench-keys-")) / "out"
-        os.mkfifo(self.fifo)
-        self.writes: list[float] = []
-        self.run("pipe-pane", "-o", f"cat > {shlex.quote(str(self.fifo))}")
-
-        def read() -> None:
-            with open(self.fifo, "rb", buffering=0) as pipe:
-                while pipe.read(65536):
-                    self.writes.append(time.perf_counter())
-
-        threading.Thread(target=read, daemon=True).start()
-        time.sleep(0.2)
-
-    def key_ms(self, key: str, literal: bool = False) -> float:
-        """Milliseconds from sending ``key`` to the end of what the program wrote for it: its last
-        write before 30 ms without one (a key that repaints twice counts both)."""
-        quiet = 0.03
-        while self.writes and time.perf_counter() - self.writes[-1] < quiet:
-            time.sleep(0.005)
-        seen = len(self.writes)
-        start = time.perf_counter()
-        self.run("send-keys", *(["-l"] if literal else []), key)
-        deadline = start + 10
-        while len(self.writes) == seen:
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"the key {key!r} made the program write nothing")
-            time.sleep(0.001)
-        while time.perf_counter() - self.writes[-1] < quiet:
-            time.sleep(0.002)
-        return (self.writes[-1] - start) * 1000
-
-    def keys(self, *keys: str) -> None:
-        self.run("send-keys", *keys)
-
-    def tree_mb(self) -> float:
-        """The resident memory of the pane's program and every process it started (the pane's
-        own shell left out), in MB."""
-        shell = int(self.run("display-message", "-p", "#{pane_pid}").strip())
-        total, todo = 0, list(_children(shell))
-        while todo:
-            pid = todo.pop()
-            todo.extend(_children(pid))
-            try:
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-            except OSError:
-                continue
-        return total / 1024
-
-    def close(self) -> None:
-        path = self.run("display-message", "-p", "#{socket_path}").strip()
-        self.run("kill-server")
-        if path:
-            Path(path).unlink(missing_ok=True)
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
 
 
 def _timed(session: Session, key: str, presses: int, literal: bool = False) -> list[float]:

@@ -389,9 +389,8 @@ def add_key_figures(report: Report, large: int, large_cache: Path | None) -> Non
 
 def add_app_figures(report: Report, large: int = 100_000) -> None:
     """Measure the app and add its figures to ``report`` (``large``: the big golden set, in the
-    cache folder named by $RAGTUI_BENCH_LARGE_CACHE when set)."""
-    large_cache = Path(os.environ[LARGE_CACHE_ENV]) if os.environ.get(LARGE_CACHE_ENV) else None
-    large_env = {"RAGTUI_CACHE_DIR": str(large_cache)} if large_cache else None
+    cache folder named by $RAGTUI_BENCH_LARGE_CACHE when set, else in one ``bench.large_cache``
+    fills next to ragtui's cache)."""
     subprocess.run(
         [sys.executable, "-m", "ragtui", "eval"],
         check=True,
@@ -399,6 +398,16 @@ def add_app_figures(report: Report, large: int = 100_000) -> None:
         cwd=ROOT,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )  # warm the default embedding cache
+    large_cache = Path(os.environ[LARGE_CACHE_ENV]) if os.environ.get(LARGE_CACHE_ENV) else None
+    if large_cache is None and large > 68:
+        # Without one, a folder of the bench's own, filled from the bundled vectors (seconds):
+        # encoding every synthetic question would take hours.
+        from bench.large_cache import build
+        from ragtui.core.data.paths import cache_dir
+
+        large_cache = cache_dir().parent / "ragtui-bench-large"
+        build(large_cache, large)
+    large_env = {"RAGTUI_CACHE_DIR": str(large_cache)} if large_cache else None
 
     runs = [run_child("bench.app", "inprocess", "--questions", "68") for _ in range(3)]
     startup = statistics.median(float(r["full_screen_s"]) for r in runs)

@@ -830,8 +830,9 @@ class RagtuiServer(Server):
         finally:
             await service.stop()
             del self.sessions[service]
-            if self.owners.pop(service, None) is not None:
-                self._say_sessions(f"{visible_line(person or '')} closed a session")
+            owner = self.owners.pop(service, None)
+            if owner is not None:
+                self._say_sessions(f"{visible_line(owner)} closed a session")
             await websocket.close()
             self.keep_spare()
         return websocket

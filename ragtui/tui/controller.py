@@ -300,17 +300,22 @@ class Controller:
         except OSError as exc:
             raise Refused(f"Could not save the label: {exc.strerror or exc}") from None
         self._record("label", qid, cid)
+        moves = _moves(change)
         return Changed(
             "grades",
             frozenset({qid}),
             cid,
-            moves=_moves(change),
+            moves=moves,
             warnings=change.warnings,
-            said=self._said(qid, cid, change, (grade, adjudicate)),
+            said=self._said(qid, cid, moves, (grade, adjudicate)),
         )
 
     def _said(
-        self, qid: str, cid: str, change: GradeChange, given: tuple[int | None, bool] | None
+        self,
+        qid: str,
+        cid: str,
+        moves: dict[str, tuple[float, float]],
+        given: tuple[int | None, bool] | None,
     ) -> str:
         """What was saved, named by its pair, and what counts now: ``saved: q01 ferry.md#1 → your
         2 (u undoes) · nDCG@3 bm25 0.500→1.000``; ``→ your 1; the adjudicated 2 counts`` where
@@ -320,9 +325,9 @@ class Controller:
         grade, source = ws.grades.grade_source(qid, cid)
         now = f"grade {grade} ({source})" if grade is not None else "not graded"
         pair = f"{visible_line(qid)} {visible_line(cid)}"
-        moves = ndcg_moves(_moves(change), ws.settings.k)
+        moved = ndcg_moves(moves, ws.settings.k)
         if given is None:
-            return f"undone: {pair} → {now} · {moves}"
+            return f"undone: {pair} → {now} · {moved}"
         mine, adjudicate = given
         if adjudicate:
             said = (
@@ -334,7 +339,7 @@ class Controller:
             said = f"your {mine}; the adjudicated {grade} counts"
         else:
             said = f"your {mine}" + (f"; {now} counts" if grade != mine else "")
-        return f"saved: {pair} → {said} (u undoes) · {moves}"
+        return f"saved: {pair} → {said} (u undoes) · {moved}"
 
     def _record(
         self, kind: Literal["label", "retire"], qid: str, cid: str = "", before: bool = False
@@ -379,14 +384,15 @@ class Controller:
         if change is None:
             raise Refused("Nothing to undo.")
         self.undo_stack.pop()
+        moves = _moves(change)
         return Changed(
             "grades",
             frozenset({change.question}),
             change.chunk,
             undo=True,
-            moves=_moves(change),
+            moves=moves,
             warnings=change.warnings,
-            said=self._said(change.question, change.chunk, change, None),
+            said=self._said(change.question, change.chunk, moves, None),
         )
 
     def refresh_labels(self) -> Changed | None:

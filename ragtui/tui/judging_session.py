@@ -30,7 +30,7 @@ from ragtui.core.judges.verify import (
     person_graded,
 )
 from ragtui.core.labelling.journal import Label
-from ragtui.core.text import visible_line, without_escapes
+from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.judging import JudgedCount, JudgingQueue, PoolEntry, PoolOrder
 
@@ -526,17 +526,16 @@ def verdict_rows(
 
 def wrap_rows(text: str, width: int, rows: int) -> list[str]:
     """``text`` (a model's reason: data) on at most ``rows`` rows of ``width`` cells: white space
-    collapsed, terminal escape sequences removed whole and other control characters shown as
-    escapes, words kept whole where they fit (a longer one cut), the last row ending in ``…`` when
-    more is left."""
+    collapsed, control characters shown as escapes (a verdict's escape sequences were removed
+    whole where it was read: ``labels.parse_label``, ``parse.clean_reason``), words kept whole
+    where they fit (a longer one cut), the last row ending in ``…`` when more is left."""
     # Only what can be shown is read (escapes widen a reason; a reason is short, but it is data).
     limit = (width + 1) * rows * 2
-    clean = without_escapes(text[: limit * 4])
-    words = visible_line(" ".join(clean[:limit].split())).split()
+    words = visible_line(" ".join(text[:limit].split())).split()
     out: list[str] = []
     line = ""
     i = 0
-    more = len(clean) > limit or len(text) > limit * 4
+    more = len(text) > limit
     while i < len(words):
         if len(out) == rows:
             more = True

@@ -19,7 +19,7 @@ import pytest
 
 from ragtui.core.retrieval.embeddings import Embedder
 from ragtui.core.retrieval.encoder_process import BackgroundEmbedder, EncoderGone
-from tests.conftest import MINI_CHUNK_SIZE, ROOT
+from tests.conftest import ROOT, mini_args
 from tests.tmux import Pane, app_env, needs_tmux, ragtui_command, shell_command
 
 TEXTS = [
@@ -173,19 +173,9 @@ def test_on_a_terminal_the_helper_starts_when_the_ad_hoc_screen_opens(
     """Issue 34 (footprint): an app on a terminal (tmux 100x30) with the vector retriever and a warm
     cache starts no helper process after its first screen (it held about 570 MB on every launch);
     ``a`` starts it (a query is then encoded there, as tested above)."""
-    env = app_env(cache_dir)
-    env.pop("RAGTUI_PRELOAD_MODEL", None)
+    env = app_env(cache_dir, RAGTUI_PRELOAD_MODEL="")  # the default, whatever the shell says
     warm = subprocess.run(
-        [
-            *ragtui_command(),
-            "eval",
-            "--corpus",
-            str(mini / "corpus"),
-            "--golden",
-            str(mini / "golden"),
-            "--chunk-size",
-            str(MINI_CHUNK_SIZE),
-        ],
+        [*ragtui_command(), "eval", *mini_args(mini)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -193,15 +183,7 @@ def test_on_a_terminal_the_helper_starts_when_the_ad_hoc_screen_opens(
         timeout=600,
     )
     assert warm.returncode == 0, warm.stderr
-    args = [
-        *ragtui_command(),
-        "--corpus",
-        str(mini / "corpus"),
-        "--golden",
-        str(mini / "golden"),
-        "--chunk-size",
-        str(MINI_CHUNK_SIZE),
-    ]
+    args = [*ragtui_command(), *mini_args(mini)]
     pane = Pane()
     pane.start(shell_command(args, env), 100, 30)
     try:

@@ -194,6 +194,51 @@ def _server_env(folder: Path, cache_dir: Path) -> dict[str, str]:
     return env
 
 
+def _start_serve(folder: Path, env: dict[str, str], *flags: str) -> tuple[Any, Any, int]:
+    """``ragtui serve`` in ``folder`` with ``flags`` on a free port (its own process group: the app
+    processes it starts end with it): the process, its log file and the port."""
+    port = _free_port()
+    log = (folder / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ragtui", "serve", "--port", str(port), *flags],
+        cwd=folder,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    return server, log, port
+
+
+def _wait_served(server: Any, folder: Path, url: Any) -> str:
+    """The page's address once it answers 200: ``url(printed)`` of what the server printed."""
+    deadline = time.monotonic() + 30
+    while True:
+        printed = re.search(r"serving the app on (\S+)", (folder / "serve.log").read_text())
+        try:
+            if printed:
+                with urllib.request.urlopen(url(printed.group(1)), timeout=2) as response:
+                    if response.status == 200:
+                        return str(url(printed.group(1)))
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            pytest.fail(f"ragtui serve did not start: {(folder / 'serve.log').read_text()}")
+        time.sleep(0.2)
+
+
+def _stop_serve(server: Any, log: Any) -> None:
+    """SIGTERM to the server's process group, SIGKILL after 20 s."""
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    log.close()
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterator[dict[str, Any]]:
     """``ragtui serve`` in a project folder (its ragtui.toml names a copy of the small set)."""
@@ -207,7 +252,6 @@ def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterato
     (folder / "ragtui.toml").write_text(
         f'corpus = "corpus"\ngolden = "golden"\nchunk-size = {MINI_CHUNK_SIZE}\nannotator = "browser"\n'
     )
-    port = _free_port()
     env = _server_env(folder, cache_dir)  # a random token, printed with the address
     # A warm cache, as a user's is once they have run ragtui on their data (the spare app that
     # serve starts at once then reads every ranking from it).
@@ -220,32 +264,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterato
         timeout=600,
     )
     assert warm.returncode == 0, warm.stderr
-    log = (folder / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ragtui", "serve", "--port", str(port)],
-        cwd=folder,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: the app processes it starts end with it
-    )
+    server, log, port = _start_serve(folder, env)
     base = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 30
-    while True:
-        # The address to open is the one printed, with its token.
-        printed = re.search(r"serving the app on (\S+)", (folder / "serve.log").read_text())
-        try:
-            if printed:
-                with urllib.request.urlopen(printed.group(1), timeout=2) as response:
-                    if response.status == 200:
-                        break
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            pytest.fail(f"ragtui serve did not start: {(folder / 'serve.log').read_text()}")
-        time.sleep(0.2)
-    url = printed.group(1)
+    # The address to open is the one printed, with its token.
+    url = _wait_served(server, folder, lambda printed: printed)
     token = url.split("?token=", 1)[1]
     try:
         yield {
@@ -259,13 +281,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterato
         }
     finally:
         apps = live_children(server.pid)
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
+        _stop_serve(server, log)
     # The server ended the app processes it ran (each in a process group of its own) before exiting.
     assert server.returncode == 0
     assert not any(Path(f"/proc/{pid}").exists() for pid in apps), apps
@@ -576,32 +592,13 @@ def test_two_tabs_with_two_peoples_tokens_grade_as_those_people(browser, cache_d
     team = tmp_path / "team.toml"
     team.write_text("".join(f'{name} = "{token}"\n' for name, token in tokens.items()))
     team.chmod(0o600)
-    port = _free_port()
     env = _server_env(tmp_path, cache_dir)
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ragtui", "serve", "--port", str(port), "--annotators", str(team)],
-        cwd=tmp_path,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    server, log, port = _start_serve(tmp_path, env, "--annotators", str(team))
     base = f"http://127.0.0.1:{port}/"
     journal = tmp_path / "golden" / "labels.jsonl"
     tabs: list[Any] = []
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}?token={tokens['alice']}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"ragtui serve did not start: {(tmp_path / 'serve.log').read_text()}")
-            time.sleep(0.2)
+        _wait_served(server, tmp_path, lambda printed: f"{printed}?token={tokens['alice']}")
         ws = _mini_workspace(tmp_path)
         first = ws.questions[0]
         top_bm25 = ws.ranking("bm25", first.id)[0][0]
@@ -627,13 +624,7 @@ def test_two_tabs_with_two_peoples_tokens_grade_as_those_people(browser, cache_d
     finally:
         for tab in tabs:
             tab.close()
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
+        _stop_serve(server, log)
     labels = [json.loads(line) for line in journal.read_text().splitlines()]
     assert [(x["annotator"], x["question"], x["chunk"], x["grade"]) for x in labels] == [
         ("alice", first.id, top_bm25, 2),

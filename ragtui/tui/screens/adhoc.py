@@ -313,7 +313,7 @@ class AdhocScreen(Screen[None]):
 
     def _start_helper(self) -> None:
         """Start the helper process that reads the embedding model, unless it runs, the model is
-        read, or ``RAGTUI_PRELOAD_MODEL`` says otherwise (``loading.helper_on_use``)."""
+        read, or ``RAGTUI_PRELOAD_MODEL`` says otherwise (``encoder_process.helper_on_use``)."""
         model = self._model()
         if isinstance(model, BackgroundEmbedder) and helper_on_use(self.app.is_headless):
             model.start()

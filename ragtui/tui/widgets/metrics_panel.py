@@ -16,10 +16,11 @@ from ragtui.core.judges.estimates import Estimates, estimates
 from ragtui.core.judges.sample import SAMPLE_FILE
 from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.metrics.formulas import QuestionMetrics
+from ragtui.core.report_model import fmt
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.paragraphs import Paragraphs
-from ragtui.tui.widgets.text import fmt, set_frame_text
+from ragtui.tui.widgets.text import set_frame_text
 
 #: Width of the retriever name column and of the scope column ("all", "filter", a question id).
 NAME_WIDTH = 7

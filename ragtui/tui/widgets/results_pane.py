@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ragtui.core.report_model import fmt
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.judging import PoolEntry
@@ -36,7 +37,6 @@ from ragtui.tui.widgets.text import (
     MISS_MARK,
     PENDING_MARK,
     UNAVAILABLE_MARK,
-    fmt,
     set_frame_text,
 )
 

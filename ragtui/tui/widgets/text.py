@@ -14,7 +14,6 @@ from textual.geometry import Region
 from textual.screen import Screen
 from textual.widget import Widget
 
-from ragtui.core.report_model import fmt as fmt  # the one metric format, re-exported
 from ragtui.core.text import has_control, visible, visible_line
 
 #: Shown for a retriever whose rankings are not ready yet (embedding still running).

@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import percentile
+from bench.common import bytecode_current, percentile
 from bench.startup import Session, floor_full, ragtui_full
 
 #: The key target: each of ragtui's keys' p95 within this ratio of the floor's Down p95.
@@ -137,6 +137,7 @@ def ragtui(
 def measure(presses: int, large: int, large_cache: Path | None, settle: float) -> dict[str, object]:
     from bench.app import _golden_copy
 
+    bytecode_current()
     with tempfile.TemporaryDirectory(prefix="ragtui-bench-keys-") as tmp:
         small = _golden_copy(Path(tmp) / "small", 68)
         _verdicts(small, presses + 10)

@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from bench.common import ROOT
+from bench.common import ROOT, bytecode_current
 
 WIDTH, HEIGHT = 120, 40
 #: How often the pane is read, in seconds.
@@ -217,6 +217,7 @@ def measure(rounds: int, large: int, large_cache: Path | None) -> dict[str, obje
     """The floor, ragtui at 68 and at ``large`` questions (0: left out), in turn, ``rounds`` times."""
     from bench.app import _golden_copy
 
+    bytecode_current()
     runs: dict[str, list[float]] = {"floor": [], "small": [], "large": []}
     with tempfile.TemporaryDirectory(prefix="ragtui-bench-startup-") as tmp:
         small_golden = _golden_copy(Path(tmp) / "small", 68)

@@ -20,7 +20,7 @@ from ragtui.core.errors import InputError
 from ragtui.core.metrics.formulas import recall_at_k
 from ragtui.core.metrics.measures import relevant_set
 from ragtui.core.retrieval.base import Ranking
-from ragtui.core.retrieval.hybrid import RRF_K, rrf_fuse
+from ragtui.core.retrieval.hybrid import RRF_K, TIE_TOLERANCE, rrf_fuse
 from ragtui.core.workspace import Workspace
 
 __all__ = [
@@ -34,9 +34,6 @@ __all__ = [
     "explain_rerank",
     "pool_ceilings",
 ]
-
-#: Fused scores closer than this are a tie.
-TIE_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True, slots=True)

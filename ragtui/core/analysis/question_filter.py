@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragtui.core.analysis.why import CAUSE_MARKS, CAUSES, WhyIndex
-from ragtui.core.judges.agreement import disagreeing_questions
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.judging import JudgingQueue
@@ -197,6 +196,8 @@ def filter_questions(
     disputed = set(ws.grades.disputed_questions()) if flt.disputed else set()
     disagree: set[str] = set()
     if flt.judge_disagree and queue is not None:
+        from ragtui.core.judges.agreement import disagreeing_questions  # only this filter
+
         pools = queue.pools
         disagree = disagreeing_questions(ws, pooled=lambda q: {e.chunk for e in pools.get(q, ())})
     if flt.causes and why is None:

@@ -8,6 +8,8 @@ from ragtui.core.retrieval.base import Ranking, Retriever
 
 #: RRF's rank constant (Cormack et al. 2009).
 RRF_K = 60
+#: Two fused scores this close are a tie (the sums of 1 / (k + rank) differ only by rounding).
+TIE_TOLERANCE = 1e-12
 
 
 def rrf_fuse(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.geometry import Region, Size
@@ -12,8 +13,6 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
-from ragtui.core.judges.estimates import Estimates, estimates
-from ragtui.core.judges.sample import SAMPLE_FILE
 from ragtui.core.metrics.evaluation import Summary
 from ragtui.core.metrics.formulas import QuestionMetrics
 from ragtui.core.report_model import fmt
@@ -21,6 +20,9 @@ from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.paragraphs import Paragraphs
 from ragtui.tui.widgets.text import set_frame_text
+
+if TYPE_CHECKING:  # the estimates are imported when ``--estimate`` asks for them
+    from ragtui.core.judges.estimates import Estimates
 
 #: Width of the retriever name column and of the scope column ("all", "filter", a question id).
 NAME_WIDTH = 7
@@ -194,6 +196,9 @@ class MetricsPanel(Widget):
         ev = ws.evaluation
         if not ws.settings.estimate or ev is None:
             return None
+        from ragtui.core.judges.estimates import estimates
+        from ragtui.core.judges.sample import SAMPLE_FILE
+
         try:
             sample = (Path(ws.grades.labels.path).parent / SAMPLE_FILE).stat().st_mtime_ns
         except OSError:

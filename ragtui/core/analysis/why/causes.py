@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal
 
-from ragtui.core.analysis.attribution import TIE_TOLERANCE
 from ragtui.core.data.golden import Question, normalize_ws
+from ragtui.core.retrieval.hybrid import TIE_TOLERANCE
 
 __all__ = [
     "CAUSES",

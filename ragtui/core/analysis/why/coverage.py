@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ragtui.core.analysis.diagnostics import model_limit
-from ragtui.core.data.tokenizer import token_counter
+from ragtui.core.data.tokenizer import model_limit, token_counter
 from ragtui.core.workspace import Workspace
 
 __all__ = ["FirstTokens", "ReadSpans", "WindowSpans", "chunk_index", "vector_coverage"]

@@ -374,6 +374,32 @@ def add_key_figures(report: Report, large: int, large_cache: Path | None) -> Non
             ratio <= KEY_RATIO_TARGET,
             ratio=True,
         )
+    # The trace: where each key's CPU time goes (bench.trace_hook), the floor's keys beside.
+    traced = got.get("trace", {})
+    names = {
+        "floor_down": "the floor's Down",
+        "floor_repaint": "the floor's r (every row rewritten)",
+        "ragtui_down": "ragtui's question list Down, 68 q",
+        "ragtui_grade": "ragtui's grade key, 68 q",
+        "ragtui_judging": "ragtui's judging digit, 68 q",
+    }
+    for key, label in names.items():
+        keyed = traced.get(key)
+        if not keyed:
+            continue
+
+        def med(part: str, keyed: list[dict[str, float]] = keyed) -> float:
+            return statistics.median(k[part] for k in keyed)
+
+        report.add(
+            f"trace, {label}: CPU per key (median)",
+            f"{med('cpu'):.1f} ms",
+            "reported",
+            f"handlers {med('handlers'):.1f} · paint {med('paint'):.1f}: own lines "
+            f"{med('lines'):.1f}, layout {med('layout'):.1f}, Textual's compositor "
+            f"{med('textual'):.1f}, output {med('output'):.1f}",
+            None,
+        )
     for part, label in (("small", "68 q"), ("large", f"{large:,} q")):
         if part in got:
             tree = float(got[part]["tree_mb"])

@@ -134,6 +134,90 @@ def ragtui(
         session.close()
 
 
+def _trace(log: Path) -> list[dict[str, float]]:
+    """Each key of a ``bench.trace_hook`` log: its CPU time (ms) from its arrival to the end of
+    its last paint, split into the paints' parts and the rest (the program's handlers)."""
+    keys: list[tuple[float, float]] = []
+    paints: list[tuple[float, ...]] = []
+    for line in log.read_text().splitlines():
+        kind, *values = line.split()
+        if kind == "K":
+            keys.append((float(values[0]), float(values[1])))
+        elif kind == "P":
+            paints.append(tuple(map(float, values)))
+    out = []
+    for i, (arrived, cpu) in enumerate(keys):
+        until = keys[i + 1][0] if i + 1 < len(keys) else arrived + 1.0
+        mine = [p for p in paints if arrived <= p[0] < min(until, arrived + 0.5)]
+        if not mine:
+            continue
+        spent = 1000 * (mine[-1][2] - cpu)
+        paint = 1000 * sum(end - start for start, end, *_ in mine)
+        lines, layout, output = (1000 * sum(p[i] for p in mine) for i in (3, 4, 5))
+        out.append(
+            {
+                "cpu": spent,
+                "handlers": max(0.0, spent - paint),
+                "paint": paint,
+                "lines": lines,
+                "layout": layout,
+                "output": output,
+                "textual": max(0.0, paint - lines - layout - output),
+                "paints": len(mine),
+            }
+        )
+    return out
+
+
+def trace(presses: int) -> dict[str, object]:
+    """The floor's Down and ``r`` and ragtui's Down, grade key and judging digit at 68 questions,
+    each program run under ``bench.trace_hook``: where each key's CPU time goes."""
+    from bench.app import _golden_copy
+
+    out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory(prefix="ragtui-bench-trace-") as tmp:
+        small = _golden_copy(Path(tmp) / "small", 68)
+        hook = [sys.executable, "-m", "bench.trace_hook"]
+        runs = {
+            "floor": (
+                ["bench.floor_app"],
+                floor_full,
+                [("down", "Down", False), ("repaint", "r", True)],
+            ),
+            "ragtui": (
+                ["ragtui", "--golden", str(small), "--annotator", "bench"],
+                ragtui_full,
+                [("down", "Down", False), ("grade", "Tab", False), ("judging", "j", False)],
+            ),
+        }
+        for name, (args, full, plan) in runs.items():
+            log = Path(tmp) / f"{name}.log"
+            session = Session([*hook, str(log), *args])
+            try:
+                session.wait(full, 120, f"{name}'s first screen")
+                time.sleep(2)
+                session.listen()
+                for key_name, key, literal in plan:
+                    if key == "Tab":  # the bm25 list, then 2 and 0 in turn on its first chunk
+                        session.keys("Home", "Tab")
+                        keys = ["2" if i % 2 == 0 else "0" for i in range(presses)]
+                    elif key == "j":
+                        session.keys("BTab", "j")
+                        session.wait(lambda s: "pair 1 of" in s, 20, "the judging view")
+                        keys = [str(i % 3) for i in range(presses)]
+                    else:
+                        keys = [key] * presses
+                    time.sleep(0.3)
+                    first = len(_trace(log)) if log.exists() else 0
+                    for k in keys:
+                        session.key_ms(k, literal or len(k) == 1)
+                    time.sleep(0.1)
+                    out[f"{name}_{key_name}"] = _trace(log)[first:]
+            finally:
+                session.close()
+    return out
+
+
 def measure(presses: int, large: int, large_cache: Path | None, settle: float) -> dict[str, object]:
     from bench.app import _golden_copy
 
@@ -147,6 +231,7 @@ def measure(presses: int, large: int, large_cache: Path | None, settle: float) -
             "floor": floor(presses, settle),
             "small": ragtui(small, presses, settle, None, small=True),
         }
+        out["trace"] = trace(presses)
         if large:
             big = _golden_copy(Path(tmp) / "large", large)
             out["large"] = ragtui(big, presses, settle, large_cache, small=False)

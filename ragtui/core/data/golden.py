@@ -337,6 +337,15 @@ def passage_start(
     """Where the passage that matched begins in ``text``: the first evidence string, else the
     ``window`` characters holding the most distinct question terms; with what it is (``evidence``,
     ``terms`` or ``start`` when nothing matched). The offset is moved back to a word start."""
+    return _passage_start(text, tuple(evidence), question, window)
+
+
+@functools.lru_cache(maxsize=4096)
+def _passage_start(
+    text: str, evidence: tuple[str, ...], question: str, window: int
+) -> tuple[int, str]:
+    """``passage_start``, kept: a result list's row and the chunk view ask again for the same
+    chunk and question whenever the question is shown again."""
     spans = evidence_spans(text, evidence)
     if spans:
         return _word_start(text, spans[0][0]), "evidence"

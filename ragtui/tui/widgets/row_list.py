@@ -18,7 +18,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar, ScrollBarRender
@@ -178,6 +178,8 @@ class RowList(ScrollView, can_focus=True):
         self._columns: tuple[ColumnSpec, ...] = ()
         self._cache: dict[int, Strip] = {}
         self._cache_width = -1
+        #: The width and base style of the paint under way (``render_lines``), else None.
+        self._paint: tuple[int, Style] | None = None
         self._styles: dict[str, Style] = {}
         self._show_header = True
         #: (size, container size, virtual size) at the last size update (see ``_size_updated``).
@@ -441,13 +443,29 @@ class RowList(ScrollView, can_focus=True):
                 segments.append(Segment(" ", style))
         return Strip(segments)
 
-    def render_line(self, y: int) -> Strip:
-        """Line ``y`` of the view: the header, a row, or blank."""
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines of one paint: the width and the base style are read once for them all
+        (each is a walk up the widget tree, and a paint draws every visible row)."""
         width = self.scrollable_content_region.width
         if width != self._cache_width:
             self._cache.clear()
             self._cache_width = width
-        base = self.rich_style
+        self._paint = (width, self.rich_style)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint = None
+
+    def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the view: the header, a row, or blank."""
+        if self._paint is None:  # asked outside a paint
+            width = self.scrollable_content_region.width
+            if width != self._cache_width:
+                self._cache.clear()
+                self._cache_width = width
+            base = self.rich_style
+        else:
+            width, base = self._paint
         if y < self.header_height:
             return self._render_header().crop_extend(0, width, base).apply_style(base)
         index = y - self.header_height + int(self.scroll_y)

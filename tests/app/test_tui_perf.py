@@ -323,3 +323,51 @@ async def test_down_lays_nothing_out_once_the_tallest_question_was_shown(
             cap = int(bar.styles.max_height.value) if bar.styles.max_height else needed
             assert bar.size.height >= min(needed, cap)
         assert layouts == [], f"{len(layouts)} layouts on the second pass"
+
+
+@run_async
+async def test_a_move_lays_out_the_question_the_next_key_reaches(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: once Down (or PageDown) is drawn, the question the same key reaches next is laid
+    out ahead: the active list's first chunk is wrapped at the view's width (and its first lines
+    drawn) and the rows' passages are found. The next key shows that very text and wraps none of
+    its paragraphs again; a move up prepares the question above."""
+    from ragtui.tui.widgets import paragraphs
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        ws, questions, view = app.workspace, screen.question_list, screen.chunk_view
+        assert ws is not None
+
+        async def prepared_for(row: int) -> paragraphs.Paragraphs:
+            """The chunk view's text of row ``row``'s first chunk, once laid out ahead."""
+            qid = questions.qid_at(row)
+            assert qid is not None
+            cid = ws.ranking(screen.active_retriever, qid)[0][0]
+            for _ in range(200):
+                kept = [body for key, body in view._kept.items() if key[0] == cid]
+                if kept and view._laid[0] in kept[0]._starts:
+                    return kept[0]
+                await pilot.pause(0.01)
+            raise AssertionError(f"{qid}'s chunk {cid} was never laid out ahead")
+
+        wrapped: list[int] = []  # the paragraphs measured (by identity)
+        original = paragraphs.paragraph_height
+
+        def counted(widget, paragraph, width):  # type: ignore[no-untyped-def]
+            wrapped.append(id(paragraph))
+            return original(widget, paragraph, width)
+
+        monkeypatch.setattr(paragraphs, "paragraph_height", counted)
+        for key, step in (("down", 1), ("down", 1), ("up", -1)):
+            await pilot.press(key)
+            ahead = await prepared_for(questions.cursor + step)
+            wrapped.clear()
+            await pilot.press(key)
+            await pilot.pause()
+            assert view._body is ahead, f"{key}: the text laid out ahead is the one shown"
+            body = {id(p) for p in ahead.paragraphs}
+            assert not body & set(wrapped), f"{key}: a paragraph of the text was wrapped again"

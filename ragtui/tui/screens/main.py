@@ -513,13 +513,14 @@ class MainScreen(Screen[None]):
         """Up or down in the focused list."""
         if isinstance(rows := self.focused, RowList):
             rows.move_cursor(rows.cursor + step, announce=False)
-            self._cursor_moved(rows)
+            self._cursor_moved(rows, step)
 
     def action_page(self, step: int) -> None:
         """Page up or down in the focused list."""
         if isinstance(rows := self.focused, RowList):
+            before = rows.cursor
             rows.action_page(step, announce=False)
-            self._cursor_moved(rows)
+            self._cursor_moved(rows, rows.cursor - before)
 
     def action_move_to(self, where: str) -> None:
         """Home or End in the focused list."""
@@ -527,13 +528,16 @@ class MainScreen(Screen[None]):
             rows.move_cursor(0 if where == "first" else rows.row_count - 1, announce=False)
             self._cursor_moved(rows)
 
-    def _cursor_moved(self, row_list: RowList) -> None:
+    def _cursor_moved(self, row_list: RowList, step: int = 0) -> None:
         """Follow a list's cursor now (the key moved it without a message): a question shows its
-        lists, a chunk the chunk view."""
+        lists, a chunk the chunk view. Once drawn, the question ``step`` rows on (where the next
+        key in the same direction goes) is laid out ahead."""
         if isinstance(row_list, QuestionList):
-            qid = row_list.current_qid
+            qid, ahead = row_list.current_qid, row_list.qid_at(row_list.cursor + step)
             if qid is not None and qid != self.current_qid:
                 self.select_question(qid)
+                if step and ahead is not None and (ws := self.ws) is not None:
+                    self.call_after_refresh(self.results.prepare, ws, ahead, self.chunk_view)
         elif isinstance(row_list, ResultList) and row_list.retriever == self.active_retriever:
             self._update_chunk_view()
 
@@ -588,8 +592,7 @@ class MainScreen(Screen[None]):
 
     def walk(self) -> JudgingWalk | None:
         """The judging walk over the questions the list shows, in its order (built when needed)."""
-        ws = self.ws
-        return self.questions.walk(ws) if ws is not None else None
+        return self.questions.walk(ws) if (ws := self.ws) is not None else None
 
     def set_queue_order(self, order: PoolOrder) -> None:
         """Rank order or the seeded random order for ``n``."""
@@ -604,11 +607,8 @@ class MainScreen(Screen[None]):
             return
         entry = self.questions.next_unjudged(ws, self.current_qid)
         if entry is None:
-            self.post_message(
-                Notice(
-                    "Every pooled chunk of the questions shown has a hand grade.", about_shown=True
-                )
-            )
+            done = "Every pooled chunk of the questions shown has a hand grade."
+            self.post_message(Notice(done, about_shown=True))
             return
         if entry.question != self.current_qid:
             self.question_list.select_qid(entry.question)

@@ -21,7 +21,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
-from ragtui.core.data.golden import evidence_spans, passage_start, term_spans
+from ragtui.core.data.golden import Question, evidence_spans, passage_start, term_spans
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.paragraphs import Paragraphs
@@ -182,7 +182,6 @@ class ChunkView(ScrollView, can_focus=False):
             self._set_header(Text("no chunk highlighted"))
             self._set_body(Paragraphs(Text(""), self), None)
             return
-        chunk = ws.passages.by_id[cid]
         question = ws.questions.by_id.get(qid) if qid else None
         set_frame_text(self, f"chunk {cid}")
         new_header = chunk_header(ws, qid, cid)
@@ -193,6 +192,14 @@ class ChunkView(ScrollView, can_focus=False):
             self._set_header(new_header, keep_scroll=True)
             return
         self._set_header(new_header, redraw=False)
+        self._set_body(*self._body_for(ws, question, cid, context, evidence))
+
+    def _body_for(
+        self, ws: Workspace, question: Question | None, cid: str, context: bool, evidence: bool
+    ) -> tuple[Paragraphs, int | None]:
+        """A chunk's text as shown for ``question`` (kept: the texts shown lately are not laid
+        out again) and the character to keep in view (None: the top)."""
+        chunk = ws.passages.by_id[cid]
         spans = question.evidence if question and evidence else ()
         terms = question.text if question else ""
         evidence_style = self.get_component_rich_style("chunk-view--evidence")
@@ -219,7 +226,21 @@ class ChunkView(ScrollView, can_focus=False):
         target = (
             None if found == "start" and lead == 0 else lead + _shown_length(chunk.text, offset)
         )
-        self._set_body(body, target)
+        return body, target
+
+    def prepare(self, ws: Workspace, qid: str, cid: str) -> None:
+        """Lay out and draw ahead the lines ``show`` would show first for a chunk and question
+        (the question the cursor is likely to reach next), so that showing it costs little."""
+        width, above, _ = self._laid
+        height = self.content_region.height
+        if width <= 0 or height <= 0 or cid not in ws.passages.by_id:
+            return
+        body, target = self._body_for(ws, ws.questions.by_id.get(qid), cid, False, True)
+        found = above + body.line_of(self, width, target) if target is not None else 0
+        top = max(0, found - 1) if found >= height else 0
+        row = len(self._header_paragraphs.paragraphs) if self._header_paragraphs else 0
+        for y in range(max(0, top - above), top - above + height):
+            body.line(self, width, self.visual_style, y, row)
 
     def _framed(
         self,

@@ -161,9 +161,13 @@ class QuestionList(RowList):
     @property
     def current_qid(self) -> str | None:
         """The question under the cursor, or None when the list is empty."""
-        if self.view is None or not self.row_count:
+        return self.qid_at(self.cursor)
+
+    def qid_at(self, row: int) -> str | None:
+        """The question of a row, or None past either end."""
+        if self.view is None or not 0 <= row < min(self.row_count, len(self.view.qids)):
             return None
-        return self.view.qids[self.cursor]
+        return self.view.qids[row]
 
     def cell(self, qid: str, column: str) -> str:
         """What a question's row shows in a column (``mark``, ``id``, a retriever, ``ranks``,

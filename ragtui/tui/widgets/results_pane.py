@@ -29,8 +29,9 @@ from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.judging import PoolEntry
 from ragtui.tui.ids import widget_id
+from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.paragraphs import rules
-from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView
+from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView, snippet
 from ragtui.tui.widgets.row_list import RowList
 from ragtui.tui.widgets.tab_strip import TabLabel, TabStrip
 from ragtui.tui.widgets.text import (
@@ -189,6 +190,17 @@ class ResultsPane(Vertical):
         self.show_bar(ws, qid)
         self.show_lists(ws, qid)
         self.update_titles(ws, qid, status)
+
+    def prepare(self, ws: Workspace, qid: str, chunk_view: ChunkView) -> None:
+        """Lay out ahead what showing a question would (the question the next key is likely to
+        show): the passages of the rows each list shows first, and in ``chunk_view`` the active
+        list's first chunk. Showing it then costs little."""
+        for name in self.retrievers:
+            if is_ready(ws, name) and (ranking := ws.ranking(name, qid)):
+                for cid, _ in ranking[: self.result_list(name).size.height]:
+                    snippet(ws, qid, cid)
+                if name == self.active:
+                    chunk_view.prepare(ws, qid, ranking[0][0])
 
     def refresh_question(
         self, ws: Workspace, qid: str, status: Mapping[str, str], chunk: str | None = None

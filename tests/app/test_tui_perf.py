@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from rich.color import Color
 
 from ragtui.core.settings import Settings
 from ragtui.tui import app as app_module
@@ -371,3 +372,54 @@ async def test_a_move_lays_out_the_question_the_next_key_reaches(
             assert view._body is ahead, f"{key}: the text laid out ahead is the one shown"
             body = {id(p) for p in ahead.paragraphs}
             assert not body & set(wrapped), f"{key}: a paragraph of the text was wrapped again"
+
+
+@run_async
+async def test_judging_digits_lay_out_only_a_taller_question(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: in the judging view the chunk's scrollbar stays (a chunk that fits after one
+    that did not made it go, and the screen was laid out again: 17 digits in 30), drawn as its
+    track alone while the chunk fits; the question bar keeps the height of the tallest question
+    shown. Every layout request while grading through the pairs is the question bar growing."""
+    from textual.widget import Widget
+
+    from ragtui.tui.widgets.chunk_view import ChunkView, _TrackRender
+    from ragtui.tui.widgets.results_pane import QuestionBar
+
+    requests: list[str] = []
+    original = Widget.refresh
+
+    def counted(self, *regions, layout=False, **kwargs):  # type: ignore[no-untyped-def]
+        if (layout and isinstance(self, ChunkView | QuestionBar)) or (
+            layout and self.name == "vertical"
+        ):
+            requests.append(type(self).__name__)
+        return original(self, *regions, layout=layout, **kwargs)
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        view = app.screen
+        bar, chunk = view.query_one(QuestionBar), view.query_one(ChunkView)
+        chunk.styles.height = 4  # 3 rows: some chunks fit in it, some do not
+        await pilot.pause()
+        monkeypatch.setattr(Widget, "refresh", counted)
+        fits = set()
+        for i in range(20):
+            tallest = bar._tallest
+            requests.clear()
+            await pilot.press(str(i % 3))
+            await pilot.pause()
+            grew = bar._tallest != tallest
+            assert set(requests) == ({"QuestionBar"} if grew else set()), f"digit {i}: {requests}"
+            fits.add(chunk.virtual_size.height <= chunk.scrollable_content_region.height)
+        assert fits == {True, False}, "the walk met chunks that fit and chunks that do not"
+    # No thumb while everything is in view; a thumb when there is more.
+    colours = {"back_color": Color.parse("#111111"), "bar_color": Color.parse("#ff0000")}
+    fit = _TrackRender.render_bar(size=10, virtual_size=3, window_size=10, **colours)
+    more = _TrackRender.render_bar(size=10, virtual_size=30, window_size=10, **colours)
+    assert not any(s.style and s.style.reverse for s in fit.segments)
+    assert any(s.style and s.style.reverse for s in more.segments)

@@ -44,6 +44,7 @@ from ragtui.tui.screens.host import ControllerView, host
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.formatting import format_seconds
 from ragtui.tui.widgets.pair_lines import PairLines
+from ragtui.tui.widgets.results_pane import QuestionBar
 from ragtui.tui.widgets.status_line import StatusLine
 from ragtui.tui.widgets.text import set_frame_text
 
@@ -251,7 +252,7 @@ class JudgingScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         """The pair: question, where the chunk is from, the chunk; then the scale, status, keys."""
-        yield Static("", id="judge-question")
+        yield QuestionBar(id="judge-question")
         yield Static("", id="judge-meta")
         yield Static("", id="judge-verdict")
         yield ChunkView(id="judge-chunk", header=False)
@@ -313,7 +314,7 @@ class JudgingScreen(Screen[None]):
     def show_pair(self) -> None:
         """Draw the pair on screen (question, origin, ranks, grade, chunk)."""
         entry = self.session.current
-        question_bar = self.query_one("#judge-question", Static)
+        question_bar = self.query_one("#judge-question", QuestionBar)
         meta = self.query_one("#judge-meta", Static)
         view = self.query_one(ChunkView)
         if entry is None:
@@ -335,11 +336,7 @@ class JudgingScreen(Screen[None]):
         line.append("  " + visible_line(text))
         if question.slices:
             line.append("  [" + visible_line(", ".join(question.slices)) + "]", "dim")
-        old = question_bar.content
-        if not (
-            isinstance(old, Text) and old == line
-        ):  # the next pair is often the same question's
-            question_bar.update(line)
+        question_bar.show(line)  # the next pair is often the same question's: nothing to draw
         self._draw_meta(entry.question, entry.chunk)
         self._draw_verdict()
         view.show(ws, entry.question, entry.chunk, context=self.context, evidence=not self.blind)

@@ -11,12 +11,14 @@ new chunk costs its visible lines, not its whole text, and no layout pass of the
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from rich.segment import Segments
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
@@ -80,6 +82,22 @@ def neighbours(ws: Workspace, cid: str) -> tuple[str | None, str | None]:
     )
 
 
+class _TrackRender(ScrollBarRender):
+    """Textual's scrollbar, drawn as its track alone while the whole text is in view (Textual
+    would fill the track with the thumb): the judging view keeps its chunk's scrollbar, so that
+    a chunk that fits after one that did not lays nothing out again."""
+
+    @classmethod
+    def render_bar(cls, *args: Any, **kwargs: Any) -> Segments:
+        if kwargs.get("window_size", 0) >= kwargs.get("virtual_size", 0):
+            kwargs["window_size"] = 0
+        return super().render_bar(*args, **kwargs)
+
+
+class _ChunkScrollBar(ScrollBar):
+    renderer = _TrackRender
+
+
 class ChunkView(ScrollView, can_focus=False):
     """A chunk in full, scrolled to the passage that matched (its evidence, else the densest
     question terms), with a header saying where it is from; optionally with the chunks before and
@@ -120,6 +138,19 @@ class ChunkView(ScrollView, can_focus=False):
         self._laid: tuple[int, int, int] = (0, 0, 0)
         #: (size, container size, virtual size) at the last size update (see ``_size_updated``).
         self._sized: tuple[Size, Size, Size] | None = None
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """The vertical scrollbar (made when first asked for, as Textual makes it), with no
+        thumb while the text fits."""
+        if self._vertical_scrollbar is None:
+            bar = _ChunkScrollBar(
+                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+            )
+            bar.display = False
+            self._vertical_scrollbar = bar
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
 
     # ---- what tests and screens read ----------------------------------------------------------
 

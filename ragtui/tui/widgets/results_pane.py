@@ -57,7 +57,33 @@ def _has_relevant(ws: Workspace, qid: str) -> bool:
 
 
 class QuestionBar(Static):
-    """The question's id, text and slices above the lists (as tall as its text)."""
+    """A question's id, text and slices above what is shown of it (the result lists, the
+    judging view's pair), as tall as the tallest question shown so far at its width: a question
+    that wraps to fewer rows than the one before lays nothing out again (a layout of the screen
+    cost about 12 ms at 120x40, on 4 Downs in 10 and 6 judging digits in 30 when the bar followed
+    each question's height), and what is below stays where it is while the cursor moves."""
+
+    def __init__(self, *, id: str) -> None:
+        super().__init__("", id=id, markup=False)
+        #: The width the rows were counted at, and the most rows a text needed at it.
+        self._tallest = (0, 0)
+
+    def show(self, line: Text) -> None:
+        """Show ``line`` (nothing to repaint when it is the one shown)."""
+        old = self.content
+        if isinstance(old, Text) and old == line:
+            return
+        width = self.content_region.width
+        if width <= 0:  # not laid out yet
+            self.update(line)
+            return
+        rows = Content.from_rich_text(line, self.app.console).get_height(rules(self), width)
+        tallest = self._tallest[1] if self._tallest[0] == width else 0
+        grow = rows > tallest
+        if grow:
+            self._tallest = (width, rows)
+            self.styles.height = rows + self.styles.gutter.height
+        self.update(line, layout=grow)
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -93,12 +119,10 @@ class ResultsPane(Vertical):
         self.compact = False
         #: The question bar's rows: the most any question shown at this width wrapped to (the bar
         #: only grows, so moving between questions lays nothing out again), and that width.
-        self._bar_rows = 0
-        self._bar_width = 0
 
     def compose(self) -> ComposeResult:
         """The question bar, the tabs, then one pane per retriever."""
-        yield QuestionBar("", id="question-bar", markup=False)
+        yield QuestionBar(id="question-bar")
         with TabStrip(id="tab-strip"):
             for name in self.retrievers:
                 yield TabLabel(name)
@@ -220,7 +244,7 @@ class ResultsPane(Vertical):
 
     def show_bar(self, ws: Workspace, qid: str) -> None:
         """The question's id, full text and slices, and whether it is skipped."""
-        bar = self.query_one("#question-bar", Static)
+        bar = self.query_one(QuestionBar)
         question = ws.questions.by_id[qid]
         line = Text()
         line.append(visible_line(qid), "bold")
@@ -233,25 +257,7 @@ class ResultsPane(Vertical):
             line.append("  no judgement: skipped in every mean", "italic")
         elif ws.evaluation is not None and not _has_relevant(ws, qid):
             line.append("  nothing relevant among its judgements: 0 in every mean", "italic")
-        old = bar.content
-        if isinstance(old, Text) and old == line:
-            return  # a grade changed, the bar did not: no repaint
-        # The bar is as tall as the tallest question shown so far at this width: a new layout of
-        # the screen (about 12 ms at 120x40, on 4 Downs in 10 when the bar followed each
-        # question's height) only when a question needs more rows than any before, and the lists
-        # below stay where they are while the cursor moves.
-        width = bar.content_region.width
-        rows = _rows(bar, line)
-        if rows < 0:  # not laid out yet
-            bar.update(line)
-            return
-        if width != self._bar_width:
-            self._bar_width, self._bar_rows = width, 0
-        grow = rows > self._bar_rows
-        if grow:
-            self._bar_rows = rows
-            bar.styles.height = rows
-        bar.update(line, layout=grow)
+        bar.show(line)
 
     def show_list(
         self, ws: Workspace | None, qid: str | None, name: str, keep_cursor: bool = False
@@ -346,14 +352,6 @@ class ResultsPane(Vertical):
         """The same note in every pane (``loading…``)."""
         for pane in self.query(ResultPane):
             pane.set_note(note)
-
-
-def _rows(bar: Static, text: Text) -> int:
-    """The rows ``text`` wraps to in ``bar`` (as its height follows them)."""
-    width = bar.content_region.width
-    if width <= 0:
-        return -1
-    return Content.from_rich_text(text, bar.app.console).get_height(rules(bar), width)
 
 
 def _own_note(ws: Workspace | None, name: str) -> str | None:

@@ -27,6 +27,7 @@ from ragtui.core.data.golden import Question, evidence_spans, passage_start, ter
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.paragraphs import Paragraphs
+from ragtui.tui.widgets.row_list import ListScrollBar, own_scrollbar
 from ragtui.tui.widgets.text import data_text, set_frame_text
 
 #: Texts whose rendered paragraphs are kept (per highlights and width).
@@ -94,7 +95,7 @@ class _TrackRender(ScrollBarRender):
         return super().render_bar(*args, **kwargs)
 
 
-class _ChunkScrollBar(ScrollBar):
+class _ChunkScrollBar(ListScrollBar):
     renderer = _TrackRender
 
 
@@ -141,16 +142,8 @@ class ChunkView(ScrollView, can_focus=False):
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
-        """The vertical scrollbar (made when first asked for, as Textual makes it), with no
-        thumb while the text fits."""
-        if self._vertical_scrollbar is None:
-            bar = _ChunkScrollBar(
-                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
-            )
-            bar.display = False
-            self._vertical_scrollbar = bar
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
+        """The vertical scrollbar, with no thumb while the text fits."""
+        return own_scrollbar(self, _ChunkScrollBar)
 
     # ---- what tests and screens read ----------------------------------------------------------
 

@@ -88,6 +88,17 @@ class ListScrollBar(ScrollBar):
         return super()._size_updated(size, virtual_size, container_size, layout=False)
 
 
+def own_scrollbar(widget: Widget, kind: type[ScrollBar]) -> ScrollBar:
+    """``widget``'s vertical scrollbar, of ``kind``: made when first asked for, as Textual
+    makes its own."""
+    if widget._vertical_scrollbar is None:
+        bar = kind(vertical=True, name="vertical", thickness=widget.scrollbar_size_vertical)
+        bar.display = False
+        widget._vertical_scrollbar = bar
+        widget.app._start_widget(widget, bar)
+    return widget._vertical_scrollbar
+
+
 def _thumb_start(bar: ScrollBar, position: float) -> int | None:
     """Where a vertical scrollbar's thumb starts, in eighths of a cell, as Textual's
     ``ScrollBarRender`` draws it at ``position`` (None: no thumb, or not Textual's renderer)."""
@@ -272,16 +283,8 @@ class RowList(ScrollView, can_focus=True):
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
-        """The vertical scrollbar (made when first asked for, as Textual makes it, of the kind
-        that needs no second layout pass)."""
-        if self._vertical_scrollbar is None:
-            bar = ListScrollBar(
-                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
-            )
-            bar.display = False
-            self._vertical_scrollbar = bar
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
+        """The vertical scrollbar, of the kind that needs no second layout pass."""
+        return own_scrollbar(self, ListScrollBar)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """As Textual's ScrollView, but the scrollbar is repainted only when its thumb moves: in a

@@ -399,6 +399,7 @@ def add_key_figures(report: Report, large: int, large_cache: Path | None) -> Non
             f"{med('lines'):.1f}, layout {med('layout'):.1f}, Textual's compositor "
             f"{med('textual'):.1f}, output {med('output'):.1f}",
             None,
+            ratio=True,
         )
     for part, label in (("small", "68 q"), ("large", f"{large:,} q")):
         if part in got:

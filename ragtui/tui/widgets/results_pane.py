@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from rich.text import Text
 from textual import on
@@ -21,6 +22,7 @@ from textual.content import Content
 from textual.events import DescendantFocus
 from textual.geometry import Size
 from textual.message import Message
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -117,6 +119,8 @@ class ResultsPane(Vertical):
         self.active = self.retrievers[0] if self.retrievers else ""
         #: Whether the screen is in its compact layout (one list at a time, with tabs).
         self.compact = False
+        #: The preparation of the question the next key is likely to show, when one waits.
+        self._preparing: Timer | None = None
         #: The question bar's rows: the most any question shown at this width wrapped to (the bar
         #: only grows, so moving between questions lays nothing out again), and that width.
 
@@ -214,6 +218,19 @@ class ResultsPane(Vertical):
         self.show_bar(ws, qid)
         self.show_lists(ws, qid)
         self.update_titles(ws, qid, status)
+
+    #: How long after a move the next question is prepared: a key that comes sooner (a key held
+    #: down repeats every 30-50 ms) is not kept waiting behind it, and the preparation waits for
+    #: the key after that.
+    PREPARE_AFTER = 0.02
+
+    def prepare_soon(self, ws: Workspace, qid: str, chunk_view: ChunkView) -> None:
+        """``prepare`` a question a moment from now, unless another is asked for meanwhile."""
+        if self._preparing is not None:
+            self._preparing.stop()
+        self._preparing = self.set_timer(
+            self.PREPARE_AFTER, partial(self.prepare, ws, qid, chunk_view), name="prepare"
+        )
 
     def prepare(self, ws: Workspace, qid: str, chunk_view: ChunkView) -> None:
         """Lay out ahead what showing a question would (the question the next key is likely to

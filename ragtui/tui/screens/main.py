@@ -537,7 +537,7 @@ class MainScreen(Screen[None]):
             if qid is not None and qid != self.current_qid:
                 self.select_question(qid)
                 if step and ahead is not None and (ws := self.ws) is not None:
-                    self.results.prepare_soon(ws, ahead, self.chunk_view)
+                    self.call_after_refresh(self.results.prepare_soon, ws, ahead, self.chunk_view)
         elif isinstance(row_list, ResultList) and row_list.retriever == self.active_retriever:
             self._update_chunk_view()
 

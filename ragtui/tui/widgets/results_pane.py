@@ -121,8 +121,6 @@ class ResultsPane(Vertical):
         self.compact = False
         #: The preparation of the question the next key is likely to show, when one waits.
         self._preparing: Timer | None = None
-        #: The question bar's rows: the most any question shown at this width wrapped to (the bar
-        #: only grows, so moving between questions lays nothing out again), and that width.
 
     def compose(self) -> ComposeResult:
         """The question bar, the tabs, then one pane per retriever."""

@@ -49,6 +49,16 @@ def _timed(session: Session, key: str, presses: int, literal: bool = False) -> l
     return [session.key_ms(key, literal) for _ in range(presses)]
 
 
+def _grades(presses: int) -> list[str]:
+    """Grade keys for one pair: 2 and 0 in turn (the pair's grade changes every time)."""
+    return ["2" if i % 2 == 0 else "0" for i in range(presses)]
+
+
+def _digits(presses: int) -> list[str]:
+    """Judging digits, 0, 1 and 2 in turn (each grades a pair and moves to the next)."""
+    return [str(i % 3) for i in range(presses)]
+
+
 def floor(presses: int, settle: float) -> dict[str, object]:
     """The floor's Down and digit, and its process tree."""
     session = Session([sys.executable, "-m", "bench.floor_app"])
@@ -116,7 +126,7 @@ def ragtui(
             return out
         session.keys("Home")
         session.keys("Tab")  # the bm25 list, its first chunk highlighted
-        out["grade"] = [session.key_ms("2" if i % 2 == 0 else "0", True) for i in range(presses)]
+        out["grade"] = [session.key_ms(k, True) for k in _grades(presses)]
         session.keys("BTab", "/")
         session.wait(lambda s: "esc Clear" in s, 20, "the filter box")
         typed = "q0wertyuiop" * 4
@@ -125,7 +135,7 @@ def ragtui(
         session.wait(lambda s: "s Sort" in s and "esc Clear" not in s, 20, "the filter closed")
         session.keys("j")
         session.wait(lambda s: "pair 1 of" in s, 20, "the judging view")
-        out["judging"] = [session.key_ms(str(i % 3), True) for i in range(presses)]
+        out["judging"] = [session.key_ms(k, True) for k in _digits(presses)]
         session.keys("v")
         session.wait(lambda s: "verify" in s and "⏎ accepts" in s, 20, "verify mode")
         out["verify_enter"] = _timed(session, "Enter", presses)
@@ -178,16 +188,21 @@ def trace(presses: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="ragtui-bench-trace-") as tmp:
         small = _golden_copy(Path(tmp) / "small", 68)
         hook = [sys.executable, "-m", "bench.trace_hook"]
+        # Per program: the keys traced, each with the keys that lead to it and a text to wait for.
         runs = {
             "floor": (
                 ["bench.floor_app"],
                 floor_full,
-                [("down", "Down", False), ("repaint", "r", True)],
+                [("down", (), "", ["Down"] * presses), ("repaint", (), "", ["r"] * presses)],
             ),
             "ragtui": (
                 ["ragtui", "--golden", str(small), "--annotator", "bench"],
                 ragtui_full,
-                [("down", "Down", False), ("grade", "Tab", False), ("judging", "j", False)],
+                [
+                    ("down", (), "", ["Down"] * presses),
+                    ("grade", ("Home", "Tab"), "", _grades(presses)),  # the bm25 list's chunk
+                    ("judging", ("BTab", "j"), "pair 1 of", _digits(presses)),
+                ],
             ),
         }
         for name, (args, full, plan) in runs.items():
@@ -197,20 +212,15 @@ def trace(presses: int) -> dict[str, object]:
                 session.wait(full, 120, f"{name}'s first screen")
                 time.sleep(2)
                 session.listen()
-                for key_name, key, literal in plan:
-                    if key == "Tab":  # the bm25 list, then 2 and 0 in turn on its first chunk
-                        session.keys("Home", "Tab")
-                        keys = ["2" if i % 2 == 0 else "0" for i in range(presses)]
-                    elif key == "j":
-                        session.keys("BTab", "j")
-                        session.wait(lambda s: "pair 1 of" in s, 20, "the judging view")
-                        keys = [str(i % 3) for i in range(presses)]
-                    else:
-                        keys = [key] * presses
+                for key_name, lead, shown, keys in plan:
+                    if lead:
+                        session.keys(*lead)
+                    if shown:
+                        session.wait(lambda s, shown=shown: shown in s, 20, shown)
                     time.sleep(0.3)
-                    first = len(_trace(log)) if log.exists() else 0
-                    for k in keys:
-                        session.key_ms(k, literal or len(k) == 1)
+                    first = len(_trace(log))
+                    for key in keys:
+                        session.key_ms(key, literal=len(key) == 1)
                     time.sleep(0.1)
                     out[f"{name}_{key_name}"] = _trace(log)[first:]
             finally:

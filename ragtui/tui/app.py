@@ -350,8 +350,7 @@ class RagtuiApp(AppCommands, App[int]):
             self.embedder,
             dict(self.models),
             self._first_paint.wait,
-            loading.preload_wanted(),
-            first,
+            first=first,
         )
         post = self.post_message
         self.in_thread("load", lambda: loading.load(job, post, _cancelled()))

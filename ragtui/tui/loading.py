@@ -21,7 +21,7 @@ from textual.message import Message
 
 from ragtui.core.errors import InputError
 from ragtui.core.retrieval.embeddings import Progress, TextEncoder
-from ragtui.core.retrieval.encoder_process import BackgroundEmbedder, preload_setting
+from ragtui.core.retrieval.encoder_process import BackgroundEmbedder, preload_at_start
 from ragtui.core.settings import Settings
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import VectorResult, Workspace
@@ -75,9 +75,10 @@ class LoadJob:
     """The models loaded by earlier loads, by name (a copy), so a reload does not load one again."""
     first_paint: Callable[[float], bool] = _never
     """Waits up to the seconds given for the first full screen; True once it is painted."""
-    preload: bool = False
+    preload: bool = field(default_factory=preload_at_start)
     """Read the embedding model in a helper process once the first full screen is painted, when
-    the model is not loaded by then and typed text could need it (``preload_wanted``)."""
+    the model is not loaded by then and typed text could need it (``RAGTUI_PRELOAD_MODEL`` is 1:
+    ``encoder_process.preload_at_start``)."""
     first: FirstLoad | None = None
     """The load the command line started before the app was imported: this load takes the
     workspace, the model and the cached rankings from it instead of computing them."""
@@ -195,12 +196,6 @@ def load(job: LoadJob, post: Post, cancelled: Cancelled) -> None:
         post(VectorsReady(generation, result, model))
     if job.preload and result.vector is not None and isinstance(model, BackgroundEmbedder):
         preload_after_paint(model, job.first_paint, cancelled)
-
-
-def preload_wanted() -> bool:
-    """Whether an app reads the embedding model in a helper right after the first screen
-    (``RAGTUI_PRELOAD_MODEL`` is 1; see ``encoder_process.helper_on_use``)."""
-    return preload_setting() == "1"
 
 
 def preload_after_paint(

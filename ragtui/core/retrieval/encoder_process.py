@@ -325,6 +325,12 @@ def preload_setting() -> str:
     return value if value in ("0", "1") else ""
 
 
+def preload_at_start() -> bool:
+    """Whether the app reads the model in a helper process right after the first screen
+    (``PRELOAD_ENV`` is 1), before anything needs it."""
+    return preload_setting() == "1"
+
+
 def helper_on_use(headless: bool) -> bool:
     """Whether the app reads the model in a helper process when it is first needed
     (``PRELOAD_ENV`` unset in an app on a terminal, or 1), rather than in a worker of the app."""

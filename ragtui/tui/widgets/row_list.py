@@ -446,14 +446,18 @@ class RowList(ScrollView, can_focus=True):
                 segments.append(Segment(" ", style))
         return Strip(segments)
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """The lines of one paint: the width and the base style are read once for them all
-        (each is a walk up the widget tree, and a paint draws every visible row)."""
+    def _width_and_style(self) -> tuple[int, Style]:
+        """The width rows are drawn at (a new width drops the rows drawn at another) and the
+        list's base style: each a walk up the widget tree."""
         width = self.scrollable_content_region.width
         if width != self._cache_width:
             self._cache.clear()
             self._cache_width = width
-        self._paint = (width, self.rich_style)
+        return width, self.rich_style
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines of one paint, the width and base style read once for them all."""
+        self._paint = self._width_and_style()
         try:
             return super().render_lines(crop)
         finally:
@@ -461,14 +465,7 @@ class RowList(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         """Line ``y`` of the view: the header, a row, or blank."""
-        if self._paint is None:  # asked outside a paint
-            width = self.scrollable_content_region.width
-            if width != self._cache_width:
-                self._cache.clear()
-                self._cache_width = width
-            base = self.rich_style
-        else:
-            width, base = self._paint
+        width, base = self._paint or self._width_and_style()
         if y < self.header_height:
             return self._render_header().crop_extend(0, width, base).apply_style(base)
         index = y - self.header_height + int(self.scroll_y)

@@ -118,6 +118,7 @@ class RagtuiApp(AppCommands, App[int]):
     ) -> None:
         """The app for ``settings``; tests may inject an embedder (``encode``) or a loaded workspace."""
         super().__init__()
+        self._disable_notifications = True  # no toast rack: see ``AppCommands.notify``
         self.register_theme(ANSI_THEME)
         #: The state and the rules for changing it.
         self.controller = Controller(settings)

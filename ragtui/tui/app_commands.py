@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from rich.errors import MarkupError
+from rich.text import Text
 from textual.message import Message
 from textual.screen import Screen
 
@@ -87,6 +89,18 @@ class Owner(Protocol):
 
 class AppCommands:
     """The app's commands (see the module's note)."""
+
+    def notify(
+        self: Owner, message: str, *, title: str = "", markup: bool = True, **_: object
+    ) -> None:
+        """Textual's own notices (ctrl+c: "press ctrl+q to quit") go to the status line, as all of
+        ragtui's do: the app composes no toast rack (hidden, its first hiding laid the first screen
+        out once more: 12-18 ms)."""
+        text = f"{title}: {message}" if title else message
+        try:
+            self.say(Text.from_markup(text).plain if markup else text)
+        except MarkupError:
+            self.say(text)
 
     def show_messages(self: Owner) -> None:
         """The recent status messages, newest first (the palette's "messages: recent")."""

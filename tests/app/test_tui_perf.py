@@ -191,7 +191,7 @@ async def test_embedding_progress_shows_rate_and_time_left(
         label = screen.query_one("#progress-label")
 
         def report(done: int, total: int) -> None:
-            screen.show_progress(done, total, app._rate(done, total))
+            screen.progress_row.show(done, total, app._rate(done, total))
 
         report(0, 1000)
         assert "loading the embedding model (1000 texts to embed)" in str(label.content)
@@ -205,7 +205,7 @@ async def test_embedding_progress_shows_rate_and_time_left(
         assert str(label.content) == "embedding 300/1000 texts · 20 texts/s · 35 s left"
         report(300, 100_000)
         assert "1 min" not in str(label.content) and "left" in str(label.content)
-        screen.hide_progress()
+        screen.progress_row.hide()
         await pilot.pause()
         assert not screen.query_one("#progress-row").display
     assert format_seconds(185) == "3 min 05 s"
@@ -423,3 +423,97 @@ async def test_judging_digits_lay_out_only_a_taller_question(
     more = _TrackRender.render_bar(size=10, virtual_size=30, window_size=10, **colours)
     assert not any(s.style and s.style.reverse for s in fit.segments)
     assert any(s.style and s.style.reverse for s in more.segments)
+
+
+@run_async
+async def test_main_chunk_view_keeps_its_scrollbar(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: the main screen's chunk view keeps its scrollbar too (drawn as its track alone
+    while the chunk fits): moving between questions whose chunks fit and whose chunks do not asks
+    for no layout from the view or its scrollbar, and the first screen is not laid out once more
+    when the first chunk turns out longer than the view."""
+    from textual.widget import Widget
+
+    from ragtui.tui.widgets.chunk_view import ChunkView
+
+    requests: list[str] = []
+    original = Widget.refresh
+
+    def counted(self, *regions, layout=False, **kwargs):  # type: ignore[no-untyped-def]
+        if layout and (isinstance(self, ChunkView) or isinstance(self.parent, ChunkView)):
+            requests.append(type(self).__name__)
+        return original(self, *regions, layout=layout, **kwargs)
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        chunk = screen.chunk_view
+        assert chunk.show_vertical_scrollbar, "the scrollbar is there from the first screen"
+        chunk.styles.height = 8  # 6 rows: some chunks fit in it, some do not
+        await pilot.pause()
+        monkeypatch.setattr(Widget, "refresh", counted)
+        fits = set()
+        for _ in range(len(screen.visible_ids) - 1):
+            await pilot.press("down")
+            await pilot.pause()
+            fits.add(chunk.virtual_size.height <= chunk.scrollable_content_region.height)
+            assert chunk.show_vertical_scrollbar
+        assert requests == [], f"layouts asked for: {requests}"
+        assert fits == {True, False}, "the walk met chunks that fit and chunks that do not"
+
+
+@run_async
+async def test_a_resize_to_the_same_size_lays_nothing_out(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: Textual laid the whole main screen out again at every Resize, also one of the
+    size it had (three came before the first full screen); only a new size lays it out now, and
+    a new size still switches the layout (compact below 110 columns)."""
+    from textual.events import Resize
+    from textual.geometry import Size
+    from textual.screen import Screen
+
+    layouts: list[Size] = []
+    original = Screen._refresh_layout
+
+    def counted(self, size=None, *args, **kwargs):  # type: ignore[no-untyped-def]
+        layouts.append(size)
+        return original(self, size, *args, **kwargs)
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        monkeypatch.setattr(Screen, "_refresh_layout", counted)
+        same = Size(*WIDE)
+        screen.post_message(Resize(same, same))
+        await pilot.pause()
+        assert layouts == [], "a Resize of the same size laid the screen out"
+        assert not screen.has_class("-compact")
+        await pilot.resize_terminal(90, 30)
+        await pilot.pause()
+        assert Size(90, 30) in layouts
+        assert screen.has_class("-compact")
+
+
+@run_async
+async def test_textual_notices_go_to_the_status_line(tui_settings: Settings) -> None:
+    """Issue 34: the app composes no toast rack (hiding the hidden rack laid the first screen out
+    once more); Textual's own notices (ctrl+c: press ctrl+q to quit) are said in the status
+    line, their markup read (or kept as typed when it is not markup), control characters made
+    visible."""
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        assert not screen.query("ToastRack")
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert "Press ctrl+q to quit" in app.status.text
+        assert "[b]" not in app.status.text
+        app.notify("x[/b]y\x1b[31m", title="odd")
+        await pilot.pause()
+        assert app.status.text.startswith("odd: x[/b]y")
+        assert "\x1b" not in app.status.text

@@ -99,14 +99,14 @@ async def test_the_progress_bar_is_made_when_first_shown(tui_settings: Settings)
         screen = main_screen(app)
         row = screen.query_one("#progress-row")
         assert not row.display and not screen.query("#progress")
-        screen.show_progress(5, 20, "")
+        screen.progress_row.show(5, 20, "")
         await pilot.pause()
         bar = screen.query_one("#progress", ProgressBar)
         assert row.display and bar.total == 20 and bar.progress == 5
-        screen.show_progress(10, 20, "")
+        screen.progress_row.show(10, 20, "")
         await pilot.pause()
         assert screen.query_one("#progress", ProgressBar) is bar and bar.progress == 10
-        screen.hide_progress()
+        screen.progress_row.hide()
         await pilot.pause()
         assert not row.display
 

@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import ActiveBinding, BindingType
 from textual.containers import Horizontal
 from textual.events import Resize
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, Static
@@ -125,6 +126,13 @@ class MainScreen(Screen[None]):
     def on_resize(self, event: Resize) -> None:
         """Switch between the compact and the wide layout."""
         self._apply_layout(event.size.width, event.size.height)
+
+    def _screen_resized(self, size: Size) -> None:
+        """Textual lays the whole screen out again at every Resize, also of the size it has: at
+        start three came (the first layout's, the terminal's, one more), 20 ms before the first
+        full screen. A change inside asks for its own layout; only a new size needs one here."""
+        if size != self._compositor.size:
+            super()._screen_resized(size)
 
     def _theme_changed(self, theme: object) -> None:
         """Cells carry styles from the theme: redraw them in the new one."""
@@ -275,7 +283,7 @@ class MainScreen(Screen[None]):
                 self.set_focus(self.question_list)
         elif kind == "retrievers":
             self.update_notes()
-            self.hide_progress()
+            self.progress_row.hide()
             self.refresh_all()  # the header too
         elif kind == "grades":
             self._grades_changed(change)
@@ -296,9 +304,9 @@ class MainScreen(Screen[None]):
         elif kind == "progress":
             progress = self.controller.embedding_progress
             if progress is None:
-                self.hide_progress()
+                self.progress_row.hide()
             else:
-                self.show_progress(*progress, host(self).progress_rate)
+                self.progress_row.show(*progress, host(self).progress_rate)
 
     def _grades_changed(self, change: Changed) -> None:
         """A label was saved or undone: its question's row, the lists, titles, chunk view, metrics."""
@@ -579,14 +587,6 @@ class MainScreen(Screen[None]):
         ws = self.ws
         if self.composed and ws is not None:
             self.questions.show_progress(ws, self.current_qid, self.has_class("-compact"))
-
-    def show_progress(self, done: int, total: int, rate: str = "") -> None:
-        """Show embedding progress (total 0: the model is still loading)."""
-        self.progress_row.show(done, total, rate)
-
-    def hide_progress(self) -> None:
-        """Hide the progress row."""
-        self.progress_row.hide()
 
     # ---- the judging walk (n) -------------------------------------------------------------------
 

@@ -392,6 +392,11 @@ class JudgingSession:
             self.position = nxt
         return nxt
 
+    def ahead(self) -> PoolEntry | None:
+        """The pair a grade of the one on screen moves to (None: none is left)."""
+        nxt = self._next_unjudged_after(self.position) if self.pairs else None
+        return self.pairs[nxt] if nxt is not None else None
+
     def _next_unjudged_after(self, position: int) -> int | None:
         """The next unjudged pair after ``position``, wrapping round, never ``position`` itself
         (walked lazily: the next pair is most often the one after)."""

@@ -326,6 +326,31 @@ async def test_down_lays_nothing_out_once_the_tallest_question_was_shown(
         assert layouts == [], f"{len(layouts)} layouts on the second pass"
 
 
+async def laid_out_ahead(pilot, view, cid: str):  # type: ignore[no-untyped-def]
+    """The chunk view's text of chunk ``cid``, once laid out ahead at the view's width."""
+    for _ in range(200):
+        kept = [body for key, body in view._kept.items() if key[0] == cid]
+        if kept and view._laid[0] in kept[0]._starts:
+            return kept[0]
+        await pilot.pause(0.01)
+    raise AssertionError(f"chunk {cid} was never laid out ahead")
+
+
+def count_wraps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The paragraphs measured (wrapped) from now on, by identity."""
+    from ragtui.tui.widgets import paragraphs
+
+    wrapped: list[int] = []
+    original = paragraphs.paragraph_height
+
+    def counted(widget, paragraph, width):  # type: ignore[no-untyped-def]
+        wrapped.append(id(paragraph))
+        return original(widget, paragraph, width)
+
+    monkeypatch.setattr(paragraphs, "paragraph_height", counted)
+    return wrapped
+
+
 @run_async
 async def test_a_move_lays_out_the_question_the_next_key_reaches(
     tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
@@ -334,38 +359,20 @@ async def test_a_move_lays_out_the_question_the_next_key_reaches(
     out ahead: the active list's first chunk is wrapped at the view's width (and its first lines
     drawn) and the rows' passages are found. The next key shows that very text and wraps none of
     its paragraphs again; a move up prepares the question above."""
-    from ragtui.tui.widgets import paragraphs
-
     app = make_app(tui_settings)
     async with app.run_test(size=WIDE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen
         ws, questions, view = app.workspace, screen.question_list, screen.chunk_view
         assert ws is not None
-
-        async def prepared_for(row: int) -> paragraphs.Paragraphs:
-            """The chunk view's text of row ``row``'s first chunk, once laid out ahead."""
-            qid = questions.qid_at(row)
-            assert qid is not None
-            cid = ws.ranking(screen.active_retriever, qid)[0][0]
-            for _ in range(200):
-                kept = [body for key, body in view._kept.items() if key[0] == cid]
-                if kept and view._laid[0] in kept[0]._starts:
-                    return kept[0]
-                await pilot.pause(0.01)
-            raise AssertionError(f"{qid}'s chunk {cid} was never laid out ahead")
-
-        wrapped: list[int] = []  # the paragraphs measured (by identity)
-        original = paragraphs.paragraph_height
-
-        def counted(widget, paragraph, width):  # type: ignore[no-untyped-def]
-            wrapped.append(id(paragraph))
-            return original(widget, paragraph, width)
-
-        monkeypatch.setattr(paragraphs, "paragraph_height", counted)
+        wrapped = count_wraps(monkeypatch)
         for key, step in (("down", 1), ("down", 1), ("up", -1)):
             await pilot.press(key)
-            ahead = await prepared_for(questions.cursor + step)
+            qid = questions.qid_at(questions.cursor + step)
+            assert qid is not None
+            ahead = await laid_out_ahead(
+                pilot, view, ws.ranking(screen.active_retriever, qid)[0][0]
+            )
             wrapped.clear()
             await pilot.press(key)
             await pilot.pause()
@@ -517,3 +524,36 @@ async def test_textual_notices_go_to_the_status_line(tui_settings: Settings) -> 
         await pilot.pause()
         assert app.status.text.startswith("odd: x[/b]y")
         assert "\x1b" not in app.status.text
+
+
+@run_async
+async def test_a_judging_digit_shows_the_chunk_laid_out_ahead(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: once a pair is drawn in the judging view, the chunk a grade of it moves to (the
+    next unjudged pair) is laid out ahead, with the view's context and blindness: the digit shows
+    that very text and wraps none of its paragraphs again (the chunk's lines were a third of the
+    digit's CPU time)."""
+    from ragtui.tui.widgets.chunk_view import ChunkView
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        judging = app.screen
+        view = judging.query_one(ChunkView)
+        wrapped = count_wraps(monkeypatch)
+        shown = set()
+        for digit in ("2", "0", "1", "1"):
+            ahead = judging.session.ahead()
+            assert ahead is not None
+            body = await laid_out_ahead(pilot, view, ahead.chunk)
+            wrapped.clear()
+            await pilot.press(digit)
+            await pilot.pause()
+            assert judging.session.current == ahead
+            assert view._body is body, "the text laid out ahead is the one shown"
+            assert not {id(p) for p in body.paragraphs} & set(wrapped), "a paragraph wrapped again"
+            shown.add(ahead.chunk)
+        assert len(shown) > 1

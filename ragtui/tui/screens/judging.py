@@ -341,6 +341,14 @@ class JudgingScreen(Screen[None]):
         self._draw_verdict()
         view.show(ws, entry.question, entry.chunk, context=self.context, evidence=not self.blind)
         self._update_title()
+        self.call_after_refresh(self._prepare_ahead)
+
+    def _prepare_ahead(self) -> None:
+        """Once a pair is drawn, lay out ahead the chunk a grade of it moves to."""
+        ahead = self.session.ahead()
+        if ahead is not None and self.is_current:
+            view = self.query_one(ChunkView)
+            view.prepare_soon(self.ws, *ahead.key, context=self.context, evidence=not self.blind)
 
     def _draw_verdict(self) -> None:
         """Verifying: the judge's grade and its reason (three rows, drawn without a new layout),

@@ -11,6 +11,7 @@ new chunk costs its visible lines, not its whole text, and no layout pass of the
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.segment import Segments
@@ -21,6 +22,7 @@ from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.selection import Selection
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widget import Widget
 
 from ragtui.core.data.golden import Question, evidence_spans, passage_start, term_spans
@@ -139,6 +141,7 @@ class ChunkView(ScrollView, can_focus=False):
         self._laid: tuple[int, int, int] = (0, 0, 0)
         #: (size, container size, virtual size) at the last size update (see ``_size_updated``).
         self._sized: tuple[Size, Size, Size] | None = None
+        self._preparing: Timer | None = None
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
@@ -252,14 +255,32 @@ class ChunkView(ScrollView, can_focus=False):
         )
         return body, target
 
-    def prepare(self, ws: Workspace, qid: str, cid: str) -> None:
+    #: How long after a key is drawn the chunk the next key shows is prepared (never before the
+    #: key's own paint, which it would delay): a key already waiting goes first.
+    PREPARE_AFTER = 0.005
+
+    def prepare_soon(
+        self, ws: Workspace, qid: str, cid: str, context: bool = False, evidence: bool = True
+    ) -> None:
+        """``prepare`` a chunk a moment from now (call it once a key is drawn), unless another is
+        asked for meanwhile."""
+        if self._preparing is not None:
+            self._preparing.stop()
+        self._preparing = self.set_timer(
+            self.PREPARE_AFTER, partial(self.prepare, ws, qid, cid, context, evidence)
+        )
+
+    def prepare(
+        self, ws: Workspace, qid: str, cid: str, context: bool = False, evidence: bool = True
+    ) -> None:
         """Lay out and draw ahead the lines ``show`` would show first for a chunk and question
-        (the question the cursor is likely to reach next), so that showing it costs little."""
+        (the one the next key is likely to show), so that showing it costs little."""
         width, above, _ = self._laid
         height = self.content_region.height
         if width <= 0 or height <= 0 or cid not in ws.passages.by_id:
             return
-        body, target = self._body_for(ws, ws.questions.by_id.get(qid), cid, False, True)
+        question = ws.questions.by_id.get(qid)
+        body, target = self._body_for(ws, question, cid, context, evidence)
         found = above + body.line_of(self, width, target) if target is not None else 0
         top = max(0, found - 1) if found >= height else 0
         row = len(self._header_paragraphs.paragraphs) if self._header_paragraphs else 0

@@ -217,17 +217,13 @@ class ResultsPane(Vertical):
         self.show_lists(ws, qid)
         self.update_titles(ws, qid, status)
 
-    #: How long after a move is drawn the next question is prepared (never before the move's
-    #: own paint, which it would delay): a key already waiting goes first.
-    PREPARE_AFTER = 0.005
-
     def prepare_soon(self, ws: Workspace, qid: str, chunk_view: ChunkView) -> None:
         """``prepare`` a question a moment from now (the screen calls this once a move is
-        drawn), unless another is asked for meanwhile."""
+        drawn; as soon as ``ChunkView.prepare_soon``), unless another is asked for meanwhile."""
         if self._preparing is not None:
             self._preparing.stop()
         self._preparing = self.set_timer(
-            self.PREPARE_AFTER, partial(self.prepare, ws, qid, chunk_view), name="prepare"
+            ChunkView.PREPARE_AFTER, partial(self.prepare, ws, qid, chunk_view), name="prepare"
         )
 
     def prepare(self, ws: Workspace, qid: str, chunk_view: ChunkView) -> None:

@@ -187,8 +187,11 @@ class RowList(ScrollView, can_focus=True):
         self.cursor = 0
         self._count = 0
         self._columns: tuple[ColumnSpec, ...] = ()
+        #: Rows drawn (finished lines without the cursor), by index, and the header line, for
+        #: the width and base style they were drawn with.
         self._cache: dict[int, Strip] = {}
-        self._cache_width = -1
+        self._header: Strip | None = None
+        self._drawn_with: tuple[int, Style] | None = None
         #: The width and base style of the paint under way (``render_lines``), else None.
         self._paint: tuple[int, Style] | None = None
         self._styles: dict[str, Style] = {}
@@ -227,6 +230,7 @@ class RowList(ScrollView, can_focus=True):
         self._columns = columns
         self._show_header = show_header
         self._cache.clear()
+        self._header = None
         self._update_virtual_size()
         self.refresh()
 
@@ -390,8 +394,9 @@ class RowList(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         """A theme or CSS change: when the cells' styles really changed (not just the focus of an
-        ancestor), they are read again and every row redrawn."""
+        ancestor), they are read again and every row redrawn (the header always is: one line)."""
         super().notify_style_update()
+        self._header = None
         if not self._styles:
             return
         fresh = {
@@ -420,40 +425,45 @@ class RowList(ScrollView, can_focus=True):
             self._styles[name] = style
         return style
 
-    def _render_row(self, index: int) -> Strip:
-        """Row ``index`` as a strip, without the cursor (cached)."""
+    def _cells_strip(
+        self, cells: Sequence[Cell], width: int, base: Style, line: Style | None = None
+    ) -> Strip:
+        """Cells as one finished line: each fitted to its column and styled over the list's base
+        style (and ``line``'s, the header's), the line padded to ``width`` in the base style (one
+        strip made, no crop or restyle pass after)."""
+        segments: list[Segment] = []
+        under = base + line if line is not None else base
+        last = len(self._columns) - 1
+        used = 0
+        for i, (column, cell) in enumerate(zip(self._columns, cells, strict=True)):
+            text = fit(cell.text, column.width, column.justify)
+            style = under + self._style(cell.style) if cell.style else under
+            segments.append(Segment(text, style))
+            used += column.width
+            if i < last:
+                segments.append(Segment(" ", under))
+                used += 1
+        if used < width:
+            segments.append(Segment(" " * (width - used), base))
+        return Strip(segments).crop(0, width) if used > width else Strip(segments, width)
+
+    def _render_row(self, index: int, width: int, base: Style) -> Strip:
+        """Row ``index`` as a finished line without the cursor (cached for this width and base
+        style)."""
         strip = self._cache.get(index)
         if strip is None:
-            segments: list[Segment] = []
-            cells = self.row_cells(index)
-            last = len(self._columns) - 1
-            for i, (column, cell) in enumerate(zip(self._columns, cells, strict=True)):
-                segments.append(
-                    Segment(fit(cell.text, column.width, column.justify), self._style(cell.style))
-                )
-                if i < last:
-                    segments.append(Segment(" "))
-            strip = Strip(segments)
-            self._cache[index] = strip
+            strip = self._cache[index] = self._cells_strip(self.row_cells(index), width, base)
         return strip
 
-    def _render_header(self) -> Strip:
-        segments: list[Segment] = []
-        style = self.get_component_rich_style("row-list--header")
-        for i, column in enumerate(self._columns):
-            segments.append(Segment(fit(column.title, column.width, column.justify), style))
-            if i < len(self._columns) - 1:
-                segments.append(Segment(" ", style))
-        return Strip(segments)
-
     def _width_and_style(self) -> tuple[int, Style]:
-        """The width rows are drawn at (a new width drops the rows drawn at another) and the
-        list's base style: each a walk up the widget tree."""
-        width = self.scrollable_content_region.width
-        if width != self._cache_width:
+        """The width rows are drawn at and the list's base style (a walk up the widget tree):
+        rows drawn at another width or in another base style are dropped."""
+        width, base = self.scrollable_content_region.width, self.rich_style
+        if (width, base) != self._drawn_with:
             self._cache.clear()
-            self._cache_width = width
-        return width, self.rich_style
+            self._header = None
+            self._drawn_with = (width, base)
+        return width, base
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The lines of one paint, the width and base style read once for them all."""
@@ -467,14 +477,18 @@ class RowList(ScrollView, can_focus=True):
         """Line ``y`` of the view: the header, a row, or blank."""
         width, base = self._paint or self._width_and_style()
         if y < self.header_height:
-            return self._render_header().crop_extend(0, width, base).apply_style(base)
+            if self._header is None:
+                header = self.get_component_rich_style("row-list--header")
+                titles = [Cell(column.title) for column in self._columns]
+                self._header = self._cells_strip(titles, width, base, header)
+            return self._header
         index = y - self.header_height + int(self.scroll_y)
         if not 0 <= index < self._count:
             return Strip.blank(width, base)
-        strip = self._render_row(index).crop_extend(0, width, None)
+        strip = self._render_row(index, width, base)
         if index == self.cursor:
             name = "row-list--cursor" if self.has_focus else "row-list--cursor-blurred"
             cursor = self.get_component_rich_style(name)
-            # The cursor's colours go on top of the cells' own (Strip.apply_style puts a style under).
-            return Strip(Segment.apply_style(list(strip), base, cursor), width)
-        return strip.apply_style(base)
+            # The cursor's colours go on top of the cells' own.
+            return Strip(Segment.apply_style(list(strip), None, cursor), width)
+        return strip

@@ -557,3 +557,66 @@ async def test_a_judging_digit_shows_the_chunk_laid_out_ahead(
             assert not {id(p) for p in body.paragraphs} & set(wrapped), "a paragraph wrapped again"
             shown.add(ahead.chunk)
         assert len(shown) > 1
+
+
+@run_async
+async def test_a_move_shows_the_rows_drawn_ahead_unless_a_change_came(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: the result lists draw ahead the rows of the question the next Down shows; the
+    Down shows those very lines and draws none of them again. A grade given meanwhile (here to
+    the next question's first chunk, as another session's label or a judge could) drops them:
+    the row then shows the new grade."""
+    from ragtui.tui.messages import GradeRequested
+    from ragtui.tui.widgets.result_list import ResultList
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        questions = screen.question_list
+        lists = list(screen.query(ResultList))
+        drawn: list[int] = []
+        original = ResultList.row_cells
+
+        def counted(self, index):  # type: ignore[no-untyped-def]
+            drawn.append(index)
+            return original(self, index)
+
+        monkeypatch.setattr(ResultList, "row_cells", counted)
+
+        async def prepared(qid: str) -> list[dict]:
+            for _ in range(200):
+                ahead = [rl._prepared for rl in lists]
+                if all(p is not None and p[0] == qid for p in ahead):
+                    return [p[4] for p in ahead]
+                await pilot.pause(0.01)
+            raise AssertionError(f"the rows of {qid} were never drawn ahead")
+
+        await pilot.press("down")
+        ahead_qid = questions.qid_at(questions.cursor + 1)
+        rows = await prepared(ahead_qid)
+        drawn.clear()
+        await pilot.press("down")
+        await pilot.pause()
+        assert screen.current_qid == ahead_qid
+        for result_list, ahead in zip(lists, rows, strict=True):
+            assert ahead and all(result_list._cache.get(i) is s for i, s in ahead.items())
+        assert drawn == [], "a row drawn ahead was drawn again"
+        # A change between the look-ahead and the key.
+        ahead_qid = questions.qid_at(questions.cursor + 1)
+        await prepared(ahead_qid)
+        bm25 = screen.result_list("bm25")
+        cid = app.workspace.ranking("bm25", ahead_qid)[0][0]
+        app.post_message(GradeRequested(ahead_qid, cid, 1))
+        await pilot.pause()
+        assert bm25._prepared is None
+        await pilot.press("down")
+        await pilot.pause()
+        assert screen.current_qid == ahead_qid
+        assert " 1 hand" in bm25.cell(cid, "grade")
+        line = bm25.render_line(
+            bm25.header_height
+            + bm25.view.ranking.index(next(r for r in bm25.view.ranking if r[0] == cid))
+        )
+        assert " 1 hand" in line.text, "the row on screen shows the new grade"

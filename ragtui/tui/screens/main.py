@@ -218,6 +218,7 @@ class MainScreen(Screen[None]):
         another screen is on top (the judging view), the changes wait until this one is shown again."""
         if not self.composed or self.ws is None:
             return
+        self.results.forget_prepared()
         if covered(self) and change.kind not in ("loaded", "progress"):
             self._pending.append(change)
             return

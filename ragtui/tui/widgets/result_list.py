@@ -3,6 +3,7 @@ only when visible (Line API)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -10,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.strip import Strip
 from textual.widgets import Static
 
 from ragtui.core.data.golden import passage_start
@@ -126,6 +128,9 @@ class ResultList(RowList):
         self.retriever = retriever
         self.view: ResultView | None = None
         self._narrow = False
+        #: Rows drawn ahead by ``prepare``: (question, ranking, columns, width and style, rows).
+        self._prepared: tuple[str, Ranking, tuple[ColumnSpec, ...], object, dict[int, Strip]] | None
+        self._prepared = None
 
     @property
     def qid(self) -> str | None:
@@ -133,10 +138,17 @@ class ResultList(RowList):
         return self.view.qid if self.view is not None else None
 
     def show(self, view: ResultView | None) -> None:
-        """Show a ranking (None: empty), the cursor on the first chunk."""
+        """Show a ranking (None: empty), the cursor on the first chunk (its rows as drawn ahead
+        by ``prepare``, when they were for this ranking, at these columns, width and style)."""
         self.view = view
         self._configure()
         self.set_row_count(len(view.ranking) if view else 0, 0)
+        prepared, self._prepared = self._prepared, None
+        if view is not None and prepared is not None:
+            qid, ranking, columns, drawn, rows = prepared
+            same = (qid, columns, drawn) == (view.qid, self.columns, self._drawn_with)
+            if same and ranking == view.ranking:
+                self._cache.update(rows)
 
     def update_view(self, view: ResultView) -> None:
         """The same ranking with new grades or k: redraw every row, keep the cursor."""
@@ -187,9 +199,13 @@ class ResultList(RowList):
         super().on_resize()
 
     def _configure(self) -> None:
+        self.set_columns(self._columns_for(self.view))
+
+    def _columns_for(self, view: ResultView | None) -> list[ColumnSpec]:
+        """The columns at this width for ``view``'s ranking (the chunk column fits its ids)."""
         width = self.scrollable_content_region.width or self.size.width or 60
         self._narrow = width < NARROW
-        ids = [cid for cid, _ in self.view.ranking] if self.view else []
+        ids = [cid for cid, _ in view.ranking] if view else []
         chunk_width = min(
             MAX_CHUNK_WIDTH, max((len(c) for c in ids), default=5), max(8, width // 3)
         )
@@ -204,12 +220,14 @@ class ResultList(RowList):
             columns.append(ColumnSpec("score", 6, "right"))
         used = sum(c.width + 1 for c in columns)
         columns.append(ColumnSpec("passage", max(4, width - used)))
-        self.set_columns(columns)
+        return columns
 
     def row_cells(self, index: int) -> list[Cell]:
         """The cells of one ranked chunk."""
-        view = self.view
-        assert view is not None
+        assert self.view is not None
+        return self._cells(self.view, index, self.columns)
+
+    def _cells(self, view: ResultView, index: int, columns: Sequence[ColumnSpec]) -> list[Cell]:
         ws = view.ws
         cid, score = view.ranking[index]
         rank = index + 1
@@ -231,12 +249,30 @@ class ResultList(RowList):
         cells = [
             Cell(str(rank), rank_style),
             grade_cell,
-            Cell(shorten_middle(visible_line(cid), self.columns[2].width), row_style),
+            Cell(shorten_middle(visible_line(cid), columns[2].width), row_style),
         ]
         if not self._narrow:
             cells.append(Cell(fmt_score(score), row_style))
         cells.append(Cell(snippet(ws, view.qid, cid), row_style))
         return cells
+
+    def prepare(self, view: ResultView) -> None:
+        """Draw ahead the rows ``show(view)`` shows first (of the question the next key is likely
+        to show): ``show`` then takes them instead of drawing them (``forget_prepared``: a change
+        came meanwhile)."""
+        drawn, height = self._drawn_with, self.size.height - self.header_height
+        if drawn is None or height <= 0:
+            return
+        columns = self._columns_for(view)
+        rows = {
+            i: self._cells_strip(self._cells(view, i, columns), *drawn, columns=columns)
+            for i in range(min(height, len(view.ranking)))
+        }
+        self._prepared = (view.qid, view.ranking, tuple(columns), drawn, rows)
+
+    def forget_prepared(self) -> None:
+        """Drop the rows drawn ahead (grades, k or the labels changed)."""
+        self._prepared = None
 
     # ---- keys -----------------------------------------------------------------------------------------
 

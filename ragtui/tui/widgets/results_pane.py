@@ -33,7 +33,7 @@ from ragtui.core.workspace.judging import PoolEntry
 from ragtui.tui.ids import widget_id
 from ragtui.tui.widgets.chunk_view import ChunkView
 from ragtui.tui.widgets.paragraphs import rules
-from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView, snippet
+from ragtui.tui.widgets.result_list import ResultList, ResultPane, ResultView
 from ragtui.tui.widgets.row_list import RowList
 from ragtui.tui.widgets.tab_strip import TabLabel, TabStrip
 from ragtui.tui.widgets.text import (
@@ -228,14 +228,18 @@ class ResultsPane(Vertical):
 
     def prepare(self, ws: Workspace, qid: str, chunk_view: ChunkView) -> None:
         """Lay out ahead what showing a question would (the question the next key is likely to
-        show): the passages of the rows each list shows first, and in ``chunk_view`` the active
-        list's first chunk. Showing it then costs little."""
+        show): the rows each list shows first, and in ``chunk_view`` the active list's first
+        chunk. Showing it then costs little."""
         for name in self.retrievers:
             if is_ready(ws, name) and (ranking := ws.ranking(name, qid)):
-                for cid, _ in ranking[: self.result_list(name).size.height]:
-                    snippet(ws, qid, cid)
+                self.result_list(name).prepare(ResultView(ws, qid, ranking))
                 if name == self.active:
                     chunk_view.prepare(ws, qid, ranking[0][0])
+
+    def forget_prepared(self) -> None:
+        """Something changed: what was laid out ahead may show it wrong."""
+        for name in self.retrievers:
+            self.result_list(name).forget_prepared()
 
     def refresh_question(
         self, ws: Workspace, qid: str, status: Mapping[str, str], chunk: str | None = None

@@ -426,16 +426,22 @@ class RowList(ScrollView, can_focus=True):
         return style
 
     def _cells_strip(
-        self, cells: Sequence[Cell], width: int, base: Style, line: Style | None = None
+        self,
+        cells: Sequence[Cell],
+        width: int,
+        base: Style,
+        line: Style | None = None,
+        columns: Sequence[ColumnSpec] | None = None,
     ) -> Strip:
-        """Cells as one finished line: each fitted to its column and styled over the list's base
-        style (and ``line``'s, the header's), the line padded to ``width`` in the base style (one
-        strip made, no crop or restyle pass after)."""
+        """Cells as one finished line: each fitted to its column (the list's, or ``columns``)
+        and styled over the list's base style (and ``line``'s, the header's), the line padded to
+        ``width`` in the base style (one strip made, no crop or restyle pass after)."""
         segments: list[Segment] = []
         under = base + line if line is not None else base
-        last = len(self._columns) - 1
+        columns = self._columns if columns is None else columns
+        last = len(columns) - 1
         used = 0
-        for i, (column, cell) in enumerate(zip(self._columns, cells, strict=True)):
+        for i, (column, cell) in enumerate(zip(columns, cells, strict=True)):
             text = fit(cell.text, column.width, column.justify)
             style = under + self._style(cell.style) if cell.style else under
             segments.append(Segment(text, style))

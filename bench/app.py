@@ -396,8 +396,9 @@ def add_key_figures(report: Report, large: int, large_cache: Path | None) -> Non
             f"{med('cpu'):.1f} ms",
             "reported",
             f"handlers {med('handlers'):.1f} · paint {med('paint'):.1f}: own lines "
-            f"{med('lines'):.1f}, layout {med('layout'):.1f}, Textual's compositor "
-            f"{med('textual'):.1f}, output {med('output'):.1f}",
+            f"{med('lines'):.1f}, Textual's widgets' lines {med('textual_lines'):.1f}, layout "
+            f"{med('layout'):.1f}, Textual's compositor {med('textual'):.1f}, output "
+            f"{med('output'):.1f}",
             None,
             ratio=True,
         )

@@ -163,7 +163,9 @@ def _trace(log: Path) -> list[dict[str, float]]:
             continue
         spent = 1000 * (mine[-1][2] - cpu)
         paint = 1000 * sum(end - start for start, end, *_ in mine)
-        lines, layout, output = (1000 * sum(p[i] for p in mine) for i in (3, 4, 5))
+        lines, layout, output, widgets = (
+            1000 * sum(p[i] if i < len(p) else 0.0 for p in mine) for i in (3, 4, 5, 6)
+        )
         out.append(
             {
                 "cpu": spent,
@@ -172,7 +174,8 @@ def _trace(log: Path) -> list[dict[str, float]]:
                 "lines": lines,
                 "layout": layout,
                 "output": output,
-                "textual": max(0.0, paint - lines - layout - output),
+                "textual_lines": widgets,
+                "textual": max(0.0, paint - lines - layout - output - widgets),
                 "paints": len(mine),
             }
         )

@@ -4,12 +4,14 @@
 key delivery and paints timed, one line per event appended to LOG:
 
 - ``K <time> <cpu>``: a key event reached the app (posted by the terminal driver);
-- ``P <start> <end> <cpu> <lines> <layout> <output>``: a paint (Textual's screen update: a layout
-  pass when one is due, then the changed lines drawn and turned into terminal output). ``lines``
-  is the time the widgets spent drawing their own lines (``render_line``: the program's own
-  drawing code, ragtui's or the floor's), ``layout`` the time in layout passes, ``output`` the
-  time turning the update into escape sequences; the rest of the paint is Textual's compositor
-  (styles, borders, cutting and joining the widgets' strips).
+- ``P <start> <end> <cpu> <lines> <layout> <output> <textual lines>``: a paint (Textual's screen
+  update: a layout pass when one is due, then the changed lines drawn and turned into terminal
+  output). ``lines`` is the time the widgets spent drawing their lines in the program's own
+  drawing code (a ``render_line`` the program defines: ragtui's or the floor's), ``textual lines``
+  the time in Textual's (a scrollbar, the header, the footer, a ``Static``'s text),
+  ``layout`` the time in layout passes, ``output`` the time turning the update into escape
+  sequences; the rest of the paint is Textual's compositor (styles, borders, cutting and joining
+  the widgets' strips).
 
 Times are ``perf_counter`` seconds, ``cpu`` the process's CPU seconds then. ``bench.keys`` reads
 the log: for each key, its CPU time from its arrival to the end of its last paint, split into the
@@ -37,7 +39,7 @@ def install(path: str) -> None:
 
     log = open(path, "a", buffering=1)  # noqa: SIM115 (open for the program's life)
     clock, cpu = time.perf_counter, time.process_time
-    parts = {"lines": 0.0, "layout": 0.0, "output": 0.0}
+    parts = {"lines": 0.0, "layout": 0.0, "output": 0.0, "textual_lines": 0.0}
 
     inside: list[float] = []  # per timed call under way: the time of the timed calls it made
 
@@ -71,7 +73,10 @@ def install(path: str) -> None:
 
     @functools.wraps(render)
     def render_widget_lines(self: StylesCache, *args: Any, **kwargs: Any) -> Any:
-        args = (*args[:4], timed("lines", args[4]), *args[5:])  # the widget's render_line
+        draw = args[4]  # the widget's render_line
+        module = getattr(getattr(draw, "__func__", draw), "__module__", "") or ""
+        part = "textual_lines" if module.split(".")[0] == "textual" else "lines"
+        args = (*args[:4], timed(part, draw), *args[5:])
         return render(self, *args, **kwargs)
 
     update = Screen._on_timer_update
@@ -85,7 +90,8 @@ def install(path: str) -> None:
         end = clock()
         log.write(
             f"P {start:.6f} {end:.6f} {cpu():.6f} "
-            f"{parts['lines']:.6f} {parts['layout']:.6f} {parts['output']:.6f}\n"
+            f"{parts['lines']:.6f} {parts['layout']:.6f} {parts['output']:.6f} "
+            f"{parts['textual_lines']:.6f}\n"
         )
 
     App.post_message = post_message  # type: ignore[method-assign]

@@ -620,3 +620,41 @@ async def test_a_move_shows_the_rows_drawn_ahead_unless_a_change_came(
             + bm25.view.ranking.index(next(r for r in bm25.view.ranking if r[0] == cid))
         )
         assert " 1 hand" in line.text, "the row on screen shows the new grade"
+
+
+@run_async
+async def test_a_judging_digit_is_drawn_in_one_paint(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: a digit's next pair and the status line's "saved" are drawn in one paint, and
+    the look-ahead after it draws nothing (scheduled while the key was handled, it made the
+    screen paint before the app had applied the grade: the status followed 30 ms later)."""
+    from textual.screen import Screen
+
+    from ragtui.tui.widgets.chunk_view import ChunkView
+
+    painted: list[set[str]] = []
+    original = Screen._on_timer_update
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        if self._dirty_widgets:
+            painted.append({type(w).__name__ for w in self._dirty_widgets})
+        return original(self)
+
+    monkeypatch.setattr(Screen, "_on_timer_update", counted)  # before the screens' timers
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("j")
+        await pilot.pause(0.2)
+        judging = app.screen
+        for digit in "2011":
+            ahead = judging.session.ahead()
+            painted.clear()
+            await pilot.press(digit)
+            for _ in range(100):  # the look-ahead has run
+                if any(key[0] == ahead.chunk for key in judging.query_one(ChunkView)._kept):
+                    break
+                await pilot.pause(0.01)
+            await pilot.pause(0.1)
+            assert len(painted) == 1 and "StatusLine" in painted[0], f"{digit}: {painted}"

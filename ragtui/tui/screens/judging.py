@@ -341,7 +341,9 @@ class JudgingScreen(Screen[None]):
         self._draw_verdict()
         view.show(ws, entry.question, entry.chunk, context=self.context, evidence=not self.blind)
         self._update_title()
-        self.call_after_refresh(self._prepare_ahead)
+        # After the app has applied the key's grade (asked for this screen's refresh at once, the
+        # pair was drawn before the status said "saved", a second paint 30 ms later).
+        self.app.call_next(self.call_after_refresh, self._prepare_ahead)
 
     def _prepare_ahead(self) -> None:
         """Once a pair is drawn, lay out ahead the chunk a grade of it moves to."""

@@ -110,6 +110,24 @@ def heading_row(chunk_id: str, doc: str, headings: Sequence[str], width: int) ->
 RANDOM_SEED = 0
 
 
+def labelled_since(
+    history: Sequence[Label], counted: tuple[Label | None, int] | None
+) -> tuple[set[str] | None, tuple[Label | None, int]]:
+    """The questions whose labels the journal's ``history`` gained since ``counted`` (its first
+    label and length when last counted), or None when everything must be counted again (never
+    counted, or the journal read again from its start); and the mark to count from next."""
+    first = history[0] if history else None
+    mark = (first, len(history))
+    grown = (
+        counted is not None
+        and counted[1] <= len(history)
+        and (not counted[1] or counted[0] is first)
+    )
+    if not grown or counted is None:
+        return None, mark
+    return {label.question for label in history[counted[1] :]}, mark
+
+
 class JudgingWalk:
     """The pooled pairs of ``qids`` in that order; each question's unjudged pairs first."""
 
@@ -123,6 +141,10 @@ class JudgingWalk:
         # Pools follow the rankings, which a walk outlives only unchanged: counted once, from the
         # rankings' arrays (no question is pooled for it).
         self._pooled: int | None = None
+        #: Judged pairs per labelled question, counted again only for the questions labelled
+        #: since (every move shows the totals: they cost the new labels, not all of them).
+        self._judged: dict[str, int] = {}
+        self._counted: tuple[Label | None, int] | None = None
 
     @property
     def _position(self) -> dict[str, int]:
@@ -141,12 +163,16 @@ class JudgingWalk:
         judged pair, so only those are pooled."""
         if self._pooled is None:
             self._pooled = int(self.queue.pooled_counts(self.qids).sum())
-        labelled = self.ws.grades.labels.pairs
-        if not labelled:  # nothing judged: no need to place 100,000 questions in the walk
+        labels = self.ws.grades.labels
+        if not labels.pairs:  # nothing judged: no need to place 100,000 questions in the walk
             return JudgedCount(0, self._pooled)
         position = self._position
-        judged = sum(self.queue.count(q).judged for q in labelled if q in position)
-        return JudgedCount(judged, self._pooled)
+        since, self._counted = labelled_since(labels.history, self._counted)
+        if since is None:
+            self._judged = {q: self.queue.count(q).judged for q in labels.pairs if q in position}
+        else:
+            self._judged.update({q: self.queue.count(q).judged for q in since if q in position})
+        return JudgedCount(sum(self._judged.values()), self._pooled)
 
     def pairs(self, qid: str) -> list[PoolEntry]:
         """A question's pool in queue order (judged or not)."""
@@ -423,22 +449,21 @@ class JudgingSession:
         whose labels changed since (the journal lines added since the last count): a key costs
         its question's pairs, not every pair (500,000 at 100,000 questions). A journal read again
         from its start, or another person's queue, counts every pair again."""
-        history = self.walk.ws.grades.labels.history
-        first = history[0] if history else None
         person = self.walk.queue.person
         seen = self._counted
-        # The journal counted from is this one grown (an empty one grows into any): else count all.
-        grown = seen is not None and seen[1] <= len(history) and (not seen[1] or seen[0] is first)
-        if seen is None or not grown or seen[2] != person:
+        since, mark = labelled_since(
+            self.walk.ws.grades.labels.history, seen[:2] if seen is not None else None
+        )
+        if since is None or seen is None or seen[2] != person:
             self._judged = [self.is_judged(e) for e in self.pairs]
             self._judged_total = sum(self._judged)
-        elif seen[1] < len(history):
-            for qid in {label.question for label in history[seen[1] :]}:
+        else:
+            for qid in since:
                 for i in self._positions(qid):
                     now = self.is_judged(self.pairs[i])
                     self._judged_total += now - self._judged[i]
                     self._judged[i] = now
-        self._counted = (first, len(history), person)
+        self._counted = (*mark, person)
         return self._judged_total
 
     def _positions(self, qid: str) -> list[int]:

@@ -288,6 +288,54 @@ def _brute(session: JudgingSession) -> int:
     return sum(1 for entry in session.pairs if session.is_judged(entry))
 
 
+def test_walk_totals_follow_the_journal_lines_added(tui_settings: Settings) -> None:
+    """Issue 34: the main screen's progress line (every move shows it) counts the judged pairs
+    once, then again only for the questions labelled since: a key costs the new labels' questions,
+    not every labelled one; the totals equal counting every question after each change, an undo,
+    another annotator's lines and a journal read again from its start."""
+    settings = dataclasses.replace(tui_settings, retrievers=("bm25",))
+    ws = Workspace.load(settings)
+    qids = [q.id for q in ws.questions]
+    walk = JudgingWalk(ws, qids)
+
+    def brute() -> int:
+        return sum(walk.queue.count(q).judged for q in qids)
+
+    pairs = [entry.key for qid in qids for entry in walk.pairs(qid)]
+    counted: list[str] = []
+    count = walk.queue.count
+
+    def counting(qid):  # type: ignore[no-untyped-def]
+        counted.append(qid)
+        return count(qid)
+
+    walk.queue.count = counting  # type: ignore[method-assign]
+    rng = random.Random(11)
+    for step in range(30):
+        qid, cid = rng.choice(pairs)
+        ws.set_grade(qid, cid, rng.choice([0, 1, 2, None]))
+        walk.totals()
+        counted.clear()
+        assert walk.totals().judged == brute(), step
+        counted.clear()
+        walk.totals()
+        assert counted == [], "no new label: nothing counted again"
+        if step % 7 == 3:
+            ws.grades.labels.undo()
+            assert walk.totals().judged == brute()
+    qid, cid = pairs[0]
+    ws.set_grade(qid, cid, 2)
+    counted.clear()
+    walk.totals()
+    assert counted == [qid], "one label: its question counted again"
+    grade_as(settings, "alice", [(*pairs[1], 2)])
+    ws.grades.labels.refresh()
+    assert walk.totals().judged == brute()
+    ws.grades.labels.compact()
+    ws.grades.labels.refresh()
+    assert walk.totals().judged == brute()
+
+
 def test_judged_count_follows_the_journal_lines_added(tui_settings: Settings) -> None:
     """The judging view's count of judged pairs after each change equals counting every pair;
     a grade costs the pairs of its question only (it went over every pair, 500,000 at 100,000

@@ -92,3 +92,30 @@ def test_every_command_runs_on_the_bundled_data(
     assert "Traceback" not in captured.err + captured.out
     errors = [line for line in captured.err.splitlines() if "error" in line]
     assert all(line.startswith("ragtui: error:") for line in errors), errors
+
+
+def test_the_app_command_line_is_read_as_the_whole_parser_reads_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 34: a command line naming no command (the app) is read without building every
+    command's parser; it reads exactly as the whole parser reads it, its errors are the whole
+    parser's, and the list of command names it looks for is the parser's."""
+    from ragtui.cli.main import COMMANDS as NAMES
+    from ragtui.cli.main import parse
+
+    assert {path[0] for path in COMMANDS if path} == NAMES
+    for argv in (
+        [],
+        ["--annotator", "zoe", "--k", "5"],
+        ["--no-mouse", "--golden", "g", "--retrievers", "bm25,vector", "--depth", "20"],
+        ["--golden", "eval"],  # a folder named like a command
+        ["--gold", "g"],  # an abbreviation
+    ):
+        assert vars(parse(argv)) == vars(build_parser().parse_args(argv)), argv
+    for argv in (["--bogus"], ["foo"], ["--k", "x"], ["--k"]):
+        with pytest.raises(SystemExit) as fast:
+            parse(argv)
+        fast_err = capsys.readouterr().err
+        with pytest.raises(SystemExit) as whole:
+            build_parser().parse_args(argv)
+        assert (fast.value.code, fast_err) == (whole.value.code, capsys.readouterr().err), argv

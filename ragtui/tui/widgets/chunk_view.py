@@ -22,6 +22,7 @@ from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.selection import Selection
 from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual.timer import Timer
 from textual.widget import Widget
 
@@ -85,6 +86,11 @@ def neighbours(ws: Workspace, cid: str) -> tuple[str | None, str | None]:
     )
 
 
+#: The styles a text is drawn in: the evidence's, a term's, the context's, the header's, the
+#: view's, and the margin under the header.
+_StyleKey = tuple[Style, Style, Style, VisualStyle, VisualStyle, int]
+
+
 class _TrackRender(ScrollBarRender):
     """Textual's scrollbar, drawn as its track alone while the whole text is in view (Textual
     would fill the track with the thumb): the judging view keeps its chunk's scrollbar, so that
@@ -136,7 +142,7 @@ class ChunkView(ScrollView, can_focus=False):
         #: The character of the text to keep in view (None: the top), and the lines above it.
         self._target: int | None = None
         self._scroll_token = 0
-        self._styles_seen: tuple[object, ...] | None = None
+        self._styles_seen: _StyleKey | None = None
         #: The width, lines of header and margin, and lines in all at the last layout.
         self._laid: tuple[int, int, int] = (0, 0, 0)
         #: (size, container size, virtual size) at the last size update (see ``_size_updated``).
@@ -157,7 +163,7 @@ class ChunkView(ScrollView, can_focus=False):
 
     # ---- styles -------------------------------------------------------------------------------
 
-    def _style_key(self) -> tuple[object, ...]:
+    def _style_key(self) -> _StyleKey:
         return (
             self.get_component_rich_style("chunk-view--evidence"),
             self.get_component_rich_style("chunk-view--term"),
@@ -229,8 +235,10 @@ class ChunkView(ScrollView, can_focus=False):
         chunk = ws.passages.by_id[cid]
         spans = question.evidence if question and evidence else ()
         terms = question.text if question else ""
-        evidence_style = self.get_component_rich_style("chunk-view--evidence")
-        term_style = self.get_component_rich_style("chunk-view--term")
+        if self._styles_seen is None:
+            self._styles_seen = self._style_key()
+        # The highlight styles as last read (a theme change reads them again: notify_style_update).
+        evidence_style, term_style = self._styles_seen[:2]
         highlights = _highlights(chunk.text, spans, terms, evidence_style, term_style)
         lead = 0
         before = after = None

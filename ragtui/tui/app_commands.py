@@ -96,7 +96,8 @@ class AppCommands:
         """Textual's own notices (ctrl+c: "press ctrl+q to quit") go to the status line, as all of
         ragtui's do: the app composes no toast rack (hidden, its first hiding laid the first screen
         out once more: 12-18 ms)."""
-        text = f"{title}: {message}" if title else message
+        joint = " " if title.endswith(("?", "!", ".", ":")) else ": "
+        text = f"{title}{joint}{message}" if title else message
         try:
             self.say(Text.from_markup(text).plain if markup else text)
         except MarkupError:

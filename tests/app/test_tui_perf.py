@@ -518,7 +518,7 @@ async def test_textual_notices_go_to_the_status_line(tui_settings: Settings) -> 
         assert not screen.query("ToastRack")
         await pilot.press("ctrl+c")
         await pilot.pause()
-        assert "Press ctrl+q to quit" in app.status.text
+        assert app.status.text.startswith("Do you want to quit? Press ctrl+q to quit")
         assert "[b]" not in app.status.text
         app.notify("x[/b]y\x1b[31m", title="odd")
         await pilot.pause()

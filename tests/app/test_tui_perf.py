@@ -615,6 +615,12 @@ async def test_a_move_shows_the_rows_drawn_ahead_unless_a_change_came(
         await pilot.pause()
         assert screen.current_qid == ahead_qid
         assert " 1 hand" in bm25.cell(cid, "grade")
+        # A theme change between the look-ahead and the key drops the rows drawn ahead too.
+        ahead_qid = questions.qid_at(questions.cursor + 1)
+        await prepared(ahead_qid)
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        assert all(rl._prepared is None for rl in lists)
         line = bm25.render_line(
             bm25.header_height
             + bm25.view.ranking.index(next(r for r in bm25.view.ranking if r[0] == cid))

@@ -274,6 +274,12 @@ class ResultList(RowList):
         """Drop the rows drawn ahead (grades, k or the labels changed)."""
         self._prepared = None
 
+    def notify_style_update(self) -> None:
+        """A theme may recolour the cells and not the list's background: the rows drawn ahead
+        go too."""
+        super().notify_style_update()
+        self._prepared = None
+
     # ---- keys -----------------------------------------------------------------------------------------
 
     def action_grade(self, grade: int) -> None:

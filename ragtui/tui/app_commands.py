@@ -9,6 +9,7 @@ result comes back as a message handled here. ``Owner`` names what the commands u
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -91,17 +92,23 @@ class AppCommands:
     """The app's commands (see the module's note)."""
 
     def notify(
-        self: Owner, message: str, *, title: str = "", markup: bool = True, **_: object
+        self: Owner,
+        message: str,
+        *,
+        title: str = "",
+        severity: str = "information",
+        markup: bool = True,
+        **_: object,
     ) -> None:
         """Textual's own notices (ctrl+c: "press ctrl+q to quit") go to the status line, as all of
         ragtui's do: the app composes no toast rack (hidden, its first hiding laid the first screen
         out once more: 12-18 ms)."""
         joint = " " if title.endswith(("?", "!", ".", ":")) else ": "
         text = f"{title}{joint}{message}" if title else message
-        try:
-            self.say(Text.from_markup(text).plain if markup else text)
-        except MarkupError:
-            self.say(text)
+        if markup:
+            with contextlib.suppress(MarkupError):  # else shown as written
+                text = Text.from_markup(text).plain
+        self.say(text, error=severity == "error")
 
     def show_messages(self: Owner) -> None:
         """The recent status messages, newest first (the palette's "messages: recent")."""

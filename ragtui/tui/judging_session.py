@@ -123,7 +123,7 @@ def labelled_since(
         and counted[1] <= len(history)
         and (not counted[1] or counted[0] is first)
     )
-    if not grown or counted is None:
+    if counted is None or not grown:
         return None, mark
     return {label.question for label in history[counted[1] :]}, mark
 
@@ -420,7 +420,7 @@ class JudgingSession:
 
     def ahead(self) -> PoolEntry | None:
         """The pair a grade of the one on screen moves to (None: none is left)."""
-        nxt = self._next_unjudged_after(self.position) if self.pairs else None
+        nxt = self._next_unjudged_after(self.position)
         return self.pairs[nxt] if nxt is not None else None
 
     def _next_unjudged_after(self, position: int) -> int | None:

@@ -524,6 +524,10 @@ async def test_textual_notices_go_to_the_status_line(tui_settings: Settings) -> 
         await pilot.pause()
         assert app.status.text.startswith("odd: x[/b]y")
         assert "\x1b" not in app.status.text
+        assert not app.status.error
+        app.notify("the [b]screenshot[/b] failed", severity="error")
+        await pilot.pause()
+        assert (app.status.text, app.status.error) == ("the screenshot failed", True)
 
 
 @run_async

@@ -341,16 +341,14 @@ class JudgingScreen(Screen[None]):
         self._draw_verdict()
         view.show(ws, entry.question, entry.chunk, context=self.context, evidence=not self.blind)
         self._update_title()
-        # After the app has applied the key's grade (asked for this screen's refresh at once, the
-        # pair was drawn before the status said "saved", a second paint 30 ms later).
-        self.app.call_next(self.call_after_refresh, self._prepare_ahead)
+        view.look_ahead(self._prepare_ahead)
 
     def _prepare_ahead(self) -> None:
-        """Once a pair is drawn, lay out ahead the chunk a grade of it moves to."""
+        """Lay out ahead the chunk a grade of the pair on screen moves to."""
         ahead = self.session.ahead()
         if ahead is not None and self.is_current:
             view = self.query_one(ChunkView)
-            view.prepare_soon(self.ws, *ahead.key, context=self.context, evidence=not self.blind)
+            view.prepare(self.ws, *ahead.key, context=self.context, evidence=not self.blind)
 
     def _draw_verdict(self) -> None:
         """Verifying: the judge's grade and its reason (three rows, drawn without a new layout),

@@ -11,7 +11,7 @@ new chunk costs its visible lines, not its whole text, and no layout pass of the
 from __future__ import annotations
 
 from collections import OrderedDict
-from functools import partial
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.segment import Segments
@@ -147,6 +147,7 @@ class ChunkView(ScrollView, can_focus=False):
         self._laid: tuple[int, int, int] = (0, 0, 0)
         #: (size, container size, virtual size) at the last size update (see ``_size_updated``).
         self._sized: tuple[Size, Size, Size] | None = None
+        #: The look-ahead waiting to run (``look_ahead``), if any.
         self._preparing: Timer | None = None
 
     @property
@@ -162,6 +163,13 @@ class ChunkView(ScrollView, can_focus=False):
         return self._body.text if self._body is not None else Text("")
 
     # ---- styles -------------------------------------------------------------------------------
+
+    def _seen_styles(self) -> _StyleKey:
+        """The styles as last read (read when first asked; a theme change reads them again:
+        ``notify_style_update``)."""
+        if self._styles_seen is None:
+            self._styles_seen = self._style_key()
+        return self._styles_seen
 
     def _style_key(self) -> _StyleKey:
         return (
@@ -206,8 +214,7 @@ class ChunkView(ScrollView, can_focus=False):
         """Show a chunk for a question, scrolled to the passage that matched; ``context`` adds the
         chunks before and after it in its document; ``evidence`` False neither highlights the
         evidence nor scrolls to it (blind judging: the question's words only)."""
-        if self._styles_seen is None:
-            self._styles_seen = self._style_key()
+        self._seen_styles()
         same = self._shown == (qid, cid, context, evidence)
         self._shown = (qid, cid, context, evidence)
         if ws is None or cid is None or cid not in ws.passages.by_id:
@@ -235,10 +242,7 @@ class ChunkView(ScrollView, can_focus=False):
         chunk = ws.passages.by_id[cid]
         spans = question.evidence if question and evidence else ()
         terms = question.text if question else ""
-        if self._styles_seen is None:
-            self._styles_seen = self._style_key()
-        # The highlight styles as last read (a theme change reads them again: notify_style_update).
-        evidence_style, term_style = self._styles_seen[:2]
+        evidence_style, term_style = self._seen_styles()[:2]
         highlights = _highlights(chunk.text, spans, terms, evidence_style, term_style)
         lead = 0
         before = after = None
@@ -263,20 +267,22 @@ class ChunkView(ScrollView, can_focus=False):
         )
         return body, target
 
-    #: How long after a key is drawn the chunk the next key shows is prepared (never before the
-    #: key's own paint, which it would delay): a key already waiting goes first.
+    #: How long after a key is drawn its look-ahead runs (never before the key's own paint,
+    #: which it would delay): a key already waiting goes first.
     PREPARE_AFTER = 0.005
 
-    def prepare_soon(
-        self, ws: Workspace, qid: str, cid: str, context: bool = False, evidence: bool = True
-    ) -> None:
-        """``prepare`` a chunk a moment from now (call it once a key is drawn), unless another is
-        asked for meanwhile."""
+    def look_ahead(self, work: Callable[[], None]) -> None:
+        """Run ``work`` (laying out what the next key is likely to show, here and in the lists)
+        once this key's changes are applied and drawn, ``PREPARE_AFTER`` later; a newer
+        look-ahead replaces one still waiting. Asked for after the app's pending requests (a
+        digit's grade): asked for at once, it made the screen paint before the grade was applied,
+        and the status line's "saved" came in a second paint 30 ms later."""
+        self.app.call_next(self.call_after_refresh, self._look_ahead_soon, work)
+
+    def _look_ahead_soon(self, work: Callable[[], None]) -> None:
         if self._preparing is not None:
             self._preparing.stop()
-        self._preparing = self.set_timer(
-            self.PREPARE_AFTER, partial(self.prepare, ws, qid, cid, context, evidence)
-        )
+        self._preparing = self.set_timer(self.PREPARE_AFTER, work, name="look-ahead")
 
     def prepare(
         self, ws: Workspace, qid: str, cid: str, context: bool = False, evidence: bool = True

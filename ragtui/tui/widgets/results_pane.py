@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 
 from rich.text import Text
 from textual import on
@@ -22,7 +21,6 @@ from textual.content import Content
 from textual.events import DescendantFocus
 from textual.geometry import Size
 from textual.message import Message
-from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -119,8 +117,6 @@ class ResultsPane(Vertical):
         self.active = self.retrievers[0] if self.retrievers else ""
         #: Whether the screen is in its compact layout (one list at a time, with tabs).
         self.compact = False
-        #: The preparation of the question the next key is likely to show, when one waits.
-        self._preparing: Timer | None = None
 
     def compose(self) -> ComposeResult:
         """The question bar, the tabs, then one pane per retriever."""
@@ -216,15 +212,6 @@ class ResultsPane(Vertical):
         self.show_bar(ws, qid)
         self.show_lists(ws, qid)
         self.update_titles(ws, qid, status)
-
-    def prepare_soon(self, ws: Workspace, qid: str, chunk_view: ChunkView) -> None:
-        """``prepare`` a question a moment from now (the screen calls this once a move is
-        drawn; as soon as ``ChunkView.prepare_soon``), unless another is asked for meanwhile."""
-        if self._preparing is not None:
-            self._preparing.stop()
-        self._preparing = self.set_timer(
-            ChunkView.PREPARE_AFTER, partial(self.prepare, ws, qid, chunk_view), name="prepare"
-        )
 
     def prepare(self, ws: Workspace, qid: str, chunk_view: ChunkView) -> None:
         """Lay out ahead what showing a question would (the question the next key is likely to

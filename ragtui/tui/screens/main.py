@@ -128,9 +128,8 @@ class MainScreen(Screen[None]):
         self._apply_layout(event.size.width, event.size.height)
 
     def _screen_resized(self, size: Size) -> None:
-        """Textual lays the whole screen out again at every Resize, also of the size it has: at
-        start three came (the first layout's, the terminal's, one more), 19 ms of layouts in all.
-        A change inside asks for its own layout; only a new size needs one here."""
+        """Textual lays the screen out again at every Resize, also of the size it has (three at
+        start, 19 ms of layouts); a change inside asks for its own layout, a new size here."""
         if size != self._compositor.size:
             super()._screen_resized(size)
 
@@ -546,9 +545,8 @@ class MainScreen(Screen[None]):
             if qid is not None and qid != self.current_qid:
                 self.select_question(qid)
                 if step and ahead is not None and (ws := self.ws) is not None:
-                    self.chunk_view.look_ahead(
-                        partial(self.results.prepare, ws, ahead, self.chunk_view)
-                    )
+                    work = partial(self.results.prepare, ws, ahead, self.chunk_view)
+                    self.chunk_view.look_ahead(work)
         elif isinstance(row_list, ResultList) and row_list.retriever == self.active_retriever:
             self._update_chunk_view()
 

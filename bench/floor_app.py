@@ -9,14 +9,23 @@ are on screen: no Textual app with that screen starts faster on the machine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+import sys
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
+from rich.segment import Segment
+from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Header
+from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Footer, Header, Static
 
 from ragtui.tui.widgets.row_list import Cell, ColumnSpec, RowList
+from ragtui.tui.widgets.text import set_frame_text
 
 #: Rows in the list (the bundled golden set's questions).
 ROWS = 68
@@ -78,5 +87,199 @@ class FloorApp(App[None]):
         self.query_one(FloorList).focus()
 
 
+# ---- the floor of ragtui's main screen -------------------------------------------------------------
+
+#: Words the screen floor's texts are made of.
+_WORDS = [
+    "pump",
+    "station",
+    "level",
+    "water",
+    "inlet",
+    "outlet",
+    "sample",
+    "chloride",
+    "permit",
+    "diesel",
+    "sensor",
+    "valve",
+    "polder",
+    "target",
+    "winter",
+    "summer",
+    "weekly",
+    "duty",
+    "officer",
+    "radio",
+    "form",
+    "contract",
+    "fuel",
+    "hours",
+    "capacity",
+]
+
+
+def _text(seed: int, words: int) -> list[str]:
+    """``words`` words chosen by ``seed`` (the same every time)."""
+    pick = random.Random(seed).choice
+    return [pick(_WORDS) for _ in range(words)]
+
+
+class ScreenFloorList(RowList):
+    """A list of the screen floor: ``cells(question, index)`` gives its rows' cells."""
+
+    DEFAULT_CSS = "ScreenFloorList > .row-list--hit { color: $success; text-style: bold; }"
+    COMPONENT_CLASSES: ClassVar[set[str]] = {*RowList.COMPONENT_CLASSES, "row-list--hit"}
+
+    def __init__(self, columns: Sequence[ColumnSpec], rows: int, cells: Cells, **kw: str) -> None:
+        super().__init__(**kw)
+        self.specs, self.rows, self.cells = columns, rows, cells
+        self.question = 0
+        #: Called with the new cursor when a key moves it (no message: one paint per key).
+        self.moved: Callable[[int], None] | None = None
+
+    def move_cursor(self, index: int, *, announce: bool = True) -> None:
+        super().move_cursor(index, announce=self.moved is None and announce)
+        if self.moved is not None:
+            self.moved(self.cursor)
+
+    def on_mount(self) -> None:
+        self.set_columns(self.specs)
+        self.set_row_count(self.rows)
+
+    def row_cells(self, index: int) -> Sequence[Cell]:
+        return self.cells(self.question, index)
+
+
+class ScreenFloorLines(ScrollView):
+    """Lines of text with their styles, scrolled (Line API): the metrics and the chunk."""
+
+    DEFAULT_CSS = "ScreenFloorLines { background: $surface; scrollbar-size-horizontal: 0; }"
+
+    def __init__(self, id: str, height: int) -> None:
+        super().__init__(id=id)
+        self.lines: list[list[Segment]] = []
+        #: Lines kept: the virtual height, fixed, so that a new text lays nothing out.
+        self.height = height
+
+    def on_mount(self) -> None:
+        self.virtual_size = Size(1, self.height)
+
+    def show(self, lines: list[list[Segment]], title: str, top: int) -> None:
+        """Show ``lines`` from line ``top``: the lines that changed are drawn again, and the title
+        when it changed."""
+        before, self.lines = self.lines, lines
+        set_frame_text(self, title)
+        if top != int(self.scroll_y):
+            self.scroll_to(y=top, animate=False, immediate=True)
+            self.refresh_lines(top, self.size.height)
+            return
+        for y, line in enumerate(lines):
+            if y >= len(before) or line != before[y]:
+                self.refresh_lines(y)
+
+    def render_line(self, y: int) -> Strip:
+        width, base = self.scrollable_content_region.width, self.rich_style
+        index = y + int(self.scroll_y)
+        segments = self.lines[index] if index < len(self.lines) else []
+        return Strip(Segment.apply_style(segments, base)).adjust_cell_length(width, base)
+
+
+Cells = Callable[[int, int], Sequence[Cell]]
+
+
+def _question_cells(_: int, index: int) -> Sequence[Cell]:
+    ranks = [str(1 + (index * k) % 5) for k in (3, 5, 7)]
+    return (Cell(f"q{index + 1:02d}"), *map(Cell, ranks), Cell(""), Cell(" ".join(_text(index, 9))))
+
+
+def _result_cells(retriever: int) -> Cells:
+    def cells(question: int, index: int) -> Sequence[Cell]:
+        seed = question * 31 + retriever * 7 + index
+        hit = seed % 5 == 0
+        return (
+            Cell(str(index + 1)),
+            Cell("● 2 evidence" if hit else "–", "hit" if hit else ""),
+            Cell(f"{_text(seed, 1)[0]}-{_text(seed + 1, 1)[0]}.md#{seed % 4}"),
+            Cell(f"{1 / (1 + index + seed % 3):.3f}"),
+            Cell(" ".join(_text(seed, 12))),
+        )
+
+    return cells
+
+
+class ScreenFloorApp(App[None]):
+    """ragtui's main screen at 120x40 as Textual draws it with the least work of its own: the same
+    bordered boxes (the question list, the question's line, three result lists, the metrics, the
+    chunk), each filled from texts made up front; Down in the question list shows the next
+    question's lists, metrics and chunk (``bench.keys``: the same screen change as ragtui's Down, in
+    Textual alone)."""
+
+    TITLE = "floor screen"
+    CSS = """
+    #top { height: 1fr; }
+    #bottom { height: 14; }
+    #questions { width: 52; border: round $border; }
+    #bar { height: 1; padding: 0 1; background: $boost; }
+    .result { height: 1fr; border-top: solid $border-blurred; scrollbar-size-vertical: 1; }
+    #metrics { width: 48; border: round $border-blurred; padding: 0 1; }
+    #chunk { width: 1fr; border: round $border-blurred; padding: 0 1; overflow-y: scroll; }
+    #status { height: 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="top"):
+            columns = [ColumnSpec(t, w) for t, w in (("id", 4), ("bm", 3), ("vec", 3), ("hyb", 3))]
+            questions = [*columns, ColumnSpec("why", 5), ColumnSpec("question", 24)]
+            with Vertical(id="questions"):  # the border is the box's, as ragtui's is
+                yield ScreenFloorList(questions, ROWS, _question_cells, id="question-list")
+            with Vertical():
+                yield Static(id="bar")
+                spec = [("#", 1), ("grade", 15), ("chunk", 22), ("score", 6), ("passage", 18)]
+                for retriever in range(3):
+                    cells = _result_cells(retriever)
+                    yield ScreenFloorList(
+                        [ColumnSpec(t, w) for t, w in spec], 10, cells, classes="result"
+                    )
+        with Horizontal(id="bottom"):
+            yield ScreenFloorLines("metrics", 11)
+            yield ScreenFloorLines("chunk", 40)
+        yield Static(f"{ROW_TEXT} status", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        questions = self.query_one("#question-list", ScreenFloorList)
+        questions.moved = self.show
+        questions.focus()
+        self.show(0)
+
+    def show(self, question: int) -> None:
+        """What ragtui's Down changes: the question's line, lists, metrics and chunk."""
+        self.query_one("#bar", Static).update(" ".join(_text(question, 10)), layout=False)
+        set_frame_text(self.query_one("#questions"), subtitle=f"this question 0/{question % 7}")
+        for retriever, results in enumerate(self.query(".result").results(ScreenFloorList)):
+            results.question = question
+            set_frame_text(results, f"retriever {retriever} · first relevant #{question % 4}")
+            results.set_row_count(10, cursor=0)
+        plain, bold = Style(), Style(bold=True, color="yellow")
+        # The metrics: a row per retriever for the question (the set's rows stay).
+        metrics = [
+            [Segment(" ".join(_text(question * 11 + i if i in (2, 4, 6) else i, 5)), plain)]
+            for i in range(11)
+        ]
+        self.query_one("#metrics", ScreenFloorLines).show(metrics, "metrics k=3", 0)
+        # The chunk: 40 lines of 10 words, the evidence (one span of 3 words) marked on one.
+        lines = [" ".join(_text(question * 40 + i, 10)) for i in range(40)]
+        chunk = [[Segment(line, plain)] for line in lines]
+        mark = question % 12
+        head, *evidence = lines[mark].split(" ", 3)
+        chunk[mark] = [Segment(head + " ", plain), Segment(" ".join(evidence), bold)]
+        self.query_one("#chunk", ScreenFloorLines).show(
+            chunk, f"chunk {question // 2}", question % 5
+        )
+
+
 if __name__ == "__main__":
-    FloorApp().run()
+    (ScreenFloorApp if sys.argv[1:] == ["--screen"] else FloorApp)().run()

@@ -10,8 +10,11 @@ before 30 ms without a write, so a key that repaints twice counts both). The nex
 ms) is in every figure, the floor's too.
 
 - the floor: Down in its list, a digit that rewrites the highlighted row's last cell (the
-  smallest change of one row, as a grade key makes), and ``r``, which rewrites every row (a
-  repaint of as much of the screen as ragtui's Down repaints: Textual's own cost of that work);
+  smallest change of one row, as a grade key makes), and ``r``, which rewrites every row;
+- the floor of ragtui's screen (``bench.floor_app --screen``: ragtui's boxes, filled with made-up
+  texts by Textual alone): Down and PageDown in its question list, which show another question's
+  line, lists, metrics and chunk, the same screen change as ragtui's Down (the bytes each key
+  writes to the terminal are recorded for both, to show it): what that change costs in Textual;
 - ragtui at 68 questions: the question list's Down and PageDown (PageUp in turn), a grade key on the bm25 list
   (2 and 0 in turn on one pair), a filter keystroke (a character typed into the filter box), the
   judging view's digit (grades and moves to the next pair) and the verify mode's enter (takes a
@@ -34,10 +37,12 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from bench.common import bytecode_current, percentile
-from bench.startup import Session, floor_full, ragtui_full
+from bench.startup import Session, floor_full, ragtui_full, screen_floor_full
 
 #: The key target: each of ragtui's keys' p95 within this ratio of the floor's Down p95.
 KEY_RATIO_TARGET = 1.5
@@ -71,6 +76,24 @@ def floor(presses: int, settle: float) -> dict[str, object]:
         digits = [session.key_ms(str(1 + i % 2), literal=True) for i in range(presses)]
         repaint = [session.key_ms("r", literal=True) for _ in range(presses)]
         return {"down": down, "digit": digits, "repaint": repaint, "tree_mb": memory}
+    finally:
+        session.close()
+
+
+def screen_floor(presses: int) -> dict[str, object]:
+    """The floor of ragtui's screen: Down and PageDown (PageUp in turn), each key's time and the
+    bytes it wrote."""
+    session = Session([sys.executable, "-m", "bench.floor_app", "--screen"])
+    try:
+        session.wait(screen_floor_full, 60, "the screen floor's first screen")
+        time.sleep(2)
+        session.listen()
+        down, written = [], []
+        for _ in range(presses):
+            down.append(session.key_ms("Down"))
+            written.append(session.key_bytes)
+        pages = [session.key_ms("PageDown" if i % 2 == 0 else "PageUp") for i in range(presses)]
+        return {"down": down, "down_bytes": written, "page_down": pages}
     finally:
         session.close()
 
@@ -117,7 +140,11 @@ def ragtui(
         time.sleep(settle)
         out["tree_mb"] = session.tree_mb()
         session.listen()
-        out["down"] = _timed(session, "Down", presses)
+        down, written = [], []
+        for _ in range(presses):
+            down.append(session.key_ms("Down"))
+            written.append(session.key_bytes)
+        out["down"], out["down_bytes"] = down, written
         # PageDown and PageUp in turn: 68 rows end after a few pages.
         out["page_down"] = [
             session.key_ms("PageDown" if i % 2 == 0 else "PageUp") for i in range(presses)
@@ -142,6 +169,10 @@ def ragtui(
         return out
     finally:
         session.close()
+
+
+def _shows(text: str, screen: str) -> bool:
+    return text in screen
 
 
 def _trace(log: Path) -> list[dict[str, float]]:
@@ -183,8 +214,9 @@ def _trace(log: Path) -> list[dict[str, float]]:
 
 
 def trace(presses: int) -> dict[str, object]:
-    """The floor's Down and ``r`` and ragtui's Down, grade key and judging digit at 68 questions,
-    each program run under ``bench.trace_hook``: where each key's CPU time goes."""
+    """The floor's Down and ``r``, the screen floor's Down, and ragtui's Down, grade key and
+    judging digit at 68 questions, each program run under ``bench.trace_hook``: where each key's
+    CPU time goes."""
     from bench.app import _golden_copy
 
     out: dict[str, object] = {}
@@ -192,11 +224,17 @@ def trace(presses: int) -> dict[str, object]:
         small = _golden_copy(Path(tmp) / "small", 68)
         hook = [sys.executable, "-m", "bench.trace_hook"]
         # Per program: the keys traced, each with the keys that lead to it and a text to wait for.
-        runs = {
+        Plan = list[tuple[str, tuple[str, ...], str, list[str]]]
+        runs: dict[str, tuple[list[str], Callable[[str], bool], Plan]] = {
             "floor": (
                 ["bench.floor_app"],
                 floor_full,
                 [("down", (), "", ["Down"] * presses), ("repaint", (), "", ["r"] * presses)],
+            ),
+            "screen_floor": (
+                ["bench.floor_app", "--screen"],
+                screen_floor_full,
+                [("down", (), "", ["Down"] * presses)],
             ),
             "ragtui": (
                 ["ragtui", "--golden", str(small), "--annotator", "bench"],
@@ -219,7 +257,7 @@ def trace(presses: int) -> dict[str, object]:
                     if lead:
                         session.keys(*lead)
                     if shown:
-                        session.wait(lambda s, shown=shown: shown in s, 20, shown)
+                        session.wait(partial(_shows, shown), 20, shown)
                     time.sleep(0.3)
                     first = len(_trace(log))
                     for key in keys:
@@ -242,6 +280,7 @@ def measure(presses: int, large: int, large_cache: Path | None, settle: float) -
             "presses": presses,
             "settle_s": settle,
             "floor": floor(presses, settle),
+            "screen_floor": screen_floor(presses),
             "small": ragtui(small, presses, settle, None, small=True),
         }
         out["trace"] = trace(presses)

@@ -7,14 +7,16 @@ from launching tmux to the first capture (one every 20 ms) showing the full scre
 
 - the floor, ``python -m bench.floor_app`` (a Header, ragtui's ``RowList`` with 68 rows, a Footer):
   the row above the footer is a list row and the footer shows its key;
+- the floor of ragtui's screen, ``python -m bench.floor_app --screen`` (ragtui's boxes filled with
+  made-up texts, Textual alone): the third result list's title, the chunk's and the footer;
 - ragtui, ``python -m ragtui --golden ... --annotator bench``: the hybrid pane has a first relevant
   rank and the metric panel a hybrid value (every list and the metrics filled).
 
 ``Session`` is that harness (``bench.keys`` sends its keys through it too).
 
-``python -m bench.startup`` takes the floor, ragtui at 68 questions and ragtui at ``--large``
-questions in turn, ``--rounds`` times (so a busy machine slows each alike), and prints one JSON
-object: the seconds of each run and each median's ratio to the floor's. The large set's cache
+``python -m bench.startup`` takes the floor, the floor of ragtui's screen, ragtui at 68 questions and
+ragtui at ``--large`` questions in turn, ``--rounds`` times (so a busy machine slows each alike), and
+prints one JSON object: the seconds of each run and each median's ratio to the floor's. The large set's cache
 folder is ``--large-cache`` (default: ``$RAGTUI_BENCH_LARGE_CACHE``, else ragtui's); it must be
 warm (``bench.app`` warms it before calling this).
 """
@@ -64,6 +66,17 @@ def floor_full(screen: str) -> bool:
         len(lines) >= HEIGHT
         and "floor" in lines[0]
         and ROW_TEXT in lines[-2]
+        and "Quit" in lines[-1]
+    )
+
+
+def screen_floor_full(screen: str) -> bool:
+    """The floor of ragtui's screen shows its third result list, its chunk and its footer."""
+    lines = screen.rstrip("\n").split("\n")
+    return (
+        len(lines) >= HEIGHT
+        and "retriever 2 ·" in screen
+        and "chunk 0" in screen
         and "Quit" in lines[-1]
     )
 
@@ -122,11 +135,14 @@ class Session:
         self.fifo = Path(tempfile.mkdtemp(prefix="ragtui-bench-keys-")) / "out"
         os.mkfifo(self.fifo)
         self.writes: list[float] = []
+        #: Bytes written since ``listen``, and by the last key timed (``key_ms``).
+        self.written = self.key_bytes = 0
         self.run("pipe-pane", "-o", f"cat > {shlex.quote(str(self.fifo))}")
 
         def read() -> None:
             with open(self.fifo, "rb", buffering=0) as pipe:
-                while pipe.read(65536):
+                while chunk := pipe.read(65536):
+                    self.written += len(chunk)
                     self.writes.append(time.perf_counter())
 
         threading.Thread(target=read, daemon=True).start()
@@ -138,7 +154,7 @@ class Session:
         quiet = 0.03
         while self.writes and time.perf_counter() - self.writes[-1] < quiet:
             time.sleep(0.005)
-        seen = len(self.writes)
+        seen, before = len(self.writes), self.written
         start = time.perf_counter()
         self.run("send-keys", *(["-l"] if literal else []), key)
         deadline = start + 10
@@ -148,6 +164,7 @@ class Session:
             time.sleep(0.001)
         while time.perf_counter() - self.writes[-1] < quiet:
             time.sleep(0.002)
+        self.key_bytes = self.written - before
         return (self.writes[-1] - start) * 1000
 
     def keys(self, *keys: str) -> None:
@@ -206,6 +223,12 @@ def floor_once() -> float:
     return first_screen([sys.executable, "-m", "bench.floor_app"], floor_full)
 
 
+def screen_floor_once() -> float:
+    """The floor of ragtui's screen: its first full screen, in seconds."""
+    args = [sys.executable, "-m", "bench.floor_app", "--screen"]
+    return first_screen(args, screen_floor_full)
+
+
 def ragtui_once(golden: Path, cache: Path | None = None, timeout: float = 120.0) -> float:
     """ragtui's first full screen on ``golden`` (cache folder ``cache``, default ragtui's)."""
     env = {"RAGTUI_CACHE_DIR": str(cache)} if cache is not None else {}
@@ -218,17 +241,23 @@ def measure(rounds: int, large: int, large_cache: Path | None) -> dict[str, obje
     from bench.app import _golden_copy
 
     bytecode_current()
-    runs: dict[str, list[float]] = {"floor": [], "small": [], "large": []}
+    runs: dict[str, list[float]] = {"floor": [], "screen": [], "small": [], "large": []}
     with tempfile.TemporaryDirectory(prefix="ragtui-bench-startup-") as tmp:
         small_golden = _golden_copy(Path(tmp) / "small", 68)
         large_golden = _golden_copy(Path(tmp) / "large", large) if large else None
         for _ in range(rounds):
             runs["floor"].append(floor_once())
+            runs["screen"].append(screen_floor_once())
             runs["small"].append(ragtui_once(small_golden))
             if large_golden is not None:
                 runs["large"].append(ragtui_once(large_golden, large_cache))
     floor = statistics.median(runs["floor"])
-    out: dict[str, object] = {"runs": runs, "floor_s": floor, "large": large}
+    out: dict[str, object] = {
+        "runs": runs,
+        "floor_s": floor,
+        "screen_floor_s": statistics.median(runs["screen"]),
+        "large": large,
+    }
     for name in ("small", "large"):
         if runs[name]:
             value = statistics.median(runs[name])

@@ -208,6 +208,18 @@ def _result_cells(retriever: int) -> Cells:
     return cells
 
 
+#: The footer keys of ragtui's main screen (bar the quit key), by key and name.
+_FOOTER = (
+    ("s", "Sort"),
+    ("slash", "Filter"),
+    ("u", "Undo"),
+    ("plus", "k"),
+    ("n", "Unjudged"),
+    ("j", "Judge"),
+    ("question_mark", "Help"),
+)
+
+
 class ScreenFloorApp(App[None]):
     """ragtui's main screen at 120x40 as Textual draws it with the least work of its own: the same
     bordered boxes (the question list, the question's line, three result lists, the metrics, the
@@ -226,7 +238,14 @@ class ScreenFloorApp(App[None]):
     #chunk { width: 1fr; border: round $border-blurred; padding: 0 1; overflow-y: scroll; }
     #status { height: 1; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    # The footer's keys, as many as ragtui's (the keys do nothing: the footer is drawn the same).
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        *(Binding(key, f"nothing({i})", name) for i, (key, name) in enumerate(_FOOTER)),
+    ]
+
+    def action_nothing(self, _: int) -> None:
+        """A footer key's action: nothing."""
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ragtui.core.data.beir import load_beir, load_beir_qrels, load_beir_queries
 from ragtui.core.data.corpus import load_beir_corpus
 from ragtui.core.data.golden import load_questions
+from ragtui.core.data.questions_cache import cached_questions
 from ragtui.core.data.trec import read_trec_qrels, read_trec_run
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal
@@ -133,7 +134,7 @@ _valid_question = st.fixed_dictionaries(
         "question": _texts,
         "evidence": st.one_of(_texts, st.lists(_texts, min_size=1, max_size=3)),
     },
-    optional={"slices": st.lists(st.text(max_size=5), max_size=2)},
+    optional={"slices": st.lists(st.text(max_size=5), max_size=2), "retired": st.booleans()},
 ).map(_dump)
 _valid_label = st.fixed_dictionaries(
     {"question": _ids, "chunk": _ids, "grade": st.one_of(st.none(), st.integers(0, 9))},
@@ -235,6 +236,14 @@ def test_fuzz_questions(data):
         assert all(
             q.text.strip() and q.evidence and all(e.strip() for e in q.evidence) for q in questions
         )
+        # The questions cache gives the same questions back: parsed and written by the first
+        # start, built from its columns by the second.
+        with tempfile.TemporaryDirectory() as folder:
+            path, root = Path(folder) / "questions.jsonl", Path(folder) / "cache"
+            path.write_bytes(data)
+            assert cached_questions(path, root) == (questions, [])
+            assert any((root / "questions").iterdir())
+            assert cached_questions(path, root) == (questions, [])
 
 
 _LABEL_KEYS = ["question", "chunk", "grade", "chunk_sha1", "at", "annotator"]

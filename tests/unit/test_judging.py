@@ -195,6 +195,13 @@ def test_pool_is_the_union_of_every_retrievers_top_k(full_ws):
         assert {e.chunk for e in queue.pools[q.id]} == union
     deeper = JudgingQueue(full_ws, pool_depth=5)
     assert deeper.progress().overall.pooled > queue.progress().overall.pooled
+    # The pool sizes counted from the rankings' arrays (no pool built) are the pools' sizes: every
+    # question in the tables' order, in another order, and some of them.
+    qids = [q.id for q in full_ws.questions]
+    for pooled in (queue, deeper, JudgingQueue(full_ws, pool_depth=1)):
+        for order in (qids, qids[::-1], qids[1::3]):
+            counts = pooled.pooled_counts(order).tolist()
+            assert counts == [len(pooled.pools[q]) for q in order]
 
 
 # ---- Judged@k ------------------------------------------------------------------------------------

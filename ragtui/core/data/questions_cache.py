@@ -144,8 +144,10 @@ def _lists(arrays: dict[str, np.ndarray], name: str, count: int) -> list[tuple[s
         return list(zip(strings, strict=True))  # one string each (the usual evidence): built in C
     if not len(strings):
         return [()] * count
-    bounds = groups.tolist()
-    return [tuple(strings[a:b]) for a, b in itertools.pairwise(bounds)]
+    # Taken in turn from one iterator (most questions have one string: no slice to make).
+    it = iter(strings)
+    take = it.__next__
+    return [(take(),) if n == 1 else tuple(itertools.islice(it, n)) for n in lengths.tolist()]
 
 
 def _build(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> list[Question]:

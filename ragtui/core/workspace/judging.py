@@ -208,28 +208,35 @@ class JudgingQueue:
             return np.asarray([len(self.pools[q]) for q in qids], dtype=np.int64)
         first = tables[0]
         assert isinstance(first, RankingTable)
-        blocks = []
+        columns: list[np.ndarray] = []
         slow = np.zeros(n, dtype=bool)
+        rows: tuple[Sequence[str], np.ndarray] | None = None  # the rows of one list of questions
         for table in tables:
             assert isinstance(table, RankingTable)
             if table.ids is not first.ids and list(table.ids) != list(first.ids):
                 return np.asarray([len(self.pools[q]) for q in qids], dtype=np.int64)
-            rows = source_rows(qids, table.qids, table.rows)
-            present = rows >= 0
+            if rows is None or rows[0] is not table.qids:  # the tables share one most often
+                rows = (table.qids, source_rows(qids, table.qids, table.rows))
             width = min(self.pool_depth, table.depth)
-            block = np.full((n, width), -1, dtype=np.int64)
-            block[present] = table.index[rows[present], :width]
-            blocks.append(block)
-            slow |= ~present
+            if len(table.qids) == n and np.array_equal(rows[1], np.arange(n)):
+                block = table.index[:, :width]  # every question, in the table's order: no copy
+            else:
+                present = rows[1] >= 0
+                block = np.full((n, width), -1, dtype=np.int32)
+                block[present] = table.index[rows[1][present], :width]
+                slow |= ~present
+            columns.extend(np.ascontiguousarray(block.T))
             changed = table.changed()
             if changed:
                 slow |= np.fromiter((q in changed for q in qids), dtype=bool, count=n)
-        codes = np.sort(np.concatenate(blocks, axis=1), axis=1)
-        if codes.shape[1]:
-            distinct = (codes[:, 0] >= 0).astype(np.int64)
-            distinct += ((codes[:, 1:] != codes[:, :-1]) & (codes[:, 1:] >= 0)).sum(axis=1)
-        else:
-            distinct = np.zeros(n, dtype=np.int64)
+        # The distinct chunks of each row: a column counts where it is a chunk (not -1) that no
+        # column before it holds (column against column, in C: no row is sorted).
+        distinct = np.zeros(n, dtype=np.int64)
+        for j, column in enumerate(columns):
+            new = column >= 0
+            for earlier in columns[:j]:
+                new &= column != earlier
+            distinct += new
         for i in np.flatnonzero(slow).tolist():
             distinct[i] = len(self.pools[qids[i]])
         return distinct

@@ -410,8 +410,13 @@ async def test_missing_model_keeps_bm25_working(tui_settings: Settings) -> None:
             "vector": "failed",
             "hybrid": "failed",
         }
-        note = str(screen.pane("vector").query_one(".pane-note").content)
-        assert "unavailable" in note and "cannot load embedding model" in note
+        note = screen.pane("vector").query_one(".pane-note")
+        assert "unavailable" in str(note.content) and "cannot load embedding model" in str(
+            note.content
+        )
+        # The note shows in the failed panes only.
+        assert note.display and note.region.height > 0
+        assert not screen.pane("bm25").query_one(".pane-note").display
         assert screen.question_list.cell("m01", "vector").strip() == "×"
         assert "vector unavailable" in screen.metrics.plain
         assert any("Vector search is unavailable" in s.text for s in app.status_log)

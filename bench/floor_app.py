@@ -1,10 +1,16 @@
-"""The start-up floor: the smallest Textual app with a screen like ragtui's first one.
+"""The floors: the smallest Textual apps against which ragtui's start and keys are measured.
 
 ``python -m bench.floor_app``: a Header, a list of 68 one-line rows and a Footer, nothing else (no
 data read, no workers). The list is ragtui's own ``RowList``, the Line-API list its question list
 and result lists use, so the floor draws its rows the way ragtui does. ``bench.startup`` launches
 it in the same tmux harness as ragtui and reads the pane until the last visible row and the footer
 are on screen: no Textual app with that screen starts faster on the machine.
+
+``python -m bench.floor_app --screen``: the floor of ragtui's screen. ragtui's main screen at
+120x40 as Textual draws it with the least work of its own: the same boxes, filled with made-up
+texts made up front; its Down shows another question (its line, lists, titles, metrics and
+chunk), the same screen change as ragtui's Down (``bench.keys`` counts the bytes each writes). What
+that key costs here is what it costs in Textual alone.
 """
 
 from __future__ import annotations

@@ -326,6 +326,46 @@ async def test_down_lays_nothing_out_once_the_tallest_question_was_shown(
         assert layouts == [], f"{len(layouts)} layouts on the second pass"
 
 
+@run_async
+async def test_a_move_in_the_wide_layout_redraws_no_hidden_widget(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: the compact layout's tabs are hidden in the wide layout. Given new text on every
+    Down, they made the compositor place every widget on the screen again at the next paint (29
+    Downs in 40). Their text now waits until they show, and then says the current question's.
+    (The test fails with the tabs given their text while hidden.)"""
+    from textual._compositor import Compositor
+
+    hidden: list[str] = []
+    original = Compositor.update_widgets
+
+    def counted(self, widgets):  # type: ignore[no-untyped-def]
+        hidden.extend(type(w).__name__ for w in widgets - self.visible_widgets.keys())
+        return original(self, widgets)
+
+    monkeypatch.setattr(Compositor, "update_widgets", counted)
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.pause()
+        hidden.clear()
+        for _ in range(len(screen.visible_ids) - 1):
+            await pilot.press("down")
+            await pilot.pause()
+        # (A list whose rows all fit has its scrollbars off screen: Textual refreshes them when
+        # the rows change, which this test leaves out.)
+        assert [name for name in hidden if "ScrollBar" not in name] == []
+        # The compact layout: the tabs show, with the ranks of the question on screen.
+        qid, status = screen.current_qid, app.controller.retriever_status
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert screen.results.compact
+        for name in app.retrievers:
+            rank = screen.results.first_rank_text(app.workspace, qid, status, name)
+            assert f"{name} {rank}" in str(screen.results.tab(name).content)
+
+
 async def laid_out_ahead(pilot, view, cid: str):  # type: ignore[no-untyped-def]
     """The chunk view's text of chunk ``cid``, once laid out ahead at the view's width."""
     for _ in range(200):

@@ -188,8 +188,7 @@ class ResultsPane(Vertical):
         self.active = name
         for other in self.retrievers:
             self.pane(other).set_class(other == name, "-active")
-            # The same width either way: no new layout.
-            self.tab(other).show(active=other == name, layout=False)
+            self.tab(other).show(active=other == name, shown=self.compact)
         if self.compact:
             self.scroll_tab_into_view()
 
@@ -197,6 +196,8 @@ class ResultsPane(Vertical):
         """The screen switched between its compact and its wide layout."""
         self.compact = compact
         if compact:
+            for name in self.retrievers:  # the tabs' text, kept while they were hidden
+                self.tab(name).show()
             self.scroll_tab_into_view()
 
     def scroll_tab_into_view(self) -> None:
@@ -327,8 +328,8 @@ class ResultsPane(Vertical):
                 value = evaluation.per_question[name][qid].ndcg
                 title += f" · nDCG@{evaluation.k} {fmt(value)}"
             set_frame_text(self.pane(name), title)
-            # The tabs show only in the compact layout: elsewhere no new layout.
-            moved |= self.tab(name).show(rank, layout=self.compact)
+            # The tabs show only in the compact layout: elsewhere their text waits.
+            moved |= self.tab(name).show(rank, shown=self.compact)
         if moved and self.compact:
             self.scroll_tab_into_view()  # the tabs changed width: keep the active one in view
 

@@ -47,21 +47,26 @@ class TabLabel(Static):
         self.rank = ""
         self.active = False
 
-    def show(
-        self, rank: str | None = None, active: bool | None = None, layout: bool = True
-    ) -> bool:
+    def show(self, rank: str | None = None, active: bool | None = None, shown: bool = True) -> bool:
         """`` bm25 #1  ``, or ``▸bm25 #1  `` for the active tab (the mark says which list is shown
-        where colours do not; the rank padded to ``RANK_CELLS``); True when the text changed."""
+        where colours do not; the rank padded to ``RANK_CELLS``); True when the text changed.
+
+        ``shown``: whether the tabs are on screen (the compact layout). Elsewhere the rank and the
+        mark are kept and the text is not set: a hidden widget given new text made the compositor
+        place every widget on the screen again at the next paint (29 Downs in 40 in the wide
+        layout); the text follows when the tabs show (``ResultsPane.set_compact``)."""
         self.rank = self.rank if rank is None else rank
         self.active = self.active if active is None else active
         self.set_class(self.active, "-active")
+        if not shown:
+            return False
         rank = self.rank + " " * max(0, RANK_CELLS - cell_len(self.rank))
         label = f"{ACTIVE_TAB_MARK if self.active else ' '}{self.retriever} {rank} "
         old = str(self.content)
         if old == label:
             return False
         # A new layout of the strip only when the tab's width changed (a rank of another width).
-        self.update(label, layout=layout and cell_len(old) != cell_len(label))
+        self.update(label, layout=cell_len(old) != cell_len(label))
         return True
 
     def on_click(self, event: Click) -> None:

@@ -7,10 +7,10 @@ labels), and ``output.py`` everything that prints.
 
 import gc
 
-# No garbage collection while the command line's modules are imported: they make some 90,000
-# objects and almost no garbage, and the collections that walked them cost 20-35 ms of every
-# start (bench.startup). Collection is back on once they are in; the app turns it off again
-# until its first screen (``main``).
+# No garbage collection while the command line's modules are imported: they make some 38,000
+# objects and almost no garbage (500), and the collections that walked them cost 7-10 ms of
+# every start. Collection is back on once they are in; the app turns it off again until its
+# first screen (``main``).
 _collecting = gc.isenabled()
 gc.disable()
 try:

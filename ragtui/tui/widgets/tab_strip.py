@@ -52,14 +52,14 @@ class TabLabel(Static):
         where colours do not; the rank padded to ``RANK_CELLS``); True when the text changed.
 
         ``shown``: whether the tabs are on screen (the compact layout). Elsewhere the rank and the
-        mark are kept and the text is not set: a hidden widget given new text made the compositor
-        place every widget on the screen again at the next paint (29 Downs in 40 in the wide
-        layout); the text follows when the tabs show (``ResultsPane.set_compact``)."""
+        mark are kept and neither the text nor the class is set: a hidden widget given new text
+        made the compositor place every widget on the screen again at the next paint (29 Downs
+        in 40 in the wide layout); both follow when the tabs show (``ResultsPane.set_compact``)."""
         self.rank = self.rank if rank is None else rank
         self.active = self.active if active is None else active
-        self.set_class(self.active, "-active")
         if not shown:
             return False
+        self.set_class(self.active, "-active")
         rank = self.rank + " " * max(0, RANK_CELLS - cell_len(self.rank))
         label = f"{ACTIVE_TAB_MARK if self.active else ' '}{self.retriever} {rank} "
         old = str(self.content)

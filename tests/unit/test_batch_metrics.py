@@ -107,6 +107,15 @@ def test_batch_metrics_with_no_grades_and_no_results() -> None:
 def test_duplicate_rows_are_found() -> None:
     ranked = np.array([[1, 2, 1, -1], [1, 2, 3, -1], [-1, -1, -1, -1], [4, 4, -1, -1]])
     assert duplicate_rows(ranked).tolist() == [True, False, False, True]
+    # Against a set per row, on random rows of both integer widths with padding anywhere.
+    rng = np.random.default_rng(7)
+    for dtype in (np.int32, np.int64):
+        for width in (0, 1, 2, 5, 12):
+            rows = rng.integers(-3, 9, size=(300, width)).astype(dtype)
+            rows[rows < -1] = -1
+            codes = [[c for c in row.tolist() if c >= 0] for row in rows]
+            expected = [len(set(c)) < len(c) for c in codes]
+            assert duplicate_rows(rows).tolist() == expected
 
 
 def _reference(

@@ -369,9 +369,9 @@ async def test_a_move_in_the_wide_layout_redraws_no_hidden_widget(
 async def laid_out_ahead(pilot, view, cid: str):  # type: ignore[no-untyped-def]
     """The chunk view's text of chunk ``cid``, once laid out ahead at the view's width."""
     for _ in range(200):
-        kept = [body for key, body in view._kept.items() if key[0] == cid]
-        if kept and view._laid[0] in kept[0]._starts:
-            return kept[0]
+        kept = [body for key, body in view._kept.items() if key[0] == cid]  # the latest last
+        if kept and view._laid[0] in kept[-1]._starts:
+            return kept[-1]
         await pilot.pause(0.01)
     raise AssertionError(f"chunk {cid} was never laid out ahead")
 
@@ -389,6 +389,28 @@ def count_wraps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(paragraphs, "paragraph_height", counted)
     return wrapped
+
+
+def count_draws(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The paragraphs drawn (rendered to lines) from now on, by identity."""
+    from ragtui.tui.widgets import paragraphs
+
+    drawn: list[int] = []
+    original = paragraphs._render
+
+    def counted(widget, paragraph, *args, **kwargs):  # type: ignore[no-untyped-def]
+        drawn.append(id(paragraph))
+        return original(widget, paragraph, *args, **kwargs)
+
+    monkeypatch.setattr(paragraphs, "_render", counted)
+    return drawn
+
+
+def under_the_scrollbar(view) -> list[str]:  # type: ignore[no-untyped-def]
+    """The text a chunk view draws past the width it shows (hidden under its scrollbar)."""
+    visible = view.scrollable_content_region.width
+    lines = (view.render_line(y) for y in range(view.scrollable_content_region.height))
+    return [cut for line in lines if (cut := line.crop(visible).text.strip())]
 
 
 @run_async
@@ -463,6 +485,8 @@ async def test_judging_digits_lay_out_only_a_taller_question(
             grew = bar._tallest != tallest
             assert set(requests) == ({"QuestionBar"} if grew else set()), f"digit {i}: {requests}"
             fits.add(chunk.virtual_size.height <= chunk.scrollable_content_region.height)
+            # A chunk that fits is laid beside the scrollbar's track too, not under it.
+            assert under_the_scrollbar(chunk) == [], f"digit {i}"
         assert fits == {True, False}, "the walk met chunks that fit and chunks that do not"
     # No thumb while everything is in view; a thumb when there is more.
     colours = {"back_color": Color.parse("#111111"), "bar_color": Color.parse("#ff0000")}
@@ -507,6 +531,7 @@ async def test_main_chunk_view_keeps_its_scrollbar(
             await pilot.pause()
             fits.add(chunk.virtual_size.height <= chunk.scrollable_content_region.height)
             assert chunk.show_vertical_scrollbar
+            assert under_the_scrollbar(chunk) == []
         assert requests == [], f"layouts asked for: {requests}"
         assert fits == {True, False}, "the walk met chunks that fit and chunks that do not"
 
@@ -571,13 +596,43 @@ async def test_textual_notices_go_to_the_status_line(tui_settings: Settings) -> 
 
 
 @run_async
+async def test_no_text_of_a_chunk_that_fits_is_under_the_scrollbar(tui_settings: Settings) -> None:
+    """Issue 34: the chunk's scrollbar stays while a chunk fits (its track alone), so the text is
+    laid beside it then too: laid under it, a chunk that fit lost the last two characters of its
+    longest lines (in the judging view and on the main screen). Checked at several widths, on
+    every line of the pairs walked."""
+    from ragtui.tui.widgets.chunk_view import ChunkView
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=(80, 40)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        view = app.screen.query_one(ChunkView)
+        full = fitting = 0  # lines that reach the last column shown; chunks that fit
+        for width in (60, 64, 72, 80):
+            await pilot.resize_terminal(width, 40)
+            await pilot.pause()
+            for digit in "2011":
+                visible = view.scrollable_content_region.width
+                fitting += view.virtual_size.height <= view.scrollable_content_region.height
+                assert under_the_scrollbar(view) == [], f"width {width}, digit {digit}"
+                lines = (view.render_line(y).text.rstrip() for y in range(view.size.height))
+                full += sum(len(line) >= visible - 1 for line in lines)
+                await pilot.press(digit)
+                await pilot.pause()
+        assert full and fitting, "the walk met chunks that fit, with lines as wide as the view"
+
+
+@run_async
 async def test_a_judging_digit_shows_the_chunk_laid_out_ahead(
     tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 34: once a pair is drawn in the judging view, the chunk a grade of it moves to (the
     next unjudged pair) is laid out ahead, with the view's context and blindness: the digit shows
     that very text and wraps none of its paragraphs again (the chunk's lines were a third of the
-    digit's CPU time)."""
+    digit's CPU time), nor draws them again: a chunk that fits and one that does not are laid at
+    the same width, the scrollbar's track being there for both."""
     from ragtui.tui.widgets.chunk_view import ChunkView
 
     app = make_app(tui_settings)
@@ -587,20 +642,27 @@ async def test_a_judging_digit_shows_the_chunk_laid_out_ahead(
         await pilot.pause()
         judging = app.screen
         view = judging.query_one(ChunkView)
-        wrapped = count_wraps(monkeypatch)
-        shown = set()
-        for digit in ("2", "0", "1", "1"):
+        view.styles.height = 4  # 3 rows: some chunks fit in it, some do not
+        await pilot.pause()
+        wrapped, drawn = count_wraps(monkeypatch), count_draws(monkeypatch)
+        shown, fits = set(), set()
+        for digit in ("2", "0", "1", "1", "2", "0", "1", "2"):
             ahead = judging.session.ahead()
             assert ahead is not None
             body = await laid_out_ahead(pilot, view, ahead.chunk)
             wrapped.clear()
+            drawn.clear()
             await pilot.press(digit)
             await pilot.pause()
             assert judging.session.current == ahead
             assert view._body is body, "the text laid out ahead is the one shown"
-            assert not {id(p) for p in body.paragraphs} & set(wrapped), "a paragraph wrapped again"
+            paragraphs = {id(p) for p in body.paragraphs}
+            assert not paragraphs & set(wrapped), "a paragraph wrapped again"
+            assert not paragraphs & set(drawn), f"{digit}: a paragraph drawn again"
             shown.add(ahead.chunk)
+            fits.add(view.virtual_size.height <= view.scrollable_content_region.height)
         assert len(shown) > 1
+        assert fits == {True, False}, "the walk met chunks that fit and chunks that do not"
 
 
 @run_async

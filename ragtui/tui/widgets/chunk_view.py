@@ -372,9 +372,15 @@ class ChunkView(ScrollView, can_focus=False):
                 self.scroll_settled = False
                 self._retry(self._scroll_token, 10)
             return
+        # The text goes beside the scrollbar: the whole time when it stays (``overflow-y:
+        # scroll``; laid under its track, a chunk that fit lost two characters a line), else
+        # when the text is longer than the view.
         bar = self.styles.scrollbar_size_vertical
+        always = self.styles.overflow_y == "scroll"
+        if 0 < bar < width and always:
+            width -= bar
         above, total = self._count(width)
-        if 0 < bar < width and total > height:
+        if 0 < bar < width and not always and total > height:
             width -= bar
             above, total = self._count(width)
         self._laid = (width, above, total)

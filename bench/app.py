@@ -375,6 +375,24 @@ def add_key_figures(report: Report, large: int, large_cache: Path | None) -> Non
         None,
         ratio=True,
     )
+    judging = got["judging_floor"]
+    report.add(
+        "the floor of ragtui's judging view: a digit (tmux 120x40)",
+        f"{ms(judging['digit'])} = {p95(judging['digit']) / base:.2f}x the floor's Down",
+        "reported: ragtui's judging digit in Textual alone",
+        f"its verify enter {ms(judging['enter'])}; "
+        f"{statistics.median(judging['digit_bytes']) / 1000:.1f} KB written a digit "
+        f"(ragtui: {statistics.median(got['small']['judging_bytes']) / 1000:.1f} KB)",
+        None,
+        ratio=True,
+    )
+    # Each key beside the floor key that makes the same screen change in Textual alone.
+    same_change = {
+        "down": screen["down"],
+        "page_down": screen["page_down"],
+        "judging": judging["digit"],
+        "verify_enter": judging["enter"],
+    }
     keys = [
         ("small", "down", "question list down, 68 q"),
         ("small", "page_down", "question list page down/up, 68 q"),
@@ -391,9 +409,8 @@ def add_key_figures(report: Report, large: int, large_cache: Path | None) -> Non
             continue
         ratio = p95(values) / base
         same = ""
-        if key in ("down", "page_down"):  # the same change as the screen floor's key
-            mine = screen["down" if key == "down" else "page_down"]
-            same = f"; the floor of its screen: {p95(values) / p95(mine):.2f}x"
+        if key in same_change:
+            same = f"; the floor of its screen: {p95(values) / p95(same_change[key]):.2f}x"
         report.add(
             f"{label}: p95 to the floor's Down p95",
             f"{ratio:.2f}x ({ms(values)})",
@@ -408,6 +425,7 @@ def add_key_figures(report: Report, large: int, large_cache: Path | None) -> Non
         "floor_down": "the floor's Down",
         "floor_repaint": "the floor's r (every row rewritten)",
         "screen_floor_down": "the floor of ragtui's screen: Down",
+        "judging_floor_digit": "the floor of ragtui's judging view: a digit",
         "ragtui_down": "ragtui's question list Down, 68 q",
         "ragtui_grade": "ragtui's grade key, 68 q",
         "ragtui_judging": "ragtui's judging digit, 68 q",

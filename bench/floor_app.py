@@ -11,6 +11,9 @@ are on screen: no Textual app with that screen starts faster on the machine.
 texts made up front; its Down shows another question (its line, lists, titles, metrics and
 chunk), the same screen change as ragtui's Down (``bench.keys`` counts the bytes each writes). What
 that key costs here is what it costs in Textual alone.
+
+``python -m bench.floor_app --judging``: the floor of ragtui's judging view, the same way: the
+same boxes, and a digit that shows the next pair (``v`` then enter: the verify mode's enter).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
+from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer, Header, Static
@@ -180,8 +184,8 @@ class ScreenFloorLines(ScrollView):
             self.scroll_to(y=top, animate=False, immediate=True)
             self.refresh_lines(top, self.size.height)
             return
-        for y, line in enumerate(lines):
-            if y >= len(before) or line != before[y]:
+        for y in range(max(len(lines), len(before))):
+            if y >= len(before) or y >= len(lines) or lines[y] != before[y]:
                 self.refresh_lines(y)
 
     def render_line(self, y: int) -> Strip:
@@ -306,5 +310,127 @@ class ScreenFloorApp(App[None]):
         )
 
 
+# ---- the floor of ragtui's judging view -----------------------------------------------------------
+
+#: Pairs in the floor's judging queue (as many as the bundled golden set pools).
+PAIRS = 342
+
+#: The judging view's footer keys, bar the grade, verify and quit keys.
+_JUDGING_FOOTER = (
+    ("backspace", "Clear", None),
+    ("u", "Undo", None),
+    ("left", "Move", "←→"),
+    ("question_mark", "Keys", None),
+    ("escape", "Back", None),
+)
+
+
+class JudgingFloorScreen(Screen[None]):
+    """The judging view's boxes and keys (a screen of its own, as ragtui's is)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("0", "grade", "Grade, next", key_display="0-9", priority=True),
+        *(Binding(str(d), "grade", show=False, priority=True) for d in range(1, 10)),
+        Binding("enter", "accept", "Accept", show=False, priority=True),
+        Binding("v", "verify", "Verify", show=False, priority=True),
+        *(
+            Binding(key, f"nothing({i})", name, key_display=shown, priority=True)
+            for i, (key, name, shown) in enumerate(_JUDGING_FOOTER)
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair = 0
+
+    def action_nothing(self, _: int) -> None:
+        """A footer key's action: nothing."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="question")
+        yield Static(id="meta")
+        yield Static(id="verdict")
+        yield ScreenFloorLines("chunk", 60)
+        yield Static("0 not relevant  ·  1 partly  ·  2 answers fully", id="scale")
+        yield Static(f"{ROW_TEXT} status", id="status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.show()
+
+    def action_grade(self) -> None:
+        """Grade the pair on screen and show the next."""
+        self.pair = (self.pair + 1) % PAIRS
+        self.show()
+
+    def action_accept(self) -> None:
+        """Verifying: take the judge's grade and move on, as a digit does."""
+        if self.query_one("#verdict").has_class("-shown"):
+            self.action_grade()
+
+    def action_verify(self) -> None:
+        self.query_one("#verdict").add_class("-shown")
+        self.show()
+
+    def show(self) -> None:
+        """What ragtui's judging digit changes: the counts, the pair, the chunk, the saved line."""
+        pair = self.pair
+        question = pair // 5  # the pool of a question: five chunks in turn
+        top = self.query_one("#question", Static)
+        set_frame_text(top, f"pair {pair + 1} of {PAIRS} · judged {pair}/{PAIRS} by bench")
+        line = f"q{question + 1:02d}  " + " ".join(_text(question, 8)) + "  [lookup, table]"
+        if line != str(top.content):  # the next pair is often the same question's
+            top.update(line, layout=False)
+        chunk_id = f"{_text(pair, 1)[0]}-{_text(pair + 1, 1)[0]}.md#{pair % 5}"
+        meta = f"{chunk_id}  {' '.join(_text(pair * 3, 3))}\n"
+        meta += (
+            f"bm25 #{1 + pair % 7} · vector #{1 + pair % 4} · hybrid #{1 + pair % 3} · not graded"
+        )
+        self.query_one("#meta", Static).update(meta, layout=False)
+        verdict = self.query_one("#verdict", Static)
+        if verdict.has_class("-shown"):
+            reason = " ".join(_text(pair * 5, 18))
+            verdict.update(f"judge bench: grade {pair % 3}\n{reason}\n", layout=False)
+        # The chunk: paragraphs of lines wrapped at the view's width, as many as the pair's has
+        # (the bundled chunks fill the view, as these do: 26-37 lines in a view of 32).
+        plain, bold = Style(), Style(bold=True, color="yellow")
+        lines: list[list[Segment]] = []
+        for i in range(26 + pair * 7 % 12):
+            text = " ".join(_text(pair * 40 + i, 20))[:112].rsplit(" ", 1)[0]
+            lines.append([Segment(text, plain)] if i % 6 != 5 else [])
+        evidence = 2 + pair % 8
+        text = lines[evidence][0].text if lines[evidence] else ""
+        head, _, rest = text.partition(" ")
+        lines[evidence] = [Segment(head + " ", plain), Segment(rest, bold)]
+        self.query_one("#chunk", ScreenFloorLines).show(lines, f"chunk {chunk_id}", 0)
+        saved = f"saved: q{question + 1:02d} {chunk_id} → your {pair % 3} (u undoes)"
+        self.query_one("#status", Static).update(saved, layout=False)
+
+
+class JudgingFloorApp(App[None]):
+    """ragtui's judging view at 120x40 as Textual draws it with the least work of its own: the
+    question's line under the queue's title, the pair's two lines, the chunk (bordered, its
+    scrollbar kept), the grade scale, the status line and the compact footer. A digit grades the
+    pair and shows the next one: the title's counts, the pair's lines, another chunk from its top
+    and the saved line, the same screen change as ragtui's judging digit. ``v`` shows the judge's
+    verdict (three rows) as ragtui's verify mode does, and enter then moves on as a digit does."""
+
+    TITLE = "floor judging"
+    CSS = """
+    #question { height: 2; padding: 0 1; border-top: solid $border; background: $boost; }
+    #meta { height: 2; padding: 0 1; }
+    #verdict { height: 3; padding: 0 1; display: none; }
+    #verdict.-shown { display: block; }
+    #chunk { height: 1fr; border-top: solid $border-blurred; padding: 0 1; overflow-y: scroll; }
+    #scale { height: 1; padding: 0 1; color: $text-muted; }
+    #status { height: 1; padding: 0 1; background: $boost; color: $text-muted; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+
+    def on_mount(self) -> None:
+        self.push_screen(JudgingFloorScreen())
+
+
 if __name__ == "__main__":
-    (ScreenFloorApp if sys.argv[1:] == ["--screen"] else FloorApp)().run()
+    apps = {"--screen": ScreenFloorApp, "--judging": JudgingFloorApp}
+    (apps.get(sys.argv[1], FloorApp) if sys.argv[1:] else FloorApp)().run()

@@ -15,6 +15,8 @@ ms) is in every figure, the floor's too.
   texts by Textual alone): Down and PageDown in its question list, which show another question's
   line, lists, metrics and chunk, the same screen change as ragtui's Down (the bytes each key
   writes to the terminal are recorded for both, to show it): what that change costs in Textual;
+- the floor of ragtui's judging view (``bench.floor_app --judging``, the same way): its digit,
+  which shows the next pair, and its verify enter (``v`` shows the judge's verdict first);
 - ragtui at 68 questions: the question list's Down and PageDown (PageUp in turn), a grade key on the bm25 list
   (2 and 0 in turn on one pair), a filter keystroke (a character typed into the filter box), the
   judging view's digit (grades and moves to the next pair) and the verify mode's enter (takes a
@@ -98,6 +100,37 @@ def screen_floor(presses: int) -> dict[str, object]:
         session.close()
 
 
+def judging_floor_full(screen: str) -> bool:
+    """The floor of ragtui's judging view shows its first pair, its saved line and its footer."""
+    lines = screen.rstrip("\n").split("\n")
+    return len(lines) >= 40 and "pair 1 of" in lines[0] and "Quit" in lines[-1]
+
+
+def _pressed(session: Session, keys: list[str]) -> tuple[list[float], list[int]]:
+    """Each key's time, and the bytes it wrote."""
+    times, written = [], []
+    for key in keys:
+        times.append(session.key_ms(key, literal=len(key) == 1))
+        written.append(session.key_bytes)
+    return times, written
+
+
+def judging_floor(presses: int) -> dict[str, object]:
+    """The floor of ragtui's judging view: its digit (the next pair), then its verify enter."""
+    session = Session([sys.executable, "-m", "bench.floor_app", "--judging"])
+    try:
+        session.wait(judging_floor_full, 60, "the judging floor's first screen")
+        time.sleep(2)
+        session.listen()
+        digits, written = _pressed(session, _digits(presses))
+        session.keys("v")
+        session.wait(partial(_shows, "judge bench: grade"), 20, "the judging floor's verdict")
+        enter, _ = _pressed(session, ["Enter"] * presses)
+        return {"digit": digits, "digit_bytes": written, "enter": enter}
+    finally:
+        session.close()
+
+
 def _verdicts(golden: Path, count: int) -> None:
     """A judge's verdicts on the first ``count`` pooled pairs of the questions, in the journal."""
     from ragtui.core.labelling.labels import Label, judge_annotator, now_iso
@@ -162,7 +195,7 @@ def ragtui(
         session.wait(lambda s: "s Sort" in s and "esc Clear" not in s, 20, "the filter closed")
         session.keys("j")
         session.wait(lambda s: "pair 1 of" in s, 20, "the judging view")
-        out["judging"] = [session.key_ms(k, True) for k in _digits(presses)]
+        out["judging"], out["judging_bytes"] = _pressed(session, _digits(presses))
         session.keys("v")
         session.wait(lambda s: "verify" in s and "⏎ accepts" in s, 20, "verify mode")
         out["verify_enter"] = _timed(session, "Enter", presses)
@@ -214,8 +247,8 @@ def _trace(log: Path) -> list[dict[str, float]]:
 
 
 def trace(presses: int) -> dict[str, object]:
-    """The floor's Down and ``r``, the screen floor's Down, and ragtui's Down, grade key and
-    judging digit at 68 questions, each program run under ``bench.trace_hook``: where each key's
+    """The floor's Down and ``r``, the screen floor's Down, the judging floor's digit, and ragtui's
+    Down, grade key and judging digit at 68 questions, each program run under ``bench.trace_hook``: where each key's
     CPU time goes."""
     from bench.app import _golden_copy
 
@@ -235,6 +268,11 @@ def trace(presses: int) -> dict[str, object]:
                 ["bench.floor_app", "--screen"],
                 screen_floor_full,
                 [("down", (), "", ["Down"] * presses)],
+            ),
+            "judging_floor": (
+                ["bench.floor_app", "--judging"],
+                judging_floor_full,
+                [("digit", (), "", _digits(presses))],
             ),
             "ragtui": (
                 ["ragtui", "--golden", str(small), "--annotator", "bench"],
@@ -281,6 +319,7 @@ def measure(presses: int, large: int, large_cache: Path | None, settle: float) -
             "settle_s": settle,
             "floor": floor(presses, settle),
             "screen_floor": screen_floor(presses),
+            "judging_floor": judging_floor(presses),
             "small": ragtui(small, presses, settle, None, small=True),
         }
         out["trace"] = trace(presses)

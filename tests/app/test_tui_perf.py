@@ -625,6 +625,45 @@ async def test_no_text_of_a_chunk_that_fits_is_under_the_scrollbar(tui_settings:
 
 
 @run_async
+async def test_a_judging_digit_draws_the_next_pairs_lines_once(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: a digit shows the next pair's lines, and the grade it saved (of the pair it
+    left) draws them no second time; a grade of the pair on screen (the view stays on the last
+    pair) redraws them, with the grade."""
+    from ragtui.tui.widgets.pair_lines import PairLines
+
+    drawn: list[tuple[str, str]] = []
+    original = PairLines.text
+
+    def counted(self, qid, cid, width):  # type: ignore[no-untyped-def]
+        drawn.append((qid, cid))
+        return original(self, qid, cid, width)
+
+    app = make_app(tui_settings)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        judging = app.screen
+        monkeypatch.setattr(PairLines, "text", counted)
+        for digit in "2012":
+            drawn.clear()
+            await pilot.press(digit)
+            await pilot.pause()
+            entry = judging.session.current
+            assert entry is not None
+            assert drawn == [(entry.question, entry.chunk)], f"digit {digit}: {drawn}"
+        # On the pair it shows, a grade redraws its lines (the grade shown changes).
+        entry = judging.session.current
+        assert entry is not None
+        drawn.clear()
+        app.publish(app.controller.grade(entry.question, entry.chunk, 1))
+        await pilot.pause()
+        assert (entry.question, entry.chunk) in drawn
+
+
+@run_async
 async def test_a_judging_digit_shows_the_chunk_laid_out_ahead(
     tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

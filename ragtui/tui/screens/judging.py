@@ -406,8 +406,13 @@ class JudgingScreen(Screen[None]):
                 self._set_queue(self.session.queue)
             return
         entry = self.session.current
-        if entry is not None and (change.questions is None or entry.question in change.questions):
-            # The annotators' line may come or go (the view stays on a pair just graded).
+        if (
+            entry is not None
+            and (change.questions is None or entry.question in change.questions)
+            and (change.chunk is None or change.chunk == entry.chunk)
+        ):
+            # The annotators' line may come or go (the view stays on a pair just graded); a grade
+            # of another pair (the one a digit left) changes nothing the pair's lines show.
             self._draw_meta(entry.question, entry.chunk)
             self._draw_verdict()
         self.session.sample_changed(change.questions)

@@ -391,6 +391,14 @@ def count_wraps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return wrapped
 
 
+async def judging_screen(pilot):  # type: ignore[no-untyped-def]
+    """Once the app is ready, the judging view ``j`` opens."""
+    await wait_ready(pilot)
+    await pilot.press("j")
+    await pilot.pause()
+    return pilot.app.screen
+
+
 def count_draws(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The paragraphs drawn (rendered to lines) from now on, by identity."""
     from ragtui.tui.widgets import paragraphs
@@ -468,10 +476,7 @@ async def test_judging_digits_lay_out_only_a_taller_question(
 
     app = make_app(tui_settings)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_ready(pilot)
-        await pilot.press("j")
-        await pilot.pause()
-        view = app.screen
+        view = await judging_screen(pilot)
         bar, chunk = view.query_one(QuestionBar), view.query_one(ChunkView)
         chunk.styles.height = 4  # 3 rows: some chunks fit in it, some do not
         await pilot.pause()
@@ -605,10 +610,7 @@ async def test_no_text_of_a_chunk_that_fits_is_under_the_scrollbar(tui_settings:
 
     app = make_app(tui_settings)
     async with app.run_test(size=(80, 40)) as pilot:
-        await wait_ready(pilot)
-        await pilot.press("j")
-        await pilot.pause()
-        view = app.screen.query_one(ChunkView)
+        view = (await judging_screen(pilot)).query_one(ChunkView)
         full = fitting = 0  # lines that reach the last column shown; chunks that fit
         for width in (60, 64, 72, 80):
             await pilot.resize_terminal(width, 40)
@@ -642,10 +644,7 @@ async def test_a_judging_digit_draws_the_next_pairs_lines_once(
 
     app = make_app(tui_settings)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_ready(pilot)
-        await pilot.press("j")
-        await pilot.pause()
-        judging = app.screen
+        judging = await judging_screen(pilot)
         monkeypatch.setattr(PairLines, "text", counted)
         for digit in "2012":
             drawn.clear()
@@ -676,10 +675,7 @@ async def test_a_judging_digit_shows_the_chunk_laid_out_ahead(
 
     app = make_app(tui_settings)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_ready(pilot)
-        await pilot.press("j")
-        await pilot.pause()
-        judging = app.screen
+        judging = await judging_screen(pilot)
         view = judging.query_one(ChunkView)
         view.styles.height = 4  # 3 rows: some chunks fit in it, some do not
         await pilot.pause()

@@ -542,6 +542,45 @@ async def test_main_chunk_view_keeps_its_scrollbar(
 
 
 @run_async
+async def test_the_first_paint_shows_the_lists_at_their_width_and_the_chunk(
+    tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: with the workspace loaded before the screen is laid out (as ``ragtui`` loads it
+    while the app is imported), the first paint shows every list's columns for its width and the
+    chunk's text. The lists chose their columns and the chunk view laid its text out on the Resize
+    event, which comes after the paint: the first screen showed the columns of a 40-cell list and
+    no chunk for a frame (40 ms at 120x40), then the screen as it is."""
+    from textual.app import App
+
+    from ragtui.core.workspace import Workspace
+    from ragtui.tui.screens.main import MainScreen
+
+    painted: list[tuple[bool, bool]] = []  # (every list's columns were its width's, chunk shown)
+    original = App._display
+
+    def display(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        screen = self.screen
+        if isinstance(screen, MainScreen) and screen.question_list.size.width and not painted:
+            lists = [screen.question_list, *(screen.result_list(n) for n in screen.retrievers)]
+            drawn = [rows._columns for rows in lists]
+            for rows in lists:
+                rows._configure()  # the columns for the width it has
+            columns = [rows._columns for rows in lists] == drawn
+            painted.append((columns, screen.chunk_view._laid[0] > 0))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(App, "_display", display)
+    workspace = Workspace.load(tui_settings)
+    vectors = workspace.compute_vectors(embedder=FakeEmbedder())
+    assert vectors is not None
+    workspace.apply_vectors(vectors)  # every retriever ready, as the first load makes it
+    app = RagtuiApp(tui_settings, embedder=FakeEmbedder(), workspace=workspace)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_ready(pilot)
+    assert painted == [(True, True)]
+
+
+@run_async
 async def test_a_resize_to_the_same_size_lays_nothing_out(
     tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -437,13 +437,15 @@ class ChunkView(ScrollView, can_focus=False):
         if key == self._sized:
             return False
         self._sized = key
-        return super()._size_updated(size, virtual_size, container_size, layout)
-
-    def on_resize(self) -> None:
-        """Count the lines at the new width and keep the passage in view (layout switch,
-        terminal resize)."""
-        self._relayout(scroll=self._target is not None)
-        self._refresh_content()
+        resized = size != self._size
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        if resized:
+            # Count the lines at the new size and keep the passage in view (the first screen, a
+            # layout switch, a terminal resize) now, so that the pass paints the text: the Resize
+            # event comes after the paint, and the first screen showed no chunk for a frame.
+            self._relayout(scroll=self._target is not None)
+            self._refresh_content()
+        return changed
 
     def render_line(self, y: int) -> Strip:
         """Line ``y`` of the view: the header, the margin under it, or the text."""

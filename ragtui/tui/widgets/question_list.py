@@ -191,11 +191,6 @@ class QuestionList(RowList):
 
     # ---- columns ----------------------------------------------------------------------------------
 
-    def on_resize(self) -> None:
-        """Lay the columns out for the new width."""
-        self._configure()
-        super().on_resize()
-
     def _configure(self) -> None:
         """Columns for the width: rank columns collapse and slices go when the text needs room."""
         view = self.view

@@ -193,11 +193,6 @@ class ResultList(RowList):
 
     # ---- columns and rows ---------------------------------------------------------------------------
 
-    def on_resize(self) -> None:
-        """Lay the columns out for the new width."""
-        self._configure()
-        super().on_resize()
-
     def _configure(self) -> None:
         self.set_columns(self._columns_for(self.view))
 

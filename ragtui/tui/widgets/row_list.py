@@ -276,6 +276,7 @@ class RowList(ScrollView, can_focus=True):
             return False
         self._sized = key
         resized = size != self._size
+        widened = size.width != self._size.width
         changed = super()._size_updated(size, virtual_size, container_size, layout)
         bar = self._vertical_scrollbar
         if resized and bar is not None:
@@ -283,7 +284,16 @@ class RowList(ScrollView, can_focus=True):
             # paints it (its cache was cleared): ScrollView's repaint request would only paint it
             # again a frame later, a second frame for the key.
             bar._repaint_required = False
+        if widened and size.width > 0:
+            # Now, so that the pass paints the columns of the new width: the Resize event comes
+            # after the paint, and the first screen showed the columns of no width (40 cells
+            # assumed) for a frame, then those of its width.
+            self._configure()
         return changed
+
+    def _configure(self) -> None:
+        """Lay the columns out for the list's width, when they follow it (a layout pass that
+        changed the width calls it)."""
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
@@ -389,7 +399,9 @@ class RowList(ScrollView, can_focus=True):
         self._repaint_row(self.cursor)
 
     def on_resize(self) -> None:
-        """Keep the cursor in view."""
+        """Lay the columns out again (the scrollbar came or went: the width for the columns
+        changed with the list's size the same) and keep the cursor in view."""
+        self._configure()
         self._scroll_to_cursor()
 
     def notify_style_update(self) -> None:

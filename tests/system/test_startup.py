@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,12 +75,17 @@ def _child(mini: Path, cache_dir: Path, *args: str) -> dict[str, object]:
     return out
 
 
-def test_importing_the_app_imports_nothing_a_key_opens() -> None:
-    code = "import json, sys; import ragtui.cli.main, ragtui.tui.app; print(json.dumps(sorted(sys.modules)))"
+def _python(code: str) -> Any:
+    """What ``code``, run in a fresh interpreter, printed as JSON."""
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
-    imported = set(json.loads(done.stdout))
+    return json.loads(done.stdout)
+
+
+def test_importing_the_app_imports_nothing_a_key_opens() -> None:
+    code = "import json, sys; import ragtui.cli.main, ragtui.tui.app; print(json.dumps(sorted(sys.modules)))"
+    imported = set(_python(code))
     assert "ragtui.tui.screens.main" in imported  # the check itself sees the app's modules
     # No HTTP client either (the first screen's load may: a model named, not a folder, is looked
     # up in the Hugging Face cache through huggingface_hub, as the child's embedder is).
@@ -134,9 +140,6 @@ def test_the_command_lines_import_leaves_no_collection_to_walk_it() -> None:
         "import ragtui.cli\n"
         "print(json.dumps([seen, gc.isenabled(), gc.get_freeze_count(), gc.get_count()[0]]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
-    )
-    collections, enabled, frozen, young = json.loads(done.stdout)
+    collections, enabled, frozen, young = _python(code)
     assert True not in collections and enabled is True  # (one may run before the import starts)
     assert frozen > 10_000 and young < 100

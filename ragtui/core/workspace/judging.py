@@ -210,15 +210,18 @@ class JudgingQueue:
         assert isinstance(first, RankingTable)
         columns: list[np.ndarray] = []
         slow = np.zeros(n, dtype=bool)
-        rows: tuple[Sequence[str], np.ndarray] | None = None  # the rows of one list of questions
+        # The rows of one list of questions, and whether they are every question in order.
+        rows: tuple[Sequence[str], np.ndarray, bool] | None = None
         for table in tables:
             assert isinstance(table, RankingTable)
             if table.ids is not first.ids and list(table.ids) != list(first.ids):
                 return np.asarray([len(self.pools[q]) for q in qids], dtype=np.int64)
             if rows is None or rows[0] is not table.qids:  # the tables share one most often
-                rows = (table.qids, source_rows(qids, table.qids, table.rows))
+                found = source_rows(qids, table.qids, table.rows)
+                in_order = len(table.qids) == n and np.array_equal(found, np.arange(n))
+                rows = (table.qids, found, in_order)
             width = min(self.pool_depth, table.depth)
-            if len(table.qids) == n and np.array_equal(rows[1], np.arange(n)):
+            if rows[2]:
                 block = table.index[:, :width]  # every question, in the table's order: no copy
             else:
                 present = rows[1] >= 0

@@ -119,18 +119,14 @@ class AdhocList(RowList):
     def show(self, ranking: Ranking) -> None:
         """Fill the list."""
         self.ranking = ranking
-        self._layout()
+        self._configure()
         self.set_row_count(len(ranking), 0)
-
-    def on_resize(self) -> None:
-        """Fit the columns to the new width (RowList's handler keeps the cursor in view)."""
-        self._layout()
 
     def watch_show_vertical_scrollbar(self) -> None:
         """A scrollbar came or went (the rows arrived): fit the columns to the width left."""
-        self._layout()
+        self._configure()
 
-    def _layout(self) -> None:
+    def _configure(self) -> None:
         """The columns for the width and the ids shown."""
         width = self.scrollable_content_region.width or 40
         rank = max(2, len(str(len(self.ranking))))

@@ -292,8 +292,9 @@ class RowList(ScrollView, can_focus=True):
         return changed
 
     def _configure(self) -> None:
-        """Lay the columns out for the list's width, when they follow it (a layout pass that
-        changed the width calls it)."""
+        """Lay the columns out for the list's width, when they follow it: called when a layout
+        pass changed the width, and on Resize (the scrollbar came or went: the width for the
+        columns changed with the list's size the same)."""
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
@@ -399,8 +400,7 @@ class RowList(ScrollView, can_focus=True):
         self._repaint_row(self.cursor)
 
     def on_resize(self) -> None:
-        """Lay the columns out again (the scrollbar came or went: the width for the columns
-        changed with the list's size the same) and keep the cursor in view."""
+        """Lay the columns out again and keep the cursor in view."""
         self._configure()
         self._scroll_to_cursor()
 

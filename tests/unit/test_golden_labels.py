@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import os
+import random
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
 import pytest
 
-from ragtui.core.data.golden import EvidenceIndex, evidence_spans, load_questions, term_spans
+from ragtui.core.data.golden import (
+    EvidenceIndex,
+    Question,
+    QuestionColumns,
+    evidence_spans,
+    load_questions,
+    term_spans,
+)
+from ragtui.core.data.questions_cache import cached_questions
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
 from ragtui.core.labelling.labels import Label, parse_label
+from ragtui.core.workspace import QuestionSet
 from tests.conftest import grade_of
 
 
@@ -56,6 +67,88 @@ def test_questions_load_with_lists_and_slices(tmp_path):
     )
     (q,) = load_questions(path)
     assert q.evidence == ("b", "c") and q.slices == ("table",) and q.line == 1
+
+
+def _question_lines(count: int, seed: int) -> str:
+    """``count`` question lines with one to three evidence strings, slices and retired ones."""
+    rng = random.Random(seed)
+    lines = []
+    for i in range(count):
+        line = {
+            "id": f"q{i}",
+            "question": f"what is item {i}?",
+            "evidence": [f"e{i}-{j}" for j in range(rng.randint(1, 3))],
+            "slices": rng.choice([[], ["table"], ["table", "code"]]),
+        }
+        if rng.random() < 0.2:
+            line["retired"] = True
+        lines.append(orjson.dumps(line).decode())
+    return "\n".join(lines) + "\n"
+
+
+def _built(questions: QuestionSet) -> int:
+    """How many of the set's loaded questions have been built."""
+    loaded = questions.loaded
+    assert isinstance(loaded, QuestionColumns)
+    return sum(q is not None for q in loaded._built)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_cached_question_set_builds_only_the_questions_read(tmp_path, seed):
+    path = _write(tmp_path / "questions.jsonl", _question_lines(40, seed))
+    parsed = load_questions(path)
+    cached_questions(path, tmp_path / "cache")  # parsed and written
+    columns, warnings = cached_questions(path, tmp_path / "cache")  # read back as columns
+    assert warnings == [] and isinstance(columns, QuestionColumns)
+    questions = QuestionSet.of(columns)
+    eager = QuestionSet.of(parsed)
+    assert _built(questions) == 0
+    assert questions.retired_ids == eager.retired_ids == {q.id for q in parsed if q.retired}
+    assert questions.retired == eager.retired == [q.id for q in parsed if q.retired]
+    assert questions.evidence() == eager.evidence() == [q.evidence for q in parsed]
+    assert questions.ids == eager.ids == [q.id for q in parsed]
+    assert questions.by_id["q7"] == parsed[7] and _built(questions) == 1
+    assert questions[-1] == parsed[-1] and list(questions[3:9:2]) == parsed[3:9:2]
+    assert "q7" in questions.by_id and "nope" not in questions.by_id and 7 not in questions.by_id
+    with pytest.raises(KeyError):
+        questions.by_id["nope"]
+    for index in (40, -41):
+        with pytest.raises(IndexError):
+            questions[index]
+    assert _built(questions) == 4  # q7, q39, q3 and q5
+    assert list(questions) == list(eager) == parsed
+    assert dict(questions.by_id) == {q.id: q for q in parsed}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_question_set_changed_is_the_list_with_the_change(tmp_path, seed):
+    """Retire, bring back and add questions at random: the set reads as the plain list changed in
+    the same way, and no change builds the questions it does not touch."""
+    rng = random.Random(seed)
+    path = _write(tmp_path / "questions.jsonl", _question_lines(30, seed))
+    cached_questions(path, tmp_path / "cache")
+    questions = QuestionSet.of(cached_questions(path, tmp_path / "cache")[0])
+    expected = list(load_questions(path))
+    for step in range(25):
+        if rng.random() < 0.3:
+            question = Question(f"new{step}", f"added {step}?", ("x",), retired=rng.random() < 0.5)
+            expected.append(question)
+        else:
+            at = rng.randrange(len(expected))
+            question = replace(expected[at], retired=not expected[at].retired)
+            expected[at] = question
+        questions = questions.with_question(question)
+        assert len(questions) == len(expected) and list(questions) == expected
+        assert questions.ids == [q.id for q in expected]
+        assert questions.retired == [q.id for q in expected if q.retired]
+        ids = [q.id for q in expected]
+        picked = [*rng.sample(ids, 5), "nope"]
+        assert questions.positions(picked).tolist() == [
+            ids.index(q) if q in ids else -1 for q in picked
+        ]
+        assert all(questions.by_id[q.id] == q for q in expected)
+        assert questions.in_golden_order(reversed(ids)) == ids
+    assert questions.loaded_ids == [q.id for q in load_questions(path)]
 
 
 def test_evidence_rule_collapses_white_space():

@@ -183,13 +183,14 @@ def filter_questions(
     ``unjudged``, ``why`` for ``why:`` terms; each is built when not given: keep one and ``update``
     it after a grade change rather than rebuilding it for every keystroke); with ``among``, only
     those questions are looked at (whether a grade change let them in or out)."""
+    if flt.empty:
+        known = ws.questions.by_id
+        return ws.questions.ids if among is None else [q for q in among if q in known]
     questions = (
         ws.questions
         if among is None
         else [ws.questions.by_id[q] for q in among if q in ws.questions.by_id]
     )
-    if flt.empty:
-        return [q.id for q in questions]
     shown = list(ws.retrievers)
     if (flt.unjudged or flt.judge_disagree) and queue is None:
         queue = JudgingQueue(ws)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ragtui.core.data.chunking import Chunk
 from ragtui.core.data.corpus import Document, read_jsonl
@@ -89,40 +89,63 @@ class Question:
     """Retired from the app: kept in the file with ``"retired": true``, left out of every mean."""
 
 
-def make_questions(
-    ids: Iterable[str],
-    texts: Iterable[str],
-    evidence: Iterable[tuple[str, ...]],
-    slices: Iterable[tuple[str, ...]],
-    lines: Iterable[int],
-    retired: Iterable[bool],
-) -> list[Question]:
-    """Questions from columns already checked (the questions cache), built without ``__init__``.
+class QuestionColumns(Sequence[Question]):
+    """Questions kept as the columns they were read as (the questions cache), each ``Question``
+    built the first time it is asked for: the first screen of 100,000 questions reads a few dozen,
+    and building them all took about a tenth of a second of the load.
 
-    A frozen dataclass sets each field through ``object.__setattr__``; setting the slots directly
-    makes the same objects at about half the cost, which counts at 100,000 questions.
+    The columns are read-only once given (``QuestionSet`` reads them whole: ids, texts, evidence).
     """
-    new = object.__new__
-    set_id, set_text, set_evidence, set_slices, set_line, set_retired = (
-        _QUESTION_SLOTS[name].__set__
-        for name in ("id", "text", "evidence", "slices", "line", "retired")
-    )
-    out = []
-    for qid, text, ev, sl, line, ret in zip(
-        ids, texts, evidence, slices, lines, retired, strict=True
-    ):
-        q = new(Question)
-        set_id(q, qid)
-        set_text(q, text)
-        set_evidence(q, ev)
-        set_slices(q, sl)
-        set_line(q, line)
-        set_retired(q, ret)
-        out.append(q)
-    return out
+
+    __slots__ = ("_built", "evidence", "ids", "lines", "retired", "slices", "texts")
+
+    def __init__(
+        self,
+        ids: list[str],
+        texts: list[str],
+        evidence: list[tuple[str, ...]],
+        slices: list[tuple[str, ...]],
+        lines: list[int],
+        retired: list[bool],
+    ) -> None:
+        if not len(ids) == len(texts) == len(evidence) == len(slices) == len(lines) == len(retired):
+            raise ValueError("question columns of different lengths")
+        self.ids, self.texts, self.evidence = ids, texts, evidence
+        self.slices, self.lines, self.retired = slices, lines, retired
+        self._built: list[Question | None] = [None] * len(ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Question: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Question]: ...
+    def __getitem__(self, index: int | slice) -> Question | list[Question]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.ids)))]
+        q = self._built[index]
+        if q is None:
+            # Built without ``__init__``: a frozen dataclass sets each field through
+            # ``object.__setattr__``; setting the slots directly costs half as much.
+            q = object.__new__(Question)
+            for name, column in (
+                ("id", self.ids),
+                ("text", self.texts),
+                ("evidence", self.evidence),
+                ("slices", self.slices),
+                ("line", self.lines),
+                ("retired", self.retired),
+            ):
+                _QUESTION_SLOTS[name].__set__(q, column[index])
+            self._built[index] = q
+        return q
+
+    def __iter__(self) -> Iterator[Question]:
+        return map(self.__getitem__, range(len(self.ids)))
 
 
-#: The slot descriptors of Question's fields (``make_questions`` sets them directly).
+#: The slot descriptors of Question's fields (``QuestionColumns`` sets them directly).
 _QUESTION_SLOTS: dict[str, Any] = {
     name: Question.__dict__[name]
     for name in ("id", "text", "evidence", "slices", "line", "retired")

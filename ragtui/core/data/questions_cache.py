@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch
 from ragtui.core.data.corpus import read_file
-from ragtui.core.data.golden import Question, load_questions, make_questions
+from ragtui.core.data.golden import Question, QuestionColumns, load_questions
 from ragtui.core.data.paths import cache_dir
 
 #: Bump when a Question gains a field or parsing changes: older caches are then not read.
@@ -33,7 +34,7 @@ KEPT = 8
 
 def cached_questions(
     path: str | Path, root: Path | None = None
-) -> tuple[list[Question], list[str]]:
+) -> tuple[Sequence[Question], list[str]]:
     """``load_questions(path)``, from the cache when it holds these bytes; with the warnings about a
     cache that could not be used (or written)."""
     path = Path(path)
@@ -150,7 +151,7 @@ def _lists(arrays: dict[str, np.ndarray], name: str, count: int) -> list[tuple[s
     return [(take(),) if n == 1 else tuple(itertools.islice(it, n)) for n in lengths.tolist()]
 
 
-def _build(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> list[Question]:
+def _build(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> QuestionColumns:
     """The questions the columns hold, checked (else CacheMismatch)."""
     count = meta.get("count")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
@@ -177,4 +178,4 @@ def _build(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> list[Question
         raise CacheMismatch("the line or retired column does not fit")
     if len(set(ids)) != count:
         raise CacheMismatch("an id is there twice")
-    return make_questions(ids, texts, evidence, slices, line.tolist(), retired.tolist())
+    return QuestionColumns(ids, texts, evidence, slices, line.tolist(), retired.tolist())

@@ -332,7 +332,7 @@ def _evidence_grades(
         return index[0].matching_indices(needle)
 
     cache = EvidenceCache(data.chunks_key, len(chunks), settings.cache_dir)
-    offsets, codes = cache.lookup([q.evidence for q in questions], match)
+    offsets, codes = cache.lookup(questions.evidence(), match)
     warnings.extend(cache.warnings)
     arrays = GradeArrays(
         questions.loaded_ids,

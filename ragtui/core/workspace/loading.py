@@ -38,7 +38,8 @@ class Shared:
     and chunked corpus per data and chunking setting, and the loaded models."""
 
     chunkings: dict[
-        tuple[object, ...], tuple[Corpus, list[Question], dict[str, dict[str, int]], list[Chunk]]
+        tuple[object, ...],
+        tuple[Corpus, Sequence[Question], dict[str, dict[str, int]], list[Chunk]],
     ] = field(default_factory=dict)
     embedders: dict[str, Embedder] = field(default_factory=dict)
     cross_encoders: dict[str, CrossEncoderModel] = field(default_factory=dict)
@@ -185,7 +186,7 @@ class Passages:
 # ---- reading and chunking --------------------------------------------------------------------
 
 
-def read_data(settings: Settings, shared: Shared | None) -> tuple[Data, list[Question]]:
+def read_data(settings: Settings, shared: Shared | None) -> tuple[Data, Sequence[Question]]:
     """The data part (the corpus or the team's chunks, chunked as the settings say, and the qrels)
     and the golden questions as read; with ``shared``, a corpus already read and chunked the same
     way is reused."""
@@ -209,9 +210,8 @@ def read_data(settings: Settings, shared: Shared | None) -> tuple[Data, list[Que
     )
     if shared is not None and key in shared.chunkings:
         corpus, read_questions, qrels, read_chunks = shared.chunkings[key]
-        return _data(settings, corpus, read_chunks, qrels, base_source, counter, []), list(
-            read_questions
-        )
+        return _data(settings, corpus, read_chunks, qrels, base_source, counter, []), read_questions
+    questions: Sequence[Question]
     if settings.beir is not None:
         corpus, questions, qrels = load_beir(settings.beir, with_corpus=own is None)
     else:
@@ -238,7 +238,7 @@ def read_data(settings: Settings, shared: Shared | None) -> tuple[Data, list[Que
     if not chunks:
         raise InputError(corpus.source, "the corpus gave no chunks (every document is empty)")
     if shared is not None:
-        shared.chunkings[key] = (corpus, list(questions), qrels, list(chunks))
+        shared.chunkings[key] = (corpus, questions, qrels, list(chunks))
     return _data(settings, corpus, chunks, qrels, base_source, counter, cache_warnings), questions
 
 
@@ -358,14 +358,11 @@ def _absent_warnings(settings: Settings, data: Data, questions: Iterable[Questio
     return [warning]
 
 
-def read_runs(
-    settings: Settings, data: Data, questions: Iterable[Question]
-) -> dict[str, ExternalRun]:
-    """The external runs (``--run NAME=path``), read as rankings of the loaded questions."""
+def read_runs(settings: Settings, data: Data, ids: list[str]) -> dict[str, ExternalRun]:
+    """The external runs (``--run NAME=path``), read as rankings of the loaded questions (``ids``)."""
     known_ids = set(data.chunk_ids)
     if data.level == LEVEL_DOCUMENT:
         known_ids |= data.corpus_docs  # runs of document ids (the usual BEIR run) match as they are
-    ids = [q.id for q in questions]
     return {
         name: load_external_run(name, path, known_ids, ids, settings.depth)
         for name, path in settings.runs

@@ -131,7 +131,7 @@ def ranked(
     external runs', with the windows plan and the reranking stage ready for later."""
     plan = windows_for(settings, data.counter)
     reranker = reranker_for(settings, data.chunks, shared)
-    external = read_runs(settings, data, questions)
+    external = read_runs(settings, data, questions.loaded_ids)
     rankings: dict[str, MutableMapping[str, Ranking]] = {n: r.rankings for n, r in external.items()}
     bm25 = None
     needed = settings.needed_retrievers()

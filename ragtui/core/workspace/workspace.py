@@ -377,7 +377,8 @@ class Workspace:
             arrays = base.arrays
             regraded = base.changed() | set(grades.labels.pairs)
         questions = self.questions
-        ids = [q.id for q in questions if q.id not in questions.retired_ids]
+        retired = questions.retired_ids
+        ids = [qid for qid in questions.ids if qid not in retired] if retired else questions.ids
         owned = {n: own for n in shown if (own := self.own_passages(n)) is not None}
         rows = None
         if ids == questions.loaded_ids:
@@ -556,7 +557,7 @@ class Workspace:
                 evidence,
                 list(slices),
                 qid,
-                [q.id for q in self.questions],
+                self.questions.ids,
                 data.chunks,
                 data.corpus.documents,
                 Path(settings.golden) / QUESTIONS_FILE,

@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ragtui.core.data.binary_cache import list_digest
 from ragtui.core.data.golden import (
     EvidenceIndex,
     Question,
@@ -105,7 +106,13 @@ def test_a_cached_question_set_builds_only_the_questions_read(tmp_path, seed):
     assert _built(questions) == 0
     assert questions.retired_ids == eager.retired_ids == {q.id for q in parsed if q.retired}
     assert questions.retired == eager.retired == [q.id for q in parsed if q.retired]
-    assert questions.evidence() == eager.evidence() == [q.evidence for q in parsed]
+    # The evidence is cut when read, and found by the digest the cache kept (equal to the list's).
+    evidence, known = questions.evidence()
+    assert list(evidence) == [q.evidence for q in parsed] and evidence[-1] == parsed[-1].evidence
+    assert evidence[2:5] == [q.evidence for q in parsed[2:5]]
+    assert eager.evidence() == ([q.evidence for q in parsed], None)
+    assert known == list_digest([q.evidence for q in parsed])
+    assert questions.loaded_texts.digest == eager.loaded_texts.digest
     assert questions.ids == eager.ids == [q.id for q in parsed]
     assert questions.by_id["q7"] == parsed[7] and _built(questions) == 1
     assert questions[-1] == parsed[-1] and list(questions[3:9:2]) == parsed[3:9:2]

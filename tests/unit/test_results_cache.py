@@ -17,7 +17,7 @@ import orjson
 import pytest
 from rank_bm25 import BM25Okapi
 
-from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch
+from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch, list_digest
 from ragtui.core.data.chunk_cache import cached_chunks, chunking_key
 from ragtui.core.data.chunking import Chunk, chunk_documents
 from ragtui.core.data.corpus import load_folder
@@ -223,6 +223,26 @@ def test_a_damaged_evidence_cache_is_rebuilt(mini: Path, own_cache: Path) -> Non
     ws = Workspace.load(_settings(mini, own_cache))
     assert any("evidence cache ignored and rebuilt" in w for w in ws.warnings)
     assert dict(ws.grades.base) == dict(cold.grades.base)
+
+
+@pytest.mark.parametrize("damage", [None, 7, "beef"])
+def test_a_questions_cache_without_its_digests_is_rebuilt(
+    mini: Path, own_cache: Path, damage: object
+) -> None:
+    """The questions cache keeps the digests of the texts and of the evidence lists, which find
+    their rows in the results and evidence caches; a manifest without a digest is not trusted."""
+    cold = Workspace.load(_settings(mini, own_cache))
+    (manifest,) = (own_cache / "questions").glob("*/manifest.json")
+    meta = orjson.loads(manifest.read_bytes())
+    meta["meta"]["evidence_digest"] = damage
+    manifest.write_bytes(orjson.dumps(meta))
+    ws = Workspace.load(_settings(mini, own_cache))
+    assert any("questions cache ignored and rebuilt" in w for w in ws.warnings), ws.warnings
+    assert list(ws.questions) == list(cold.questions)
+    assert dict(ws.grades.base) == dict(cold.grades.base)
+    again = Workspace.load(_settings(mini, own_cache))
+    assert not [w for w in again.warnings if "cache" in w], "the rebuilt cache is used"
+    assert again.questions.evidence()[1] == list_digest([q.evidence for q in cold.questions])
 
 
 def test_chunks_from_the_cache_equal_chunking_and_a_damaged_cache_is_rebuilt(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,22 @@ class CacheMismatch(ValueError):
 def digest(*parts: object) -> str:
     """The SHA-256 of ``parts`` as one orjson document (a cache key; lists, strings and numbers)."""
     return hashlib.sha256(orjson.dumps(list(parts))).hexdigest()
+
+
+def list_digest(items: Sequence[object]) -> str:
+    """The SHA-256 of a list of texts (or of lists of texts), in order."""
+    try:
+        raw = orjson.dumps(list(items))
+    except TypeError:  # orjson refuses a lone surrogate: spell every text as hex for the digest
+        raw = orjson.dumps(
+            [
+                [t.encode("utf-8", "surrogatepass").hex() for t in item]
+                if isinstance(item, list | tuple)
+                else str(item).encode("utf-8", "surrogatepass").hex()
+                for item in items
+            ]
+        )
+    return hashlib.sha256(raw).hexdigest()
 
 
 def npy_header(raw: bytes) -> tuple[tuple[int, ...], bool, np.dtype[Any], int]:

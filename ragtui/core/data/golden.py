@@ -94,24 +94,42 @@ class QuestionColumns(Sequence[Question]):
     built the first time it is asked for: the first screen of 100,000 questions reads a few dozen,
     and building them all took about a tenth of a second of the load.
 
-    The columns are read-only once given (``QuestionSet`` reads them whole: ids, texts, evidence).
+    The columns are read-only once given (``QuestionSet`` reads them whole: ids, texts, rows,
+    retired, and the evidence with its digest).
     """
 
-    __slots__ = ("_built", "evidence", "ids", "lines", "retired", "slices", "texts")
+    __slots__ = (
+        "_built",
+        "evidence",
+        "evidence_digest",
+        "ids",
+        "lines",
+        "retired",
+        "rows",
+        "slices",
+        "text_digest",
+        "texts",
+    )
 
     def __init__(
         self,
         ids: list[str],
         texts: list[str],
-        evidence: list[tuple[str, ...]],
+        evidence: Sequence[tuple[str, ...]],
         slices: list[tuple[str, ...]],
         lines: list[int],
         retired: list[bool],
+        *,
+        rows: dict[str, int],
+        text_digest: str,
+        evidence_digest: str,
     ) -> None:
         if not len(ids) == len(texts) == len(evidence) == len(slices) == len(lines) == len(retired):
             raise ValueError("question columns of different lengths")
         self.ids, self.texts, self.evidence = ids, texts, evidence
         self.slices, self.lines, self.retired = slices, lines, retired
+        #: Each id's row; ``list_digest`` of the texts and of the evidence lists (kept by the cache).
+        self.rows, self.text_digest, self.evidence_digest = rows, text_digest, evidence_digest
         self._built: list[Question | None] = [None] * len(ids)
 
     def __len__(self) -> int:
@@ -126,30 +144,18 @@ class QuestionColumns(Sequence[Question]):
             return [self[i] for i in range(*index.indices(len(self.ids)))]
         q = self._built[index]
         if q is None:
-            # Built without ``__init__``: a frozen dataclass sets each field through
-            # ``object.__setattr__``; setting the slots directly costs half as much.
-            q = object.__new__(Question)
-            for name, column in (
-                ("id", self.ids),
-                ("text", self.texts),
-                ("evidence", self.evidence),
-                ("slices", self.slices),
-                ("line", self.lines),
-                ("retired", self.retired),
-            ):
-                _QUESTION_SLOTS[name].__set__(q, column[index])
-            self._built[index] = q
+            q = self._built[index] = Question(
+                self.ids[index],
+                self.texts[index],
+                self.evidence[index],
+                self.slices[index],
+                self.lines[index],
+                self.retired[index],
+            )
         return q
 
     def __iter__(self) -> Iterator[Question]:
         return map(self.__getitem__, range(len(self.ids)))
-
-
-#: The slot descriptors of Question's fields (``QuestionColumns`` sets them directly).
-_QUESTION_SLOTS: dict[str, Any] = {
-    name: Question.__dict__[name]
-    for name in ("id", "text", "evidence", "slices", "line", "retired")
-}
 
 
 def normalize_ws(text: str) -> str:

@@ -16,17 +16,17 @@ import hashlib
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
-from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch
+from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch, list_digest
 from ragtui.core.data.corpus import read_file
 from ragtui.core.data.golden import Question, QuestionColumns, load_questions
 from ragtui.core.data.paths import cache_dir
 
 #: Bump when a Question gains a field or parsing changes: older caches are then not read.
-QUESTIONS_CACHE_VERSION = 3
+QUESTIONS_CACHE_VERSION = 4
 
 #: How many golden-set files (versions) the cache keeps.
 KEPT = 8
@@ -55,8 +55,12 @@ def cached_questions(
         arrays = _columns(questions)
     except UnicodeEncodeError:  # cannot happen with surrogatepass; kept out of the cache anyway
         return questions, warnings
+    digests = {
+        "text_digest": list_digest([q.text for q in questions]),
+        "evidence_digest": list_digest([q.evidence for q in questions]),
+    }
     try:
-        store.write({**expect, "count": len(questions)}, arrays)
+        store.write({**expect, "count": len(questions), **digests}, arrays)
     except OSError as exc:
         warnings.append(f"{store.folder}: questions cache not written ({exc.strerror or exc})")
     _prune(base)
@@ -115,8 +119,9 @@ def _columns(questions: list[Question]) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _texts(arrays: dict[str, np.ndarray], name: str, count: int) -> list[str]:
-    """A text column back as strings (its offsets checked)."""
+def _text_bounds(arrays: dict[str, np.ndarray], name: str, count: int) -> tuple[str, list[int]]:
+    """A text column's text and where each of its ``count`` texts starts (and the last ends),
+    checked."""
     blob, ends = arrays.get(f"{name}_blob"), arrays.get(f"{name}_ends")
     if blob is None or ends is None or blob.dtype.str != "|u1" or ends.dtype.str != "<i8":
         raise CacheMismatch(f"column {name} is missing")
@@ -128,37 +133,82 @@ def _texts(arrays: dict[str, np.ndarray], name: str, count: int) -> list[str]:
         or np.any(np.diff(ends) < 0)
     ):
         raise CacheMismatch(f"column {name}'s offsets do not fit its text")
-    bounds = ends.tolist()
+    return text, ends.tolist()
+
+
+def _texts(arrays: dict[str, np.ndarray], name: str, count: int) -> list[str]:
+    """A text column back as strings (its offsets checked)."""
+    text, bounds = _text_bounds(arrays, name, count)
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def _lists(arrays: dict[str, np.ndarray], name: str, count: int) -> list[tuple[str, ...]]:
-    """A list column back as one tuple of strings per question."""
+def _groups_of(arrays: dict[str, np.ndarray], name: str, count: int) -> np.ndarray:
+    """Where each of ``count`` groups of a list column starts in its strings (checked)."""
     groups = arrays.get(f"{name}_groups")
     if groups is None or groups.dtype.str != "<i8" or groups.shape != (count + 1,):
         raise CacheMismatch(f"column {name} is missing")
-    strings = _texts(arrays, name, int(groups[-1]))
-    lengths = np.diff(groups)
-    if groups[0] != 0 or np.any(lengths < 0):
+    if groups[0] != 0 or np.any(np.diff(groups) < 0):
         raise CacheMismatch(f"column {name}'s groups do not fit its strings")
-    if len(strings) == count and np.all(lengths == 1):
-        return list(zip(strings, strict=True))  # one string each (the usual evidence): built in C
+    return groups
+
+
+class _Groups(Sequence[tuple[str, ...]]):
+    """A list column read when asked: group i is the strings ``groups[i]`` to ``groups[i + 1]``,
+    each cut from one text at its bounds (the evidence of 100,000 questions is not cut at load)."""
+
+    __slots__ = ("_bounds", "_groups", "_text")
+
+    def __init__(self, text: str, bounds: list[int], groups: list[int]) -> None:
+        self._text, self._bounds, self._groups = text, bounds, groups
+
+    def __len__(self) -> int:
+        return len(self._groups) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, ...]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[str, ...]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[str, ...] | list[tuple[str, ...]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("group index out of range")
+        text, bounds = self._text, self._bounds
+        return tuple(
+            text[bounds[j] : bounds[j + 1]]
+            for j in range(self._groups[index], self._groups[index + 1])
+        )
+
+
+def _lists(arrays: dict[str, np.ndarray], name: str, count: int) -> list[tuple[str, ...]]:
+    """A list column back as one tuple of strings per group (``count`` groups)."""
+    groups = _groups_of(arrays, name, count)
+    strings = _texts(arrays, name, int(groups[-1]))
     if not len(strings):
         return [()] * count
-    # Taken in turn from one iterator (most questions have one string: no slice to make).
     it = iter(strings)
-    take = it.__next__
-    return [(take(),) if n == 1 else tuple(itertools.islice(it, n)) for n in lengths.tolist()]
+    return [tuple(itertools.islice(it, n)) for n in np.diff(groups).tolist()]
+
+
+def _digest_of(meta: dict[str, Any], name: str) -> str:
+    value = meta.get(name)
+    if not isinstance(value, str) or len(value) != 64:
+        raise CacheMismatch(f"the manifest's {name} is not a digest")
+    return value
 
 
 def _build(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> QuestionColumns:
-    """The questions the columns hold, checked (else CacheMismatch)."""
+    """The questions the columns hold, checked (else CacheMismatch); the evidence is cut from its
+    text when read."""
     count = meta.get("count")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise CacheMismatch("the manifest's question count is not a number")
     ids = _texts(arrays, "id", count)
     texts = _texts(arrays, "text", count)
-    evidence = _lists(arrays, "evidence", count)
+    groups = _groups_of(arrays, "evidence", count)
+    evidence = _Groups(*_text_bounds(arrays, "evidence", int(groups[-1])), groups.tolist())
     choice = arrays.get("slices_choice")
     if choice is None or choice.dtype.str != "<i8" or choice.shape != (count,):
         raise CacheMismatch("column slices is missing")
@@ -176,6 +226,17 @@ def _build(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> QuestionColum
         or retired.shape != (count,)
     ):
         raise CacheMismatch("the line or retired column does not fit")
-    if len(set(ids)) != count:
+    rows = dict(zip(ids, range(count), strict=True))
+    if len(rows) != count:
         raise CacheMismatch("an id is there twice")
-    return QuestionColumns(ids, texts, evidence, slices, line.tolist(), retired.tolist())
+    return QuestionColumns(
+        ids,
+        texts,
+        evidence,
+        slices,
+        line.tolist(),
+        retired.tolist(),
+        rows=rows,
+        text_digest=_digest_of(meta, "text_digest"),
+        evidence_digest=_digest_of(meta, "evidence_digest"),
+    )

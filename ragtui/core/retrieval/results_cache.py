@@ -27,7 +27,6 @@ which are then computed again: nothing wrong is ever read.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,9 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
-from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch, digest
+from ragtui.core.data.binary_cache import ArrayStore, CacheMismatch, digest, list_digest
 from ragtui.core.data.golden import normalize_ws
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.files import content_hash
@@ -55,32 +53,19 @@ def _key_of(text: str) -> bytes:
     return bytes.fromhex(content_hash(text))
 
 
-def _list_digest(items: Sequence[object]) -> str:
-    """The SHA-256 of a list of texts (or of lists of texts), in order."""
-    try:
-        raw = orjson.dumps(list(items))
-    except TypeError:  # orjson refuses a lone surrogate: spell every text as hex for the digest
-        raw = orjson.dumps(
-            [
-                [t.encode("utf-8", "surrogatepass").hex() for t in item]
-                if isinstance(item, list | tuple)
-                else str(item).encode("utf-8", "surrogatepass").hex()
-                for item in items
-            ]
-        )
-    return hashlib.sha256(raw).hexdigest()
-
-
 class TextKeys:
     """A list of texts with its digest (one hash of the whole list) and, when needed, each text's key."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], digest: str | None = None) -> None:
         self.texts = list(texts)
+        self._digest = digest
 
-    @cached_property
+    @property
     def digest(self) -> str:
-        """The SHA-256 of the whole list, in order."""
-        return _list_digest(self.texts)
+        """The SHA-256 of the whole list, in order (``list_digest``; given when already known)."""
+        if self._digest is None:
+            self._digest = list_digest(self.texts)
+        return self._digest
 
     @cached_property
     def keys(self) -> list[bytes]:
@@ -330,11 +315,14 @@ class EvidenceCache:
         self,
         evidence: Sequence[Sequence[str]],
         match: Callable[[str], list[int]],
+        known_digest: str | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every question's matching chunk indices (chunk order) as offsets and indices; ``match``
-        finds one (white-space-collapsed) evidence string's chunks when the cache lacks it."""
+        finds one (white-space-collapsed) evidence string's chunks when the cache lacks it.
+        ``known_digest``: ``list_digest(evidence)`` when already known (the questions cache keeps
+        it), so a list the cache remembers is not read at all."""
         lists = evidence
-        last = _list_digest(lists)
+        last = known_digest if known_digest is not None else list_digest(lists)
         held: dict[str, np.ndarray] | None = None
         orders: dict[str, np.ndarray] = {}
         try:

@@ -332,7 +332,8 @@ def _evidence_grades(
         return index[0].matching_indices(needle)
 
     cache = EvidenceCache(data.chunks_key, len(chunks), settings.cache_dir)
-    offsets, codes = cache.lookup(questions.evidence(), match)
+    evidence, known = questions.evidence()
+    offsets, codes = cache.lookup(evidence, match, known)
     warnings.extend(cache.warnings)
     arrays = GradeArrays(
         questions.loaded_ids,

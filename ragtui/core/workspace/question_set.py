@@ -43,19 +43,22 @@ class QuestionSet(Sequence[Question]):
     def of(cls, questions: Iterable[Question]) -> QuestionSet:
         """The questions as loaded (each look-up built in one pass in C: 100,000 questions)."""
         if isinstance(questions, QuestionColumns):
-            loaded: Sequence[Question] = questions
-            ids, texts, retired = questions.ids, questions.texts, questions.retired
-        else:
-            loaded = tuple(questions)
-            ids = list(map(attrgetter("id"), loaded))
-            texts = list(map(attrgetter("text"), loaded))
-            retired = list(map(attrgetter("retired"), loaded))
+            ids = questions.ids
+            return cls(
+                questions,
+                ids,
+                TextKeys(questions.texts, questions.text_digest),
+                questions.rows,
+                frozenset(compress(ids, questions.retired)),
+            )
+        loaded = tuple(questions)
+        ids = list(map(attrgetter("id"), loaded))
         return cls(
             loaded,
             ids,
-            TextKeys(texts),
+            TextKeys(list(map(attrgetter("text"), loaded))),
             dict(zip(ids, range(len(ids)), strict=True)),
-            frozenset(compress(ids, retired)),
+            frozenset(compress(ids, map(attrgetter("retired"), loaded))),
         )
 
     def with_question(self, question: Question) -> QuestionSet:
@@ -95,12 +98,13 @@ class QuestionSet(Sequence[Question]):
         """The ids of the retired questions, in golden-set order."""
         return self.in_golden_order(self.retired_ids) if self.retired_ids else []
 
-    def evidence(self) -> list[tuple[str, ...]]:
-        """Each loaded question's evidence strings, in golden-set order (read from the columns as
-        loaded where it can: the evidence rule grades every question at load)."""
+    def evidence(self) -> tuple[Sequence[tuple[str, ...]], str | None]:
+        """Each loaded question's evidence strings, in golden-set order, and their ``list_digest``
+        when the questions cache kept it (the evidence rule grades every question at load: the
+        evidence cache then finds their grades by the digest, without reading the strings)."""
         if isinstance(self.loaded, QuestionColumns):
-            return self.loaded.evidence
-        return [q.evidence for q in self.loaded]
+            return self.loaded.evidence, self.loaded.evidence_digest
+        return [q.evidence for q in self.loaded], None
 
     def row(self, qid: str) -> int:
         """A question's place in the golden set, ``-1`` for an unknown id."""

@@ -113,6 +113,9 @@ def test_a_cached_question_set_builds_only_the_questions_read(tmp_path, seed):
     assert eager.evidence() == ([q.evidence for q in parsed], None)
     assert known == list_digest([q.evidence for q in parsed])
     assert questions.loaded_texts.digest == eager.loaded_texts.digest
+    assert list(questions.loaded_texts.texts) == [q.text for q in parsed]
+    assert questions.loaded_texts.keys == eager.loaded_texts.keys
+    assert questions.loaded_texts.texts[-2:] == [q.text for q in parsed[-2:]]
     assert questions.ids == eager.ids == [q.id for q in parsed]
     assert questions.by_id["q7"] == parsed[7] and _built(questions) == 1
     assert questions[-1] == parsed[-1] and list(questions[3:9:2]) == parsed[3:9:2]

@@ -114,7 +114,7 @@ class QuestionColumns(Sequence[Question]):
     def __init__(
         self,
         ids: list[str],
-        texts: list[str],
+        texts: Sequence[str],
         evidence: Sequence[tuple[str, ...]],
         slices: list[tuple[str, ...]],
         lines: list[int],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -152,14 +152,43 @@ def _groups_of(arrays: dict[str, np.ndarray], name: str, count: int) -> np.ndarr
     return groups
 
 
+class _Cut(Sequence[str]):
+    """A text column read when asked: text i is ``text[bounds[i]:bounds[i + 1]]`` (the texts and
+    the evidence of 100,000 questions are not cut into strings at load)."""
+
+    __slots__ = ("_bounds", "_text")
+
+    def __init__(self, text: str, bounds: list[int]) -> None:
+        self._text, self._bounds = text, bounds
+
+    def __len__(self) -> int:
+        return len(self._bounds) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("text index out of range")
+        return self._text[self._bounds[index] : self._bounds[index + 1]]
+
+    def __iter__(self) -> Iterator[str]:
+        bounds = self._bounds
+        return map(self._text.__getitem__, map(slice, bounds, itertools.islice(bounds, 1, None)))
+
+
 class _Groups(Sequence[tuple[str, ...]]):
-    """A list column read when asked: group i is the strings ``groups[i]`` to ``groups[i + 1]``,
-    each cut from one text at its bounds (the evidence of 100,000 questions is not cut at load)."""
+    """A list column read when asked: group i is ``strings[groups[i]:groups[i + 1]]``."""
 
-    __slots__ = ("_bounds", "_groups", "_text")
+    __slots__ = ("_groups", "_strings")
 
-    def __init__(self, text: str, bounds: list[int], groups: list[int]) -> None:
-        self._text, self._bounds, self._groups = text, bounds, groups
+    def __init__(self, strings: Sequence[str], groups: list[int]) -> None:
+        self._strings, self._groups = strings, groups
 
     def __len__(self) -> int:
         return len(self._groups) - 1
@@ -175,11 +204,8 @@ class _Groups(Sequence[tuple[str, ...]]):
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError("group index out of range")
-        text, bounds = self._text, self._bounds
-        return tuple(
-            text[bounds[j] : bounds[j + 1]]
-            for j in range(self._groups[index], self._groups[index + 1])
-        )
+        strings = self._strings
+        return tuple(strings[j] for j in range(self._groups[index], self._groups[index + 1]))
 
 
 def _lists(arrays: dict[str, np.ndarray], name: str, count: int) -> list[tuple[str, ...]]:
@@ -200,15 +226,15 @@ def _digest_of(meta: dict[str, Any], name: str) -> str:
 
 
 def _build(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> QuestionColumns:
-    """The questions the columns hold, checked (else CacheMismatch); the evidence is cut from its
-    text when read."""
+    """The questions the columns hold, checked (else CacheMismatch); the texts and the evidence
+    are cut from their column's text when read."""
     count = meta.get("count")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise CacheMismatch("the manifest's question count is not a number")
     ids = _texts(arrays, "id", count)
-    texts = _texts(arrays, "text", count)
+    texts = _Cut(*_text_bounds(arrays, "text", count))
     groups = _groups_of(arrays, "evidence", count)
-    evidence = _Groups(*_text_bounds(arrays, "evidence", int(groups[-1])), groups.tolist())
+    evidence = _Groups(_Cut(*_text_bounds(arrays, "evidence", int(groups[-1]))), groups.tolist())
     choice = arrays.get("slices_choice")
     if choice is None or choice.dtype.str != "<i8" or choice.shape != (count,):
         raise CacheMismatch("column slices is missing")

@@ -57,7 +57,8 @@ class TextKeys:
     """A list of texts with its digest (one hash of the whole list) and, when needed, each text's key."""
 
     def __init__(self, texts: Sequence[str], digest: str | None = None) -> None:
-        self.texts = list(texts)
+        #: The texts (kept as given: the questions cache's cuts each one when it is read).
+        self.texts = texts
         self._digest = digest
 
     @property

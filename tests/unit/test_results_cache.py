@@ -225,7 +225,7 @@ def test_a_damaged_evidence_cache_is_rebuilt(mini: Path, own_cache: Path) -> Non
     assert dict(ws.grades.base) == dict(cold.grades.base)
 
 
-@pytest.mark.parametrize("damage", [None, 7, "beef"])
+@pytest.mark.parametrize("damage", [None, 7, "beef", "z" * 64])
 def test_a_questions_cache_without_its_digests_is_rebuilt(
     mini: Path, own_cache: Path, damage: object
 ) -> None:

@@ -4,10 +4,14 @@ Parsing and checking 100,000 JSON lines one by one takes most of a second; the q
 change when the file does. So each golden set's parsed questions are kept as columns (each text
 column one UTF-8 blob and the offsets of its texts, each list column flattened) in
 ``cache_dir()/questions/<digest>`` (an :class:`~ragtui.core.data.binary_cache.ArrayStore` named
-by the SHA-256 of the file's bytes): a start with the same bytes builds the questions from the
-columns; any other bytes are parsed and checked as ``load_questions`` does, and cached. Only the
-``KEPT`` most recently written versions are kept. The columns' offsets and lengths and the ids'
-uniqueness are checked before use; a cache that fails is reported and rebuilt.
+by the SHA-256 of the file's bytes): a start with the same bytes reads the columns (a
+:class:`~ragtui.core.data.golden.QuestionColumns`, which builds each question when it is first
+read, and cuts each text and evidence string from its column's text then); any other bytes are
+parsed and checked as ``load_questions`` does, and cached. The manifest keeps the ``list_digest``
+of the texts and of the evidence lists, by which the results and evidence caches find their rows
+without reading either. Only the ``KEPT`` most recently written versions are kept. The columns'
+offsets and lengths, the digests and the ids' uniqueness are checked before use; a cache that
+fails is reported and rebuilt.
 """
 
 from __future__ import annotations
@@ -218,9 +222,12 @@ def _lists(arrays: dict[str, np.ndarray], name: str, count: int) -> list[tuple[s
     return [tuple(itertools.islice(it, n)) for n in np.diff(groups).tolist()]
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
 def _digest_of(meta: dict[str, Any], name: str) -> str:
     value = meta.get(name)
-    if not isinstance(value, str) or len(value) != 64:
+    if not isinstance(value, str) or len(value) != 64 or not set(value) <= _HEX:
         raise CacheMismatch(f"the manifest's {name} is not a digest")
     return value
 

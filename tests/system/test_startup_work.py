@@ -170,6 +170,14 @@ def test_a_load_from_the_questions_cache_builds_no_question(
         parsed.questions.loaded, QuestionColumns
     )
     assert filter_questions(ws, QuestionFilter()) == [q.id for q in parsed.questions]
+    # A filter's words and slices are read from the columns too.
+    for text, expected in (
+        ("cost", ["m05"]),
+        ("slice:number", ["m01", "m05"]),
+        ("how slice:table", ["m01"]),
+    ):
+        flt = QuestionFilter.parse(text, ws.retrievers)
+        assert filter_questions(ws, flt) == filter_questions(parsed, flt) == expected
     assert not any(loaded._built)
     assert ws.evaluation is not None and parsed.evaluation is not None
     for name in ws.retrievers:

@@ -126,7 +126,11 @@ def test_a_cached_question_set_builds_only_the_questions_read(tmp_path, seed):
         with pytest.raises(IndexError):
             questions[index]
     assert _built(questions) == 4  # q7, q39, q3 and q5
+    assert list(questions.fields()) == [(q.id, q.text, q.slices) for q in parsed]
+    assert _built(questions) == 4  # the fields are read from the columns
+    q7 = questions.by_id["q7"]
     assert list(questions) == list(eager) == parsed
+    assert _built(questions) == 40 and questions.by_id["q7"] is q7  # built once
     assert dict(questions.by_id) == {q.id: q for q in parsed}
 
 
@@ -150,6 +154,7 @@ def test_a_question_set_changed_is_the_list_with_the_change(tmp_path, seed):
         questions = questions.with_question(question)
         assert len(questions) == len(expected) and list(questions) == expected
         assert questions.ids == [q.id for q in expected]
+        assert list(questions.fields()) == [(q.id, q.text, q.slices) for q in expected]
         assert questions.retired == [q.id for q in expected if q.retired]
         ids = [q.id for q in expected]
         picked = [*rng.sample(ids, 5), "nope"]

@@ -186,10 +186,12 @@ def filter_questions(
     if flt.empty:
         known = ws.questions.by_id
         return ws.questions.ids if among is None else [q for q in among if q in known]
+    by_id = ws.questions.by_id
+    # Each question's id, text and slices (read from the set's columns: no question is built).
     questions = (
-        ws.questions
+        ws.questions.fields()
         if among is None
-        else [ws.questions.by_id[q] for q in among if q in ws.questions.by_id]
+        else [(q.id, q.text, q.slices) for q in map(by_id.get, among) if q is not None]
     )
     shown = list(ws.retrievers)
     if (flt.unjudged or flt.judge_disagree) and queue is None:
@@ -204,32 +206,32 @@ def filter_questions(
     if flt.causes and why is None:
         why = WhyIndex(ws)
     out = []
-    for q in questions:
-        if flt.disputed and q.id not in disputed:
+    for qid, text, slices in questions:
+        if flt.disputed and qid not in disputed:
             continue
-        if flt.judge_disagree and q.id not in disagree:
+        if flt.judge_disagree and qid not in disagree:
             continue
         if flt.slices:
-            have = {s.lower() for s in q.slices}
+            have = {s.lower() for s in slices}
             if any(s not in have for s in flt.slices):
                 continue
         if flt.words:
-            haystack = f"{q.id} {q.text}".lower()
+            haystack = f"{qid} {text}".lower()
             if any(w not in haystack for w in flt.words):
                 continue
         if flt.misses:
             wanted = [shown if m == "any" else [m] for m in flt.misses]
-            if not all(any(misses(ws, r, q.id) for r in group) for group in wanted):
+            if not all(any(misses(ws, r, qid) for r in group) for group in wanted):
                 continue
         if why is not None and not all(
-            misses_with(why, cause, shown if r is None else [r], q.id) for cause, r in flt.causes
+            misses_with(why, cause, shown if r is None else [r], qid) for cause, r in flt.causes
         ):
             continue
         if flt.unjudged and queue is not None:
-            count = queue.count(q.id)
+            count = queue.count(qid)
             if count.judged >= count.pooled:
                 continue
-        out.append(q.id)
+        out.append(qid)
     return out
 
 

@@ -158,12 +158,14 @@ def _groups_of(arrays: dict[str, np.ndarray], name: str, count: int) -> np.ndarr
 
 class _Cut(Sequence[str]):
     """A text column read when asked: text i is ``text[bounds[i]:bounds[i + 1]]`` (the texts and
-    the evidence of 100,000 questions are not cut into strings at load)."""
+    the evidence of 100,000 questions are not cut into strings at load). The first pass over them
+    all keeps them cut (a filter passes over every text at each keystroke)."""
 
-    __slots__ = ("_bounds", "_text")
+    __slots__ = ("_bounds", "_strings", "_text")
 
     def __init__(self, text: str, bounds: list[int]) -> None:
         self._text, self._bounds = text, bounds
+        self._strings: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self._bounds) - 1
@@ -173,6 +175,8 @@ class _Cut(Sequence[str]):
     @overload
     def __getitem__(self, index: slice) -> list[str]: ...
     def __getitem__(self, index: int | slice) -> str | list[str]:
+        if self._strings is not None:
+            return self._strings[index]
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
@@ -182,8 +186,11 @@ class _Cut(Sequence[str]):
         return self._text[self._bounds[index] : self._bounds[index + 1]]
 
     def __iter__(self) -> Iterator[str]:
-        bounds = self._bounds
-        return map(self._text.__getitem__, map(slice, bounds, itertools.islice(bounds, 1, None)))
+        if self._strings is None:
+            text = self._text
+            # The text and bounds stay: another thread may be cutting one text from them.
+            self._strings = [text[a:b] for a, b in itertools.pairwise(self._bounds)]
+        return iter(self._strings)
 
 
 class _Groups(Sequence[tuple[str, ...]]):
@@ -208,8 +215,16 @@ class _Groups(Sequence[tuple[str, ...]]):
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError("group index out of range")
-        strings = self._strings
-        return tuple(strings[j] for j in range(self._groups[index], self._groups[index + 1]))
+        start, end = self._groups[index], self._groups[index + 1]
+        return (self._strings[start],) if end - start == 1 else tuple(self._strings[start:end])
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        strings = iter(self._strings)
+        take = strings.__next__
+        return (
+            (take(),) if n == 1 else tuple(itertools.islice(strings, n))
+            for n in np.diff(self._groups).tolist()
+        )
 
 
 def _lists(arrays: dict[str, np.ndarray], name: str, count: int) -> list[tuple[str, ...]]:

@@ -106,6 +106,23 @@ class QuestionSet(Sequence[Question]):
             return self.loaded.evidence, self.loaded.evidence_digest
         return [q.evidence for q in self.loaded], None
 
+    def fields(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+        """Every question's id, text and slices, in golden-set order, read from the columns as
+        loaded where it can (a filter reads every question at each keystroke: building 100,000
+        questions for the first one took 0.25 s)."""
+        loaded, replaced = self.loaded, self.replaced
+        if isinstance(loaded, QuestionColumns):
+            rows: Iterable[tuple[str, str, tuple[str, ...]]] = zip(
+                loaded.ids, loaded.texts, loaded.slices, strict=True
+            )
+        else:
+            rows = ((q.id, q.text, q.slices) for q in loaded)
+        for i, row in enumerate(rows):
+            q = replaced.get(i) if replaced else None
+            yield row if q is None else (q.id, q.text, q.slices)
+        for q in self.added:
+            yield q.id, q.text, q.slices
+
     def row(self, qid: str) -> int:
         """A question's place in the golden set, ``-1`` for an unknown id."""
         row = self.loaded_rows.get(qid)

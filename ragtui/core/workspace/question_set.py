@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import compress
+from itertools import chain, compress
 from operator import attrgetter
 from typing import overload
 
@@ -117,11 +117,12 @@ class QuestionSet(Sequence[Question]):
             )
         else:
             rows = ((q.id, q.text, q.slices) for q in loaded)
-        for i, row in enumerate(rows):
-            q = replaced.get(i) if replaced else None
-            yield row if q is None else (q.id, q.text, q.slices)
-        for q in self.added:
-            yield q.id, q.text, q.slices
+        if replaced:
+            rows = (
+                row if (q := replaced.get(i)) is None else (q.id, q.text, q.slices)
+                for i, row in enumerate(rows)
+            )
+        return chain(rows, ((q.id, q.text, q.slices) for q in self.added))
 
     def row(self, qid: str) -> int:
         """A question's place in the golden set, ``-1`` for an unknown id."""

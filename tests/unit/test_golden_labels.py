@@ -113,7 +113,13 @@ def test_a_cached_question_set_builds_only_the_questions_read(tmp_path, seed):
     assert eager.evidence() == ([q.evidence for q in parsed], None)
     assert known == list_digest([q.evidence for q in parsed])
     assert questions.loaded_texts.digest == eager.loaded_texts.digest
-    assert list(questions.loaded_texts.texts) == [q.text for q in parsed]
+    texts = questions.loaded_texts.texts
+    assert texts[-1] == parsed[-1].text and texts[1:4] == [q.text for q in parsed[1:4]]
+    for column in (texts, evidence):
+        for index in (40, -41):
+            with pytest.raises(IndexError):
+                column[index]
+    assert list(texts) == [q.text for q in parsed]
     assert questions.loaded_texts.keys == eager.loaded_texts.keys
     assert questions.loaded_texts.texts[-2:] == [q.text for q in parsed[-2:]]
     assert questions.ids == eager.ids == [q.id for q in parsed]

@@ -177,13 +177,10 @@ class _Cut(Sequence[str]):
     def __getitem__(self, index: int | slice) -> str | list[str]:
         if self._strings is not None:
             return self._strings[index]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("text index out of range")
-        return self._text[self._bounds[index] : self._bounds[index + 1]]
+        at = range(len(self))[index]  # from the end when negative; IndexError past either end
+        if isinstance(at, range):
+            return [self[i] for i in at]
+        return self._text[self._bounds[at] : self._bounds[at + 1]]
 
     def __iter__(self) -> Iterator[str]:
         if self._strings is None:
@@ -209,13 +206,10 @@ class _Groups(Sequence[tuple[str, ...]]):
     @overload
     def __getitem__(self, index: slice) -> list[tuple[str, ...]]: ...
     def __getitem__(self, index: int | slice) -> tuple[str, ...] | list[tuple[str, ...]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("group index out of range")
-        start, end = self._groups[index], self._groups[index + 1]
+        at = range(len(self))[index]
+        if isinstance(at, range):
+            return [self[i] for i in at]
+        start, end = self._groups[at], self._groups[at + 1]
         return (self._strings[start],) if end - start == 1 else tuple(self._strings[start:end])
 
     def __iter__(self) -> Iterator[tuple[str, ...]]:

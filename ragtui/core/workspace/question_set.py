@@ -108,8 +108,8 @@ class QuestionSet(Sequence[Question]):
 
     def fields(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         """Every question's id, text and slices, in golden-set order, read from the columns as
-        loaded where it can (a filter reads every question at each keystroke: building 100,000
-        questions for the first one took 0.25 s)."""
+        loaded where it can (a filter reads every question at each keystroke: at 100,000
+        questions, building them made the first keystroke take 456 ms against 80 ms after)."""
         loaded, replaced = self.loaded, self.replaced
         if isinstance(loaded, QuestionColumns):
             rows: Iterable[tuple[str, str, tuple[str, ...]]] = zip(
@@ -144,17 +144,14 @@ class QuestionSet(Sequence[Question]):
     @overload
     def __getitem__(self, index: slice) -> Sequence[Question]: ...
     def __getitem__(self, index: int | slice) -> Question | Sequence[Question]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+        at = range(len(self))[index]  # from the end when negative; IndexError past either end
+        if isinstance(at, range):
+            return [self[i] for i in at]
         loaded = len(self.loaded)
-        if index < 0:
-            index += len(self)
-            if index < 0:
-                raise IndexError("question index out of range")
-        if index >= loaded:
-            return self.added[index - loaded]
-        found = self.replaced.get(index)
-        return found if found is not None else self.loaded[index]
+        if at >= loaded:
+            return self.added[at - loaded]
+        found = self.replaced.get(at)
+        return found if found is not None else self.loaded[at]
 
     def __len__(self) -> int:
         return len(self.loaded) + len(self.added)

@@ -1,10 +1,12 @@
-"""The question list's causes of misses are ``ragtui why``'s once the long-chunk windows are built.
+"""The question list's causes of misses are ``ragtui why``'s, with the long chunks read through
+their windows.
 
-The app draws the question list before the vector retriever exists, so its causes are first worked
-out as if the model read only each chunk's first tokens; when the windows come (from the cache, with
-rankings that do not move) the list must be worked out again. It was not: on the bundled set q51
-and q64 kept a ``cut-off`` that ``ragtui why`` does not give (the chunk is read whole through its
-windows)."""
+The app draws the question list before the vector retriever exists. Its causes were first worked
+out as if the model read only each chunk's first tokens, and when the windows came (from the cache,
+with rankings that do not move) the list must be worked out again. It was not: on the bundled set
+q51 and q64 kept a ``cut-off`` that ``ragtui why`` does not give (the chunk is read whole through
+its windows). A warm start now reads the windows with the cached rankings, before the first screen
+(``tests/system/test_startup_work.py``); this test covers the list once the retriever is built."""
 
 from __future__ import annotations
 

@@ -190,15 +190,21 @@ def _filled(settings: Settings) -> tuple[Settings, str]:
     model is loaded); the name."""
     from ragtui.core.retrieval.encoder_process import BackgroundEmbedder
     from ragtui.core.workspace import Workspace
-    from tests.app.test_tui import FakeEmbedder
 
     name = BackgroundEmbedder(
         settings.model, settings.embedding_backend, settings.cache_dir
     ).cache_name
+    Workspace.load(settings).prepare_vectors(embedder=_fake(name))
+    return settings, name
+
+
+def _fake(name: str) -> object:
+    """A fake embedder that caches under the real model's name."""
+    from tests.app.test_tui import FakeEmbedder
+
     fake = FakeEmbedder()
     fake.cache_name = name
-    Workspace.load(settings).prepare_vectors(embedder=fake)
-    return settings, name
+    return fake
 
 
 def _worker_messages(job: object) -> list[object]:
@@ -207,6 +213,35 @@ def _worker_messages(job: object) -> list[object]:
     posted: list[object] = []
     loading.load(job, posted.append, lambda: False)  # type: ignore[arg-type]
     return posted
+
+
+def test_a_warm_first_load_reads_the_windows_and_parses_no_tokenizer(tmp_path: Path) -> None:
+    """A start on warm caches knows the long chunks' windows before the vector retriever is built,
+    so the question list's causes are ``ragtui why``'s from the first screen (they were worked out
+    as if the model read each chunk's first tokens until the windows came: on the bundled set q51
+    and q64 showed a ``cut-off`` for a second), and it parses no tokenizer (34 ms of the start)."""
+    from ragtui.core.analysis.why import WhyIndex
+    from ragtui.core.analysis.why.coverage import FirstTokens
+    from ragtui.core.workspace import Workspace
+    from ragtui.core.workspace.first_load import FirstLoad
+
+    settings, _name = _filled(Settings(cache_dir=tmp_path / "cache", annotator="t"))
+    built = Workspace.load(settings)  # as ragtui why has it: the retrievers built, windows and all
+    built.prepare_vectors(embedder=_fake(_name))
+    assert built.ranked.vector is not None and built.ranked.windows is not None
+    tokenizer.token_counter.cache_clear()
+    first = FirstLoad(settings)
+    ws, cached = first.workspace(), first.cached()
+    assert cached is not None and cached.vector is None and ws.ranked.vector is None
+    assert ws.ranked.windows is not None and ws.ranked.windows.plan is not None
+    assert ws.ranked.windows.spans == built.ranked.windows.spans
+    assert "_tokenizer" not in vars(ws.data.counter)  # nothing was counted, so nothing parsed
+    shown, why = WhyIndex(ws), WhyIndex(built)
+    pairs = [(q.id, r) for q in ws.questions for r in ws.retrievers]
+    assert [shown.causes(*p) for p in pairs] == [why.causes(*p) for p in pairs]
+    # The first tokens' rule, which the first screen used, gives other causes on this set.
+    first_tokens = WhyIndex(ws, FirstTokens(ws))
+    assert [p for p in pairs if first_tokens.causes(*p) != why.causes(*p)]
 
 
 def test_the_first_load_is_what_the_loading_worker_computes(tui_settings: Settings) -> None:

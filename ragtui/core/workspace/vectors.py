@@ -312,7 +312,15 @@ def cached_vectors(
             questions.loaded_rows,
             distinct=True,
         )
-    return VectorResult(None, None, {}, rankings, warnings)
+    # The long chunks' windows these rankings were made with, from their cache: what the vector
+    # retriever reads of each chunk (the why column's cut-off) is known from the first screen.
+    windows = None
+    if ranked.window_plan is not None:
+        windows, window_warnings = cached_chunk_windows(
+            data.chunks, data.counter, ranked.window_plan, settings.cache_dir
+        )
+        warnings.extend(window_warnings)
+    return VectorResult(None, None, {}, rankings, warnings, windows)
 
 
 def compute_vectors(
@@ -352,9 +360,13 @@ def compute_vectors(
     found = None if known_vector else vector_cache.lookup(texts)
     missing = found.missing if found is not None else []
     cache = embedding_cache(s, model)
-    windows, window_warnings = cached_chunk_windows(
-        data.chunks, token_counter(s.model), plan, s.cache_dir
-    )
+    window_warnings: list[str] = []
+    if ranked.windows is not None and ranked.windows.plan == plan:
+        windows = ranked.windows  # read with the cached rankings
+    else:
+        windows, window_warnings = cached_chunk_windows(
+            data.chunks, token_counter(s.model), plan, s.cache_dir
+        )
     todo = [texts.texts[i] for i in missing]
     matrix = cache.embed(windows.texts + todo, model, progress)
     # Read after embedding: a cache it could not write says so then.

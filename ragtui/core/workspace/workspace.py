@@ -189,6 +189,8 @@ class Workspace:
                 windows=result.windows,
                 question_vectors=result.question_vectors,
             )
+        elif result.windows is not None and self.ranked.windows is None:
+            self.ranked = replace(self.ranked, windows=result.windows)
         self.warnings.extend(w for w in result.warnings if w not in self.warnings)
         changed = False
         for name, given in result.rankings.items():

@@ -43,7 +43,7 @@ class VectorResult:
     """What ``compute_vectors`` found: the vector and hybrid retrievers and their rankings.
 
     ``cached_vectors`` gives one without retrievers (``vector`` None): every ranking came from the
-    results cache, and the retrievers are built afterwards.
+    results cache, the long chunks' windows from theirs, and the retrievers are built afterwards.
     """
 
     vector: VectorRetriever | None
@@ -91,7 +91,8 @@ class Ranked:
     hybrid: HybridRetriever | None = None
     question_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     #: How chunks longer than the model reads are cut into windows (None: windows off, or the
-    #: model's limit unknown); ``windows`` holds every chunk's windows once embedded.
+    #: model's limit unknown); ``windows`` holds every chunk's windows once read with the cached
+    #: rankings (``cached_vectors``) or embedded.
     window_plan: WindowPlan | None = None
     windows: ChunkWindows | None = None
     #: The reranking stage (``--rerank``), and what its last run found.

@@ -10,11 +10,18 @@ Textual's ``Input`` has two gaps this closes:
   read ``why:lxe``. ``take_key`` applies a character or one of its own keys at once; the app calls
   it for each key while a text box has the focus (``RagtuiApp.on_event``), so a burst types what
   the same keys typed slowly do.
+
+And one cost: ``Input`` sets its virtual size to its text's width at every change (to scroll it
+sideways), and a widget's virtual size is declared to lay the screen out when it changes, so each
+character typed laid out the whole screen again, though the box's size never follows its text.
+Here a change of it repaints the box only.
 """
 
 from __future__ import annotations
 
 from textual import events
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widgets import Input
 
 from ragtui.tui.typing_keys import key_character
@@ -22,6 +29,9 @@ from ragtui.tui.typing_keys import key_character
 
 class TextBox(Input):
     """An ``Input`` that takes its keys in order (see the module docstring)."""
+
+    #: The text's width, for scrolling sideways: it lays nothing out (see the module docstring).
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
         """Every printable key is typed here, ``-`` and ``+`` too (Textual finds no character for

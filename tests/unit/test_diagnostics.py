@@ -255,13 +255,29 @@ def test_special_tokens_read_from_the_json_are_what_tokenizers_counts(tmp_path):
         "template, a token of two ids": 4,
         "sequence": 6,
     }
-    # A kind the JSON reading does not know is left to tokenizers, which names the broken file.
-    broken = tmp_path / "unknown.json"
+    # What the JSON reading does not know is left to tokenizers, which names the broken file:
+    # an unknown kind, a template of the wrong shape or naming no special token it holds, a
+    # document that is not an object.
     data = json.loads((tmp_path / "bert.json").read_text(encoding="utf-8"))
-    data["post_processor"] = {"type": "NoSuchProcessor"}
-    broken.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(InputError, match="broken tokenizer"):
-        _ = TokenCounter(broken, "unknown").special_tokens
+    hostile = {
+        "unknown": {**data, "post_processor": {"type": "NoSuchProcessor"}},
+        "shape": {**data, "post_processor": {"type": "TemplateProcessing", "single": "[CLS] $A"}},
+        "unnamed": {
+            **data,
+            "post_processor": {
+                "type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "[Z]", "type_id": 0}}],
+                "special_tokens": {},
+            },
+        },
+        "list": [data],
+    }
+    for name, document in hostile.items():
+        broken = tmp_path / f"{name}-broken.json"
+        broken.write_text(json.dumps(document), encoding="utf-8")
+        with pytest.raises(InputError, match="broken tokenizer") as raised:
+            _ = TokenCounter(broken, name).special_tokens
+        assert str(broken) in str(raised.value), name
 
 
 def test_unknown_limit_is_a_note_not_a_problem(tripwire):

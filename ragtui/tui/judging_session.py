@@ -30,6 +30,7 @@ from ragtui.core.judges.verify import (
     person_graded,
 )
 from ragtui.core.labelling.journal import Label
+from ragtui.core.labelling.labels import labelled_since
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.core.workspace.judging import JudgedCount, JudgingQueue, PoolEntry, PoolOrder
@@ -108,24 +109,6 @@ def heading_row(chunk_id: str, doc: str, headings: Sequence[str], width: int) ->
 
 #: The seed of the random pool order (fixed, so a session can be resumed in the same order).
 RANDOM_SEED = 0
-
-
-def labelled_since(
-    history: Sequence[Label], counted: tuple[Label | None, int] | None
-) -> tuple[set[str] | None, tuple[Label | None, int]]:
-    """The questions whose labels the journal's ``history`` gained since ``counted`` (its first
-    label and length when last counted), or None when everything must be counted again (never
-    counted, or the journal read again from its start); and the mark to count from next."""
-    first = history[0] if history else None
-    mark = (first, len(history))
-    grown = (
-        counted is not None
-        and counted[1] <= len(history)
-        and (not counted[1] or counted[0] is first)
-    )
-    if counted is None or not grown:
-        return None, mark
-    return {label.question for label in history[counted[1] :]}, mark
 
 
 class JudgingWalk:

@@ -12,7 +12,7 @@ import heapq
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -431,6 +431,28 @@ def _pair_state(pair: PairLabels) -> tuple[object, ...]:
 def _who(label: Label | None) -> str:
     """Whose label counts, as ``PairLabels.state`` keeps it."""
     return label.annotator if label is not None else ""
+
+
+#: Where a reading of a journal's history stopped: its first label and its length then.
+HistoryMark = tuple[Label | None, int]
+
+
+def labelled_since(
+    history: Sequence[Label], counted: HistoryMark | None
+) -> tuple[set[str] | None, HistoryMark]:
+    """The questions whose labels the journal's ``history`` gained since ``counted`` (its first
+    label and length when last counted), or None when everything must be counted again (never
+    counted, or the journal read again from its start); and the mark to count from next."""
+    first = history[0] if history else None
+    mark = (first, len(history))
+    grown = (
+        counted is not None
+        and counted[1] <= len(history)
+        and (not counted[1] or counted[0] is first)
+    )
+    if counted is None or not grown:
+        return None, mark
+    return {label.question for label in history[counted[1] :]}, mark
 
 
 class LabelSet:

@@ -277,3 +277,17 @@ def test_unknown_keys_are_a_warning_and_corpus_with_chunks_is_refused(
     argv = ["eval", "--chunks", str(path), "--corpus", str(mini_settings.corpus)]
     assert main(argv) == 2
     assert "--chunks replaces --corpus" in capsys.readouterr().err
+
+
+def test_a_chunks_sha1_is_kept_and_follows_its_text() -> None:
+    """A chunk's SHA-1 is computed once (a label's status asks for it at every label), and the
+    kept value neither makes two chunks of the same text unequal nor outlives a new text."""
+    from ragtui.core.data.chunking import Chunk
+    from ragtui.core.files import content_hash
+
+    one = Chunk("d.md#0", "d.md", 0, 0, 5, "hello", (), 1)
+    two = Chunk("d.md#0", "d.md", 0, 0, 5, "hello", (), 1)
+    assert one.sha1 == content_hash("hello") and one.sha1 is one.sha1
+    assert one == two and hash(one) == hash(two) and repr(one) == repr(two)
+    edited = replace(one, text="world")
+    assert edited.sha1 == content_hash("world") != one.sha1

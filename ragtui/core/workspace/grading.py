@@ -90,7 +90,7 @@ class Grades:
 
     def label_status(self, label: Label) -> str | None:
         """Why a hand label does not apply (unknown question, missing or edited chunk), or None if it applies."""
-        if label.question not in self.questions.by_id:
+        if self.questions.row(label.question) < 0:
             return "unknown question"
         chunk = self.passages.by_id.get(label.chunk)
         if chunk is None:

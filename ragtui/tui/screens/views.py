@@ -54,7 +54,8 @@ class Shown:
 
     def unretired(self) -> list[str]:
         """The questions listed, retired ones left out."""
-        return [q for q in self.listed if not self.ws.questions.by_id[q].retired]
+        retired = self.ws.questions.retired_ids  # not each question built to read its flag
+        return [q for q in self.listed if q not in retired]
 
 
 def judging(shown: Shown) -> View:

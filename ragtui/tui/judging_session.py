@@ -152,7 +152,8 @@ class JudgingWalk:
         position = self._position
         since, self._counted = labelled_since(labels.history, self._counted)
         if since is None:
-            self._judged = {q: self.queue.count(q).judged for q in labels.pairs if q in position}
+            qids = [q for q in labels.pairs if q in position]
+            self._judged = dict(zip(qids, self.queue.judged_counts(qids).tolist(), strict=True))
         else:
             self._judged.update({q: self.queue.count(q).judged for q in since if q in position})
         return JudgedCount(sum(self._judged.values()), self._pooled)

@@ -204,6 +204,54 @@ def test_pool_is_the_union_of_every_retrievers_top_k(full_ws):
             assert counts == [len(pooled.pools[q]) for q in order]
 
 
+def test_judged_counts_read_from_the_arrays_are_the_pools_counts(full_ws, mini_settings):
+    """The judged count the progress line shows for every labelled question is read from the
+    rankings' arrays (no question pooled: 3-4 s at the first screen of 100,000 labelled
+    questions); after random grades by two people, adjudications, stale labels and withdrawals,
+    each question's count is ``count(qid).judged`` from its pool, at every pool depth, with one
+    person grading and with several, and for a question whose ranking changed since."""
+    import random
+
+    from ragtui.core.metrics.tables import RankingTable
+
+    ws, rng = full_ws, random.Random(11)
+    assert all(
+        isinstance(ws.ranked.rankings[n], RankingTable) and ws.ranked.rankings[n].distinct
+        for n in ("bm25", "vector", "hybrid")
+    )
+    qids = [q.id for q in ws.questions]
+    cids = [c.id for c in ws.data.chunks]
+    other = Workspace.load(replace(mini_settings, annotator="zoe", retrievers=("bm25",)))
+
+    def check() -> None:
+        for queue in (
+            JudgingQueue(ws),
+            JudgingQueue(ws, pool_depth=5),
+            JudgingQueue(ws, pool_depth=1),
+        ):
+            for order in (qids, qids[::-1], qids[1::2]):
+                assert queue.judged_counts(order).tolist() == [queue.count(q).judged for q in order]
+
+    check()  # nothing labelled
+    for step in range(60):
+        session = ws if step % 3 else other
+        session.set_grade(rng.choice(qids), rng.choice(cids), rng.choice([0, 1, 2, None]))
+        if step % 7 == 0:
+            session.set_grade(rng.choice(qids), rng.choice(cids), 2, adjudicate=True)
+        if step % 10 == 9:
+            ws.refresh_labels()
+            check()
+    ws.refresh_labels()
+    assert JudgingQueue(ws).person is not None  # two people: each counts their own grades
+    check()
+    assert sum(JudgingQueue(ws, pool_depth=5).judged_counts(qids)) > 0
+    # A ranking changed since the arrays were read: that question is pooled and counted as before.
+    moved = qids[0]
+    ws.ranked.rankings["bm25"][moved] = list(reversed(ws.ranking("bm25", moved)))
+    assert moved in ws.ranked.rankings["bm25"].changed()
+    check()
+
+
 # ---- Judged@k ------------------------------------------------------------------------------------
 
 

@@ -229,10 +229,10 @@ class Grades:
         gained labels for since the last call are looked at again, not every labelled pair (360
         ms a key with 300,000 labels over 100,000 questions)."""
         applies = self._applies()
-        pairs, cache, known = self.labels.pairs, self._disputes, self.questions.by_id
+        pairs, cache, row = self.labels.pairs, self._disputes, self.questions.row
 
         def disputed(qid: str, by_chunk: Mapping[str, PairLabels]) -> bool:
-            return qid in known and any(pair.disputed(applies) for pair in by_chunk.values())
+            return row(qid) >= 0 and any(pair.disputed(applies) for pair in by_chunk.values())
 
         since, cache.mark = labelled_since(self.labels.history, cache.mark)
         sizes = (len(self.questions), len(self.passages.by_id))

@@ -22,7 +22,7 @@ from ragtui.core.data.golden import (
 from ragtui.core.data.questions_cache import cached_questions
 from ragtui.core.errors import InputError
 from ragtui.core.labelling.journal import LabelJournal, ReadOnlyError
-from ragtui.core.labelling.labels import Label, parse_label
+from ragtui.core.labelling.labels import Label, history_since, labelled_since, parse_label
 from ragtui.core.workspace import QuestionSet
 from tests.conftest import grade_of
 
@@ -338,3 +338,26 @@ def test_a_verdict_line_keeps_how_its_grade_was_read_and_the_grade_probabilities
     for bad in ({"answer": "guessed"}, {"probabilities": {"2": 1.5}}, {"probabilities": [0.7]}):
         with pytest.raises(InputError, match=r"labels\.jsonl:1: "):
             parse_label({**line, **bad}, tmp_path / "labels.jsonl", 1)
+
+
+def test_history_since_reads_on_from_its_mark_or_whole_when_the_journal_was_read_again() -> None:
+    """The judging walk's judged count, the queue's annotators and the disputed questions each
+    read the journal from where they left it: the labels added since, or the whole history when
+    it was read again from its start (a new first line, or fewer lines than were read)."""
+
+    def label(q: str, n: int) -> Label:
+        return Label(q, "c", 1, "", "", "ann", line=n)
+
+    history = [label("q1", 1), label("q2", 2)]
+    since, mark = history_since(history, None)
+    assert since is None and mark == (history[0], 2)  # never read: read it whole
+    history.append(label("q3", 3))
+    since, mark = history_since(history, mark)
+    assert since == [history[2]] and mark == (history[0], 3)
+    assert labelled_since(history, (history[0], 1)) == ({"q2", "q3"}, mark)
+    assert history_since(history, mark) == ([], mark)
+    reread = [label("q1", 1), label("q2", 2), label("q3", 3)]  # the same lines, read again
+    assert history_since(reread, mark)[0] is None
+    assert history_since(history[:2], mark)[0] is None  # shorter than what was read
+    assert history_since([], (None, 0)) == ([], (None, 0))
+    assert history_since(history, (None, 0))[0] == history  # read when it was empty

@@ -437,22 +437,26 @@ def _who(label: Label | None) -> str:
 HistoryMark = tuple[Label | None, int]
 
 
+def history_since(
+    history: Sequence[Label], read: HistoryMark | None
+) -> tuple[Sequence[Label] | None, HistoryMark]:
+    """The labels the journal's ``history`` gained since ``read`` (its first label and length when
+    last read), or None when it must be read whole (never read, or read again from its start:
+    replaced, compacted); and the mark to read from next."""
+    first = history[0] if history else None
+    mark = (first, len(history))
+    if read is None or read[1] > len(history) or (read[1] and read[0] is not first):
+        return None, mark
+    return history[read[1] :], mark
+
+
 def labelled_since(
     history: Sequence[Label], counted: HistoryMark | None
 ) -> tuple[set[str] | None, HistoryMark]:
-    """The questions whose labels the journal's ``history`` gained since ``counted`` (its first
-    label and length when last counted), or None when everything must be counted again (never
-    counted, or the journal read again from its start); and the mark to count from next."""
-    first = history[0] if history else None
-    mark = (first, len(history))
-    grown = (
-        counted is not None
-        and counted[1] <= len(history)
-        and (not counted[1] or counted[0] is first)
-    )
-    if counted is None or not grown:
-        return None, mark
-    return {label.question for label in history[counted[1] :]}, mark
+    """The questions whose labels the journal's ``history`` gained since ``counted``, or None when
+    everything must be counted again (``history_since``); and the mark to count from next."""
+    since, mark = history_since(history, counted)
+    return (None if since is None else {label.question for label in since}), mark
 
 
 class LabelSet:

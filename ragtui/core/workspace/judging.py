@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from ragtui.core.labelling.journal import Label
+from ragtui.core.labelling.labels import HistoryMark, history_since
 from ragtui.core.metrics.formulas import judged_at_k
 from ragtui.core.metrics.tables import RankingTable, source_rows
 from ragtui.core.workspace.workspace import Workspace
@@ -177,8 +177,8 @@ class JudgingQueue:
         #: question is pooled when first asked for.
         self.pools: Pools = Pools(self)
         # The named annotators of the journal's lines (adjudications aside), read incrementally:
-        # (the first line read, how many lines, the names).
-        self._names: tuple[Label | None, int, set[str]] = (None, 0, set())
+        # where the journal was read to, and the names.
+        self._names: tuple[HistoryMark | None, set[str]] = (None, set())
         self.rebuild()
 
     def rebuild(self) -> None:
@@ -199,23 +199,34 @@ class JudgingQueue:
             random.Random(f"{self.seed}:{qid}").shuffle(pool)
         return pool
 
+    def _tables(self) -> list[RankingTable] | None:
+        """The pooled retrievers' rankings when their arrays can stand for the pools: every one a
+        table of distinct chunks (a repeat takes no rank) over one list of chunks; else None."""
+        tables = [self.ws.ranked.rankings.get(n) for n in self.retrievers]
+        first = tables[0] if tables else None
+        if not isinstance(first, RankingTable):
+            return None
+        out: list[RankingTable] = []
+        for t in tables:
+            if not isinstance(t, RankingTable) or not t.distinct:
+                return None
+            if t.ids is not first.ids and list(t.ids) != list(first.ids):
+                return None
+            out.append(t)
+        return out
+
     def pooled_counts(self, qids: Sequence[str]) -> np.ndarray:
         """How many chunks each question's pool holds, read from the rankings' arrays where the
         rankings are tables (no pool is built); other questions are pooled one by one."""
-        tables = [self.ws.ranked.rankings.get(n) for n in self.retrievers]
+        tables = self._tables()
         n = len(qids)
-        if not tables or not all(isinstance(t, RankingTable) for t in tables):
+        if tables is None:
             return np.asarray([len(self.pools[q]) for q in qids], dtype=np.int64)
-        first = tables[0]
-        assert isinstance(first, RankingTable)
         columns: list[np.ndarray] = []
         slow = np.zeros(n, dtype=bool)
         # The rows of one list of questions, and whether they are every question in order.
         rows: tuple[Sequence[str], np.ndarray, bool] | None = None
         for table in tables:
-            assert isinstance(table, RankingTable)
-            if table.ids is not first.ids and list(table.ids) != list(first.ids):
-                return np.asarray([len(self.pools[q]) for q in qids], dtype=np.int64)
             if rows is None or rows[0] is not table.qids:  # the tables share one most often
                 found = source_rows(qids, table.qids, table.rows)
                 in_order = len(table.qids) == n and np.array_equal(found, np.arange(n))
@@ -252,22 +263,13 @@ class JudgingQueue:
         since, a question added, rankings that are no distinct tables) are counted one by one."""
         n = len(qids)
         pairs = self.ws.grades.labels.pairs
-        tables = [self.ws.ranked.rankings.get(name) for name in self.retrievers]
-        first = tables[0] if tables else None
-        if not isinstance(first, RankingTable) or not all(
-            isinstance(t, RankingTable)
-            and t.distinct
-            and (t.ids is first.ids or list(t.ids) == list(first.ids))
-            for t in tables
-        ):
+        tables = self._tables()
+        if tables is None:
             return np.asarray(
                 [self.count(q).judged if q in pairs else 0 for q in qids], dtype=np.int64
             )
-        code_of = {cid: code for code, cid in enumerate(first.ids)}
-        changed: set[str] = set()
-        for t in tables:
-            assert isinstance(t, RankingTable)
-            changed |= t.changed()
+        code_of = {cid: code for code, cid in enumerate(tables[0].ids)}
+        changed: set[str] = set().union(*(t.changed() for t in tables))
         slow: list[int] = []
         at: list[int] = []
         codes: list[int] = []
@@ -290,7 +292,6 @@ class JudgingQueue:
         pooled = np.zeros(len(where), dtype=bool)
         unknown = np.zeros(len(where), dtype=bool)
         for t in tables:
-            assert isinstance(t, RankingTable)
             rows = source_rows(qids, t.qids, t.rows)[where] if len(where) else where
             unknown |= rows < 0
             width = min(self.pool_depth, t.depth)
@@ -311,14 +312,14 @@ class JudgingQueue:
         """The named people with a line in the journal (adjudicated lines, unnamed lines and model
         judges aside), read incrementally as the journal grows."""
         history = self.ws.grades.labels.history
-        first, seen, names = self._names
-        # A journal read again from the start (replaced, compacted) has a new first line.
-        if seen > len(history) or (history[0] if history else None) is not first:
-            seen, names = 0, set()
-        for label in history[seen:]:
+        read, names = self._names
+        since, mark = history_since(history, read)
+        if since is None:
+            since, names = history, set()
+        for label in since:
             if label.annotator and not label.adjudicated and not label.is_model:
                 names.add(label.annotator)
-        self._names = (history[0] if history else None, len(history), names)
+        self._names = (mark, names)
         return names
 
     @property

@@ -140,8 +140,8 @@ def _reference(
 
 @pytest.mark.parametrize("seed", range(25))
 def test_evaluation_equals_the_formulas_whatever_the_input(seed: int) -> None:
-    """Plain dict rankings (ids ranked twice included), ranking tables with assigned questions,
-    grade arrays with regraded questions: every per-question value and mean as the formulas say."""
+    """Plain dict rankings (ids ranked twice included), ranking tables (in the questions' order or
+    another) with assigned questions, grade arrays with regraded questions: every per-question value and mean as the formulas say."""
     rng = random.Random(1000 + seed)
     chunks = [f"c{i}" for i in range(rng.choice([4, 15, 40]))]
     qids = [f"q{i}" for i in range(rng.randint(1, 90))]
@@ -163,8 +163,10 @@ def test_evaluation_equals_the_formulas_whatever_the_input(seed: int) -> None:
     # The same rankings as a table (no id twice), some assigned afterwards.
     code_of = {c: i for i, c in enumerate(chunks)}
     table_rankings = {q: list(dict.fromkeys(c for c, _ in r)) for q, r in plain.items()}
-    index = _matrix([[code_of[c] for c in table_rankings[q]] for q in qids], depth + 1)
-    table = RankingTable(qids, chunks, index, np.where(index >= 0, 1.0, 0.0))
+    # Its rows in the questions' order, or in an order of its own (half the seeds).
+    table_order = qids if seed % 2 else rng.sample(qids, len(qids))
+    index = _matrix([[code_of[c] for c in table_rankings[q]] for q in table_order], depth + 1)
+    table = RankingTable(table_order, chunks, index, np.where(index >= 0, 1.0, 0.0))
     table_plain = {q: [(c, 1.0) for c in table_rankings[q]] for q in qids}
     for q in rng.sample(qids, min(3, len(qids))):
         new = rng.sample(chunks, rng.randint(0, min(depth, len(chunks))))

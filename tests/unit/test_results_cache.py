@@ -157,12 +157,21 @@ def test_golden_sets_taking_turns_each_start_without_hashing_a_text(
     path = other / "golden" / "questions.jsonl"
     lines = path.read_text().splitlines()
     path.write_text("\n".join(reversed(lines[1:])) + "\n")
+    # Every question backwards: as many rows as the cache holds, none in its place.
+    backwards = tmp_path / "backwards"
+    shutil.copytree(mini / "corpus", backwards / "corpus")
+    shutil.copytree(mini / "golden", backwards / "golden")
+    (backwards / "golden" / "questions.jsonl").write_text("\n".join(reversed(lines)) + "\n")
     first = _everything(Workspace.open(_settings(mini, own_cache)))
     second = _everything(Workspace.open(_settings(other, own_cache)))
+    third = _everything(Workspace.open(_settings(backwards, own_cache)))
+    for part in ("rankings", "metrics"):
+        assert third[part] == first[part]
     keys: list[str] = []
     monkeypatch.setattr(results_cache, "_key_of", lambda text: keys.append(text) or b"x" * 20)
     assert _everything(Workspace.open(_settings(mini, own_cache))) == first
     assert _everything(Workspace.open(_settings(other, own_cache))) == second
+    assert _everything(Workspace.open(_settings(backwards, own_cache))) == third
     assert keys == [], "no text was hashed one by one"
 
 

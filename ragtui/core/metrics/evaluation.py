@@ -29,7 +29,13 @@ from ragtui.core.metrics.formulas import (
     question_metrics,
 )
 from ragtui.core.metrics.sums import fsum_array
-from ragtui.core.metrics.tables import GradeArrays, RankingTable, gather_rows, source_rows
+from ragtui.core.metrics.tables import (
+    GradeArrays,
+    RankingTable,
+    gather_rows,
+    in_order,
+    source_rows,
+)
 
 #: A ranking: (chunk id, score) pairs, best first (what a retriever returns, what is evaluated).
 Ranking = list[tuple[str, float]]
@@ -330,10 +336,14 @@ class Evaluation:
         if isinstance(by_question, RankingTable):
             translate = np.append(self._encode_ids(by_question.ids), -1)
             source = source_rows(self.question_ids, by_question.qids, by_question.rows)
-            depth = by_question.depth
-            matrix = np.full((n, depth), -1, dtype=np.int64)
             present = source >= 0
-            matrix[present] = translate[by_question.index[source[present]]]
+            if not present.all():
+                matrix = np.full((n, by_question.depth), -1, dtype=np.int64)
+                matrix[present] = translate[by_question.index[source[present]]]
+            elif in_order(source, len(by_question.index)):  # one gather: the table's own rows
+                matrix = translate[by_question.index]
+            else:
+                matrix = translate[by_question.index[source]]
             slow = np.flatnonzero(~present).tolist()
             slow += [self._rows[q] for q in by_question.changed() if q in self._rows]
             return matrix, slow, by_question.distinct

@@ -18,7 +18,7 @@ import numpy as np
 #: A ranking: (chunk id, score) pairs, best first.
 Ranking = list[tuple[str, float]]
 
-__all__ = ["GradeArrays", "GradeRows", "RankingTable", "gather_rows", "source_rows"]
+__all__ = ["GradeArrays", "GradeRows", "RankingTable", "gather_rows", "in_order", "source_rows"]
 
 
 def gather_rows(
@@ -212,6 +212,13 @@ class GradeArrays:
             np.asarray(codes, dtype=np.int32),
             np.asarray(values, dtype=np.int64),
         )
+
+
+def in_order(rows: np.ndarray, length: int) -> bool:
+    """Whether ``rows`` are 0, 1, ... ``length - 1``: every row of a table, in its order."""
+    return len(rows) == length and (
+        length == 0 or (int(rows[0]) == 0 and bool((np.diff(rows) == 1).all()))
+    )
 
 
 def source_rows(order: Sequence[str], qids: Sequence[str], rows: Mapping[str, int]) -> np.ndarray:

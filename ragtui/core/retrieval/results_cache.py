@@ -41,7 +41,7 @@ from ragtui.core.data.golden import normalize_ws
 from ragtui.core.data.paths import cache_dir
 from ragtui.core.files import content_hash
 from ragtui.core.metrics.batch import duplicate_rows
-from ragtui.core.metrics.tables import gather_rows
+from ragtui.core.metrics.tables import gather_rows, in_order
 
 #: Bump when what the cache holds changes meaning: older caches are then not read.
 RESULTS_VERSION = 1
@@ -205,6 +205,9 @@ class RankingCache:
                 self._held, self._orders = (keys, index, scores), orders
                 order = orders.get(texts.digest)
                 if order is not None and len(order) == n:
+                    # The rows as stored: no copy (arrays read from the cache are read-only).
+                    if in_order(order, len(index)):
+                        return Found(index, scores, [], remembered=True)
                     return Found(index[order], scores[order], [], remembered=True)
         except CacheMismatch as exc:
             self.warnings.append(f"{self.store.folder}: results cache ignored and rebuilt ({exc})")

@@ -315,6 +315,7 @@ def test_walk_totals_follow_the_journal_lines_added(tui_settings: Settings) -> N
         qid, cid = rng.choice(pairs)
         ws.set_grade(qid, cid, rng.choice([0, 1, 2, None]))
         walk.totals()
+        assert walk._positions is None, "whether a question is walked: a set, not the places"
         counted.clear()
         assert walk.totals().judged == brute(), step
         counted.clear()

@@ -107,15 +107,17 @@ def test_batch_metrics_with_no_grades_and_no_results() -> None:
 def test_duplicate_rows_are_found() -> None:
     ranked = np.array([[1, 2, 1, -1], [1, 2, 3, -1], [-1, -1, -1, -1], [4, 4, -1, -1]])
     assert duplicate_rows(ranked).tolist() == [True, False, False, True]
-    # Against a set per row, on random rows of both integer widths with padding anywhere.
+    # Against a set per row, on random rows of both integer widths with padding anywhere, found
+    # column against column (up to PAIRWISE_COLUMNS) and by sorting each row (wider).
     rng = np.random.default_rng(7)
     for dtype in (np.int32, np.int64):
-        for width in (0, 1, 2, 5, 12):
-            rows = rng.integers(-3, 9, size=(300, width)).astype(dtype)
+        for width in (0, 1, 2, 5, 12, 20, 21, 40):
+            rows = rng.integers(-3, 9 + width * width // 4, size=(300, width)).astype(dtype)
             rows[rows < -1] = -1
             codes = [[c for c in row.tolist() if c >= 0] for row in rows]
             expected = [len(set(c)) < len(c) for c in codes]
             assert duplicate_rows(rows).tolist() == expected
+            assert 0 < sum(expected) < len(expected) or width < 2
 
 
 def _reference(

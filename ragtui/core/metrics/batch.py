@@ -23,6 +23,10 @@ __all__ = ["BatchMetrics", "batch_metrics", "duplicate_rows"]
 #: question's row (else every ranked cell is looked up by binary search).
 SCATTER_CELLS = 20_000_000
 
+#: Up to this many columns a row's repeated codes are found column against column (the compares
+#: grow with the square of the columns: beyond about 25 sorting each row is quicker).
+PAIRWISE_COLUMNS = 20
+
 
 @dataclass(frozen=True)
 class BatchMetrics:
@@ -40,14 +44,27 @@ class BatchMetrics:
 
 def duplicate_rows(ranked: np.ndarray) -> np.ndarray:
     """The rows of a code matrix that hold a code more than once (``-1`` padding aside)."""
-    if ranked.shape[1] < 2:
-        return np.zeros(len(ranked), dtype=bool)
-    # Each row sorted as it is (no wider copy: 8 against 13 ms for a results cache's 100,000 rows
-    # of 10); a code equal to its left neighbour repeats, unless it is padding.
+    n, depth = ranked.shape
+    if depth < 2:
+        return np.zeros(n, dtype=bool)
+    if depth <= PAIRWISE_COLUMNS:
+        # Each column against the columns before it, each column contiguous: 45 compares for 10
+        # columns take 1.8 ms at 100,000 rows, against 8.5 ms for sorting every row.
+        columns = np.ascontiguousarray(ranked.T)
+        result = np.zeros(n, dtype=bool)
+        for j in range(1, depth):
+            column = columns[j]
+            seen = columns[0] == column
+            for i in range(1, j):
+                seen |= columns[i] == column
+            result |= seen & (column >= 0)
+        return result
+    # Each row sorted as it is (no wider copy); a code equal to its left neighbour repeats, unless
+    # it is padding.
     ordered = np.sort(ranked, axis=1)
     later = ordered[:, 1:]
-    result: np.ndarray = ((later == ordered[:, :-1]) & (later >= 0)).any(axis=1)
-    return result
+    repeated: np.ndarray = ((later == ordered[:, :-1]) & (later >= 0)).any(axis=1)
+    return repeated
 
 
 def batch_metrics(

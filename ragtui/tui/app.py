@@ -64,7 +64,6 @@ from ragtui.tui.messages import (
     WorkspaceLoaded,
 )
 from ragtui.tui.rankers import Rankers
-from ragtui.tui.screens.dialogs import LoadErrorScreen
 from ragtui.tui.screens.main import MainScreen
 from ragtui.tui.theme import ANSI_THEME, theme_for
 from ragtui.tui.typing_keys import typed_into
@@ -481,6 +480,10 @@ class RagtuiApp(AppCommands, App[int]):
             return
         self._heap.settle()
         if self.workspace is None:
+            from ragtui.tui.screens.dialogs import (
+                LoadErrorScreen,
+            )  # not drawn at a start that loads
+
             self.load_error = message.message
             self.push_screen(LoadErrorScreen(message.message))
         else:

@@ -26,7 +26,6 @@ from ragtui.core.workspace import Workspace
 from ragtui.tui import tasks
 from ragtui.tui.controller import Controller, Refused
 from ragtui.tui.messages import BaselineLoaded, Changed, ExperimentDone, SampleRequested
-from ragtui.tui.screens.dialogs import PromptScreen
 from ragtui.tui.widgets.status_line import Status
 
 #: Status messages kept for "messages: recent".
@@ -244,6 +243,8 @@ class AppCommands:
                 return
             self.set_chunking(size, overlap)
 
+        from ragtui.tui.screens.dialogs import PromptScreen
+
         size = ws.settings.chunk_size
         current = f"{size} {ws.settings.overlap}" if size is not None else "whole"
         self.push_screen(
@@ -314,6 +315,8 @@ class AppCommands:
                 return
             names = ", ".join(p.name for p in written)
             self.say(f"Wrote {names} to {Path(folder).expanduser().resolve()}")
+
+        from ragtui.tui.screens.dialogs import PromptScreen
 
         default = str(Path.cwd() / "ragtui-trec")
         self.push_screen(PromptScreen("export: folder for the TREC files", default), write)

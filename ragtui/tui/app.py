@@ -479,10 +479,8 @@ class RagtuiApp(AppCommands, App[int]):
         if message.generation != self.generation:
             return
         self._heap.settle()
-        if self.workspace is None:
-            from ragtui.tui.screens.dialogs import (
-                LoadErrorScreen,
-            )  # not drawn at a start that loads
+        if self.workspace is None:  # (the dialogs are imported when one is shown)
+            from ragtui.tui.screens.dialogs import LoadErrorScreen
 
             self.load_error = message.message
             self.push_screen(LoadErrorScreen(message.message))

@@ -125,9 +125,9 @@ class JudgingWalk:
         self.order: PoolOrder = order
         self.queue = JudgingQueue(ws, order=order, seed=RANDOM_SEED)
         self._positions: dict[str, int] | None = None
-        # Pools follow the rankings, which a walk outlives only unchanged: their sizes are read
-        # once, from the rankings' arrays (no question is pooled for them).
-        self._sizes: np.ndarray | None = None
+        # The pools' sizes, read from the rankings' arrays (no question is pooled for them), and
+        # the rankings they were read from (read again when the workspace's are others).
+        self._sizes: tuple[object, np.ndarray] | None = None
         #: Judged pairs per labelled question, counted again only for the questions labelled
         #: since (every move shows the totals: they cost the new labels, not all of them).
         self._judged: dict[str, int] = {}
@@ -154,9 +154,10 @@ class JudgingWalk:
     @property
     def pool_sizes(self) -> np.ndarray:
         """How many pairs each walked question pools, in the walk's order."""
-        if self._sizes is None:
-            self._sizes = self.queue.pooled_counts(self.qids)
-        return self._sizes
+        rankings = self.ws.ranked.rankings
+        if self._sizes is None or self._sizes[0] is not rankings:
+            self._sizes = (rankings, self.queue.pooled_counts(self.qids))
+        return self._sizes[1]
 
     def count(self, qid: str) -> JudgedCount:
         """Judged / pooled of one question."""
@@ -222,6 +223,9 @@ class WalkPairs(Sequence[PoolEntry]):
 
     def __init__(self, walk: JudgingWalk) -> None:
         self.walk = walk
+        # The rankings the sizes are read from: a question reached later is pooled from them, so
+        # its pairs fill the places counted now (rankings that arrive meanwhile change nothing).
+        self.rankings = walk.ws.ranked.rankings
         self._ends = np.cumsum(walk.pool_sizes)
         self._listed: dict[int, list[PoolEntry]] = {}
 
@@ -238,7 +242,8 @@ class WalkPairs(Sequence[PoolEntry]):
         if listed is None:
             qid = self.walk.qids[row]
             judged = self.walk.queue.is_judged
-            listed = sorted(self.walk.pairs(qid), key=lambda e: judged(qid, e.chunk))
+            pool = self.walk.queue.pool(qid, self.rankings)
+            listed = sorted(pool, key=lambda e: judged(qid, e.chunk))
             self._listed[row] = listed
         return listed
 
@@ -526,8 +531,9 @@ class JudgingSession:
         whose labels changed since (the journal lines added since the last count): a key costs
         its question's pairs, not every pair (500,000 at 100,000 questions). A journal read again
         from its start, or another person's queue, counts every pair again."""
-        if isinstance(self.pairs, WalkPairs):  # the walk's own count: of the same pairs
-            return self.walk.totals().judged
+        pairs = self.pairs
+        if isinstance(pairs, WalkPairs) and self.walk.ws.ranked.rankings is pairs.rankings:
+            return self.walk.totals().judged  # the walk's own count: of the same pairs
         person = self.walk.queue.person
         seen = self._counted
         since, mark = labelled_since(

@@ -188,11 +188,18 @@ class JudgingQueue:
         self.retrievers = [n for n in names if n in ws.ranked.rankings]
         self.pools = Pools(self)
 
-    def pool(self, qid: str) -> list[PoolEntry]:
-        """One question's pool, in queue order (computed now; ``pools`` keeps it)."""
+    def pool(
+        self, qid: str, rankings: Mapping[str, Mapping[str, list[tuple[str, float]]]] | None = None
+    ) -> list[PoolEntry]:
+        """One question's pool, in queue order (computed now; ``pools`` keeps it), from the
+        workspace's rankings or from ``rankings`` (a walk's, as they were when it began)."""
         ws = self.ws
         pool = pool_question(
-            qid, ws.ranked.rankings, self.retrievers, self.pool_depth, ws.passages.order
+            qid,
+            rankings if rankings is not None else ws.ranked.rankings,
+            self.retrievers,
+            self.pool_depth,
+            ws.passages.order,
         )
         if self.order == "random":
             # Seeded per question, so one question's order does not depend on the others.

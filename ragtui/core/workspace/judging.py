@@ -26,7 +26,7 @@ import numpy as np
 
 from ragtui.core.labelling.labels import HistoryMark, history_since
 from ragtui.core.metrics.formulas import judged_at_k
-from ragtui.core.metrics.tables import RankingTable, source_rows
+from ragtui.core.metrics.tables import RankingTable, in_order, source_rows
 from ragtui.core.workspace.workspace import Workspace
 
 #: A mean Judged@k below this marks a retriever's metrics as resting on a thinly judged top-k.
@@ -236,8 +236,7 @@ class JudgingQueue:
         for table in tables:
             if rows is None or rows[0] is not table.qids:  # the tables share one most often
                 found = source_rows(qids, table.qids, table.rows)
-                in_order = len(table.qids) == n and np.array_equal(found, np.arange(n))
-                rows = (table.qids, found, in_order)
+                rows = (table.qids, found, in_order(found, len(table.qids)))
             width = min(self.pool_depth, table.depth)
             if rows[2]:
                 block = table.index[:, :width]  # every question, in the table's order: no copy

@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+import pyte
 import pytest
 
 from ragtui.cli import main
@@ -101,15 +102,17 @@ def test_two_people_grade_the_same_pair_in_two_tabs(tmp_path, environment):  # n
 
         async def grade(token: str, key: str) -> str:
             session, ws = await _connect(server, path=f"/ws/{token}?width=100&height=30")
+            # One emulator for the socket: a later frame rewrites only the rows that changed.
+            screen = pyte.Screen(100, 30)
             try:
-                await _screen_of(ws, (100, 30), "m01")
+                await _screen_of(ws, (100, 30), "m01", screen=screen)
                 for pid in server.apps():
                     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
                     assert ALICE.encode() not in cmdline and BOB.encode() not in cmdline
                 await ws.send_str(json.dumps(["stdin", "j"]))
-                await _screen_of(ws, (100, 30), "pair 1 of")
+                await _screen_of(ws, (100, 30), "pair 1 of", screen=screen)
                 await ws.send_str(json.dumps(["stdin", key]))
-                return await _screen_of(ws, (100, 30), "saved:")
+                return await _screen_of(ws, (100, 30), "saved:", screen=screen)
             finally:
                 await ws.close()
                 await session.close()

@@ -35,9 +35,17 @@ def _one_spare(server: Served) -> int:
     return pid
 
 
-async def _screen_of(ws: Any, size: tuple[int, int], until: str, seconds: float = 60) -> str:
-    """The screen a socket shows (its bytes fed to a VT100 emulator) once it holds ``until``."""
-    screen = pyte.Screen(*size)
+async def _screen_of(
+    ws: Any,
+    size: tuple[int, int],
+    until: str,
+    seconds: float = 60,
+    screen: pyte.Screen | None = None,
+) -> str:
+    """The screen a socket shows (its bytes fed to a VT100 emulator) once it holds ``until``; with
+    ``screen``, the bytes are fed to that emulator, which holds what the socket sent before (else
+    a new one holds only what comes now: the rows Textual writes again)."""
+    screen = screen if screen is not None else pyte.Screen(*size)
     stream = pyte.ByteStream(screen)
     received = b""
     deadline = time.monotonic() + seconds

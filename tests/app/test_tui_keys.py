@@ -386,8 +386,9 @@ def test_the_peoples_queue_pools_a_question_when_the_walk_reaches_it(
     assert session._find((start, "no-such-chunk")) is None and session._first("nope") is None
     assert session.judged_count() == sum(1 for e in listed if session.is_judged(e))
     # Rankings that change while the view is open (another retriever's arrive, one is computed
-    # again): a question reached afterwards still fills the places counted when it opened.
-    fresh = JudgingSession(walk, (start, None))
+    # again): a question reached afterwards still fills the places counted when it opened, and
+    # the count is of those places (a walk of its own: none of its pools is read yet).
+    fresh = JudgingSession(JudgingWalk(ws, qids), (start, None))
     changed = ws.ranked.rankings["bm25"].copy()  # type: ignore[attr-defined]
     other = next(
         c for c in ws.data.chunk_ids if c not in last and not walk.queue.is_judged(qids[-1], c)
@@ -395,7 +396,7 @@ def test_the_peoples_queue_pools_a_question_when_the_walk_reaches_it(
     changed[qids[-1]] = [(other, 1.0)]
     ws.ranked = ws.ranked.with_rankings("bm25", changed)
     assert len(walk.queue.pool(qids[-1])) != sum(1 for e in listed if e.question == qids[-1])
-    assert list(fresh.pairs) == listed
+    assert list(fresh.pairs) == listed and fresh.walk.queue.pools._done == {}
     ws.set_grade(qids[-1], last[-1], 1)  # the count of the pairs on the view, not of the new pool
     assert fresh.judged_count() == sum(1 for e in listed if fresh.is_judged(e))
     ws.grades.labels.close()

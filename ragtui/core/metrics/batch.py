@@ -95,6 +95,7 @@ def batch_metrics(
     # of ten cells cost numpy more than the cells do.
     none = np.zeros(0, dtype=np.int64)
     hit_row, hit_col, hit_grade = none, none, none
+    valid = ranked >= 0
     if depth == 0 or not len(codes):
         pass
     elif len(codes) * depth <= SCATTER_CELLS:
@@ -110,14 +111,13 @@ def batch_metrics(
         graded_keys = grade_row * width + codes
         order = np.argsort(graded_keys, kind="stable")
         graded_keys, graded_values = graded_keys[order], grades[order]
-        keys = np.arange(n, dtype=np.int64)[:, None] * width + np.where(ranked >= 0, ranked, 0)
+        keys = np.arange(n, dtype=np.int64)[:, None] * width + np.where(valid, ranked, 0)
         at = np.minimum(np.searchsorted(graded_keys, keys), len(graded_keys) - 1)
-        found = (ranked >= 0) & (graded_keys[at] == keys)
+        found = valid & (graded_keys[at] == keys)
         hit_row, hit_col = np.nonzero(found)
         hit_grade = graded_values[at][found]
     # Results come first in a row, padding after: a row's length is its first padding cell.
     if depth:
-        valid = ranked >= 0
         length = np.where(valid[:, -1], depth, valid.argmin(axis=1))
     else:
         length = np.zeros(n, dtype=np.int64)

@@ -297,8 +297,13 @@ class JudgingQueue:
         wanted = np.asarray(codes, dtype=np.int64)
         pooled = np.zeros(len(where), dtype=bool)
         unknown = np.zeros(len(where), dtype=bool)
+        found: dict[int, np.ndarray] = {}  # each list of questions' rows (the tables share one)
         for t in tables:
-            rows = source_rows(qids, t.qids, t.rows)[where] if len(where) else where
+            if id(t.qids) not in found:
+                found[id(t.qids)] = (
+                    source_rows(qids, t.qids, t.rows)[where] if len(where) else where
+                )
+            rows = found[id(t.qids)]
             unknown |= rows < 0
             width = min(self.pool_depth, t.depth)
             top = t.index[np.maximum(rows, 0), :width]

@@ -29,7 +29,10 @@ async def test_the_reranked_list_is_a_list_like_the_others(
                 break
             await pilot.pause(0.05)
         assert app.controller.retriever_status.get("hybrid+rerank") == "ready"
-        await pilot.pause()  # the lists show what the controller holds
+        for _ in range(200):  # the lists and the panel show what the controller holds
+            if result_chunks(app, "hybrid+rerank") and ("hybrid+rerank", "all") in metric_rows(app):
+                break
+            await pilot.pause(0.05)
         assert app.retrievers == ["bm25", "vector", "hybrid", "hybrid+rerank"]
         reranked = result_chunks(app, "hybrid+rerank")
         assert sorted(reranked) == sorted(result_chunks(app, "hybrid"))

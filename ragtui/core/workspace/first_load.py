@@ -13,6 +13,7 @@ kept and raised where the worker would have met it.
 
 from __future__ import annotations
 
+import importlib
 import threading
 
 from ragtui.core.retrieval.encoder_process import BackgroundEmbedder
@@ -21,6 +22,26 @@ from ragtui.core.workspace.vectors import VectorResult
 from ragtui.core.workspace.workspace import Workspace
 
 __all__ = ["FirstLoad"]
+
+
+def _huge_page_advice(on: bool) -> bool:
+    """Turn numpy's advice that arrays of 4 MB and more be backed by huge pages on or off; returns
+    whether it was on (False where numpy has no such switch).
+
+    Where the kernel gives huge pages only to memory advised so (``transparent_hugepage`` set to
+    ``madvise``, the default of many distributions), a fault in advised memory may wait while the
+    kernel compacts memory into a free 2 MB page. The first load fills fresh arrays of 8 MB (the
+    rankings' code matrices at 100,000 questions): with the advice, its first screen came 70-110 ms
+    later on a 2-core virtual machine (14 rounds alternating, twice). The advice stays on for
+    everything else: an exact vector search over 100,000 chunks ran 20-25 % faster with it.
+    """
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy 2, numpy 1
+        try:
+            switch = getattr(importlib.import_module(name), "_set_madvise_hugepage", None)
+        except ImportError:
+            continue
+        return bool(switch(on)) if switch is not None else False
+    return False
 
 
 class FirstLoad:
@@ -39,6 +60,7 @@ class FirstLoad:
         self._thread.start()
 
     def _run(self) -> None:
+        advised = _huge_page_advice(False)
         try:
             try:
                 ws = self._workspace = Workspace.load(self.settings)
@@ -61,6 +83,7 @@ class FirstLoad:
                 ws.apply_vectors(cached)
                 self._cached = cached
         finally:
+            _huge_page_advice(advised)
             self._done.set()
 
     def workspace(self) -> Workspace:

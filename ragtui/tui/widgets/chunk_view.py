@@ -30,7 +30,7 @@ from ragtui.core.data.golden import Question, evidence_spans, passage_start, ter
 from ragtui.core.text import visible_line
 from ragtui.core.workspace import Workspace
 from ragtui.tui.widgets.paragraphs import Paragraphs
-from ragtui.tui.widgets.row_list import ListScrollBar, own_scrollbar
+from ragtui.tui.widgets.row_list import ListScrollBar, own_scrollbar, repaint_changed_rows
 from ragtui.tui.widgets.text import data_text, set_frame_text
 
 #: Texts whose rendered paragraphs are kept (per highlights and width).
@@ -385,21 +385,22 @@ class ChunkView(ScrollView, can_focus=False):
             above, total = self._count(width)
         self._laid = (width, above, total)
         size = Size(width, total)
-        if size != self.virtual_size:
-            # The scroll range without a layout pass of the screen (the scrollbar's own
-            # visibility, when it changes, asks for one); the next layout pass has nothing to
-            # redo (it would repaint the scrollbar a frame later).
-            self.set_reactive(Widget.virtual_size, size)
-            self._scroll_update(size)
-            if self._sized is not None:
-                self._sized = (self._sized[0], self._sized[1], size)
-        if not scroll:
-            return
-        line = 0
-        if self._target is not None and self._body is not None:
-            found = above + self._body.line_of(self, width, self._target)
-            line = max(0, found - 1) if found >= height else 0
-        self.scroll_to(y=line, animate=False, immediate=True)
+        with repaint_changed_rows(self):  # the scrollbar, in the rows the range and place change
+            if size != self.virtual_size:
+                # The scroll range without a layout pass of the screen (the scrollbar's own
+                # visibility, when it changes, asks for one); the next layout pass has nothing to
+                # redo (it would repaint the scrollbar a frame later).
+                self.set_reactive(Widget.virtual_size, size)
+                self._scroll_update(size)
+                if self._sized is not None:
+                    self._sized = (self._sized[0], self._sized[1], size)
+            if not scroll:
+                return
+            line = 0
+            if self._target is not None and self._body is not None:
+                found = above + self._body.line_of(self, width, self._target)
+                line = max(0, found - 1) if found >= height else 0
+            self.scroll_to(y=line, animate=False, immediate=True)
         self.scroll_settled = True
 
     def _count(self, width: int) -> tuple[int, int]:

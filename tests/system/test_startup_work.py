@@ -310,7 +310,7 @@ def test_the_first_load_runs_without_numpys_huge_page_advice_and_gives_it_back(
     tui_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Where huge pages are given on advice, a fault in a fresh advised array may wait for the
-    # kernel to compact memory: the first load's 8 MB code matrices were 70-110 ms slower at
+    # kernel to compact memory: the first load's 8 MB code matrices were 75-110 ms slower at
     # 100,000 questions. Everything after it keeps the advice (a vector search is faster with it).
     from numpy._core.multiarray import _set_madvise_hugepage
 

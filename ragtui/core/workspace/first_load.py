@@ -31,8 +31,8 @@ def _huge_page_advice(on: bool) -> bool:
     Where the kernel gives huge pages only to memory advised so (``transparent_hugepage`` set to
     ``madvise``, the default of many distributions), a fault in advised memory may wait while the
     kernel compacts memory into a free 2 MB page. The first load fills fresh arrays of 8 MB (the
-    rankings' code matrices at 100,000 questions): with the advice, its first screen came 70-110 ms
-    later on a 2-core virtual machine (14 rounds alternating, twice). The advice stays on for
+    rankings' code matrices at 100,000 questions): with the advice, its first screen came 75-110 ms
+    later on a 2-core virtual machine (three runs of 14 rounds alternating). The advice stays on for
     everything else: an exact vector search over 100,000 chunks ran 20-25 % faster with it.
     """
     for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy 2, numpy 1

@@ -16,6 +16,10 @@ import gc
 _collecting = gc.isenabled()
 gc.disable()
 try:
+    # Before anything that defines a dataclass: their methods compiled by an earlier run.
+    from ragtui.cli import dataclass_cache
+
+    dataclass_cache.install()
     from ragtui.cli.main import build_parser, main, settings_from
 finally:
     if _collecting:

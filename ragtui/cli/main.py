@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ragtui import __version__
+from ragtui.cli import dataclass_cache
 from ragtui.core.errors import InputError
 from ragtui.core.options import OPTIONS, OptionError, path, seed, whole_number
 from ragtui.core.project import Effective, effective_settings, project_for
@@ -690,6 +691,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             first = FirstLoad(settings)
             from ragtui.tui.app import run_app
 
+            dataclass_cache.save()  # what the app's imports compiled, for the next start
             return run_app(settings, mouse=not args.no_mouse, first=first)
         if args.command == "config":
             from ragtui.cli.project import run_config
@@ -714,7 +716,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 spare=not args.no_spare,
                 annotators=args.annotators,
             )
-        return _run(args, settings)
+        try:
+            return _run(args, settings)
+        finally:
+            dataclass_cache.save()  # what the command's imports compiled, for the next run
     except InputError as exc:
         print(f"ragtui: error: {exc.message}", file=sys.stderr)  # message is made visible
         return 2

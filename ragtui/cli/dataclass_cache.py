@@ -39,6 +39,8 @@ __all__ = ["install", "save"]
 #: More entries than this and a save keeps only those this run used (texts of older versions go).
 MAX_ENTRIES = 4000
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
 _code: dict[bytes, CodeType] = {}
 _new: dict[bytes, CodeType] = {}
 _used: set[bytes] = set()
@@ -53,7 +55,8 @@ def _file(folder: Path) -> Path:
 def _read(path: Path) -> dict[bytes, CodeType]:
     """The file's table, or nothing when it is missing, unsafe to run, or not a table of code."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # Not through a link, and never waiting on a pipe put in the file's place.
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return {}
     try:
@@ -110,13 +113,17 @@ def save() -> None:
         return
     table = _code if len(_code) <= MAX_ENTRIES else {k: _code[k] for k in _used}
     _new.clear()
-    temporary = _path.with_name(f"{_path.name}.{os.getpid()}.tmp")
+    temporary = _path.with_name(f"{_path.name}.{os.urandom(6).hex()}.tmp")
     try:
         _path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # A new file of its own (O_EXCL: never one planted there, nor a link's target).
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+    except OSError:
+        return
+    try:
         with os.fdopen(fd, "wb") as f:
             f.write(marshal.dumps(table))
         os.replace(temporary, _path)
     except OSError:
         with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+            temporary.unlink()

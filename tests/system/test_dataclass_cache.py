@@ -101,7 +101,7 @@ CLASSES = textwrap.dedent(
 
 
 def _run(
-    code: str, cache: Path, *, hook: bool = True, check: bool = True
+    code: str, cache: Path, *, hook: bool = True, check: bool = True, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """``code`` in a process of its own, with the cache installed first (as ``ragtui`` does)."""
     future = "from __future__ import annotations\n"
@@ -115,7 +115,7 @@ def _run(
         text=True,
         cwd=ROOT,
         env=env,
-        timeout=120,
+        timeout=timeout,
         check=check,
     )
 
@@ -217,6 +217,17 @@ def test_a_cache_file_that_is_not_a_table_of_code_is_no_cache(
     assert int(out[1]) >= 15
     # ...and the save put a good table back: the next run compiles nothing.
     assert int(_run(CLASSES + COUNTED, tmp_path).stdout.splitlines()[1]) == 0
+
+
+def test_a_pipe_in_the_cache_files_place_is_no_cache_and_no_wait(tmp_path: Path) -> None:
+    """Opening a pipe to read waits for a writer: the file is opened without waiting, and a pipe
+    is not a regular file."""
+    _run(CLASSES + COUNTED, tmp_path)
+    path = _cache_file(tmp_path)
+    path.unlink()
+    os.mkfifo(path)
+    out = _run(CLASSES, tmp_path, timeout=30).stdout
+    assert json.loads(out)["Point"]["equal"] is True
 
 
 def test_a_cache_folder_that_cannot_be_written_costs_only_the_cache(tmp_path: Path) -> None:

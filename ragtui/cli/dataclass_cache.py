@@ -80,8 +80,9 @@ def _read(path: Path) -> dict[bytes, CodeType]:
     return {k: v for k, v in table.items() if isinstance(k, bytes) and isinstance(v, CodeType)}
 
 
-def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
-    """``exec`` as ``dataclasses`` calls it, a text's compiled code taken from the table."""
+def _exec(source: Any, globals: Any = None, locals: Any = None, /, **more: Any) -> None:
+    """``exec`` as ``dataclasses`` calls it, a text's compiled code taken from the table (what
+    else a later Python passes goes to ``exec`` as it is)."""
     if isinstance(source, str):
         key = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         code = _code.get(key)
@@ -90,7 +91,7 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
             code = _new[key] = _code[key] = compile(source, "<string>", "exec", dont_inherit=True)
         _used.add(key)
         source = code
-    builtins.exec(source, globals, locals)
+    builtins.exec(source, globals, locals, **more)
 
 
 def install(folder: Path | None = None) -> None:

@@ -255,3 +255,13 @@ def test_no_cache_folder_to_be_found_means_no_cache(monkeypatch: pytest.MonkeyPa
     assert not hasattr(dataclasses, "exec")
     dataclass_cache.save()  # nothing to save to: no error
     assert dataclass_cache._path is None
+
+
+def test_what_else_exec_is_given_goes_to_exec() -> None:
+    """A later ``dataclasses`` may pass ``exec`` more (Python 3.11's takes ``closure``): the cache
+    passes it on instead of failing every class."""
+    from ragtui.cli import dataclass_cache
+
+    namespace: dict[str, object] = {}
+    dataclass_cache._exec("made = 6 * 7", namespace, None, closure=None)
+    assert namespace["made"] == 42

@@ -8,13 +8,17 @@ add to Textual's). A text always compiles to the same code, so :func:`install` h
 ``dataclasses`` run the code compiled from the same text by an earlier run, read from one file of
 the cache folder, and compile only texts it has not seen; :func:`save` adds those to the file.
 Nothing else changes: a class gets the methods it would have got, compiled from the same text with
-the same flags.
+the same flags. Only the classes of ragtui and of the libraries it draws with (Textual, Rich) are
+kept; any other module's (a test's, a plugin's, a program that calls ``main``) compile as always.
 
 The file holds code that is run, so it is read only from the cache folder that the environment
-names (``ragtui.core.data.paths.cache_dir``: never one a project file or an option names), and only
-when it is a regular file owned by the user running ragtui that nobody else may write; anything
-else about it (missing, unreadable, corrupt, of another Python) is a cache miss. The file's name carries Python's bytecode
-magic number and optimisation level, so each Python has its own.
+names (``ragtui.core.data.paths.cache_dir``: never one a project file or an option names), only
+when that is an absolute path (a relative one would let the current folder choose the code), and
+only when the file is a regular file owned by the user running ragtui that no one else may read or
+write (as ragtui writes it; a checkout or an archive leaves files others may read); anything else
+about it (missing, unreadable, corrupt, larger than any ragtui writes) is a cache miss. The
+file's name carries what the compiled code depends on besides its text (Python's bytecode magic
+number, the optimisation level, whether code keeps column positions), so each has its own.
 """
 
 from __future__ import annotations
@@ -36,20 +40,38 @@ from ragtui.core.data.paths import cache_dir
 
 __all__ = ["install", "save"]
 
+#: The packages whose dataclasses' code is kept: ragtui's and those of the screen it draws.
+KEPT_PACKAGES = frozenset({"ragtui", "textual", "rich"})
 #: More entries than this and a save keeps only those this run used (texts of older versions go).
-MAX_ENTRIES = 4000
+MAX_ENTRIES = 2000
+#: A file larger than this is not one ragtui wrote (the app's table is about 0.5 MB): not read.
+MAX_BYTES = 16 * 1024 * 1024
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NAME = "dataclass-code-{magic}-O{optimize}{positions}.marshal".format(
+    magic=importlib.util.MAGIC_NUMBER.hex(),
+    optimize=sys.flags.optimize,
+    positions=(
+        "-no-positions"
+        if "no_debug_ranges" in sys._xoptions or os.environ.get("PYTHONNODEBUGRANGES")
+        else ""
+    ),
+)
 
 _code: dict[bytes, CodeType] = {}
 _new: dict[bytes, CodeType] = {}
 _used: set[bytes] = set()
-_path: Path | None = None
+_installed = False
 
 
-def _file(folder: Path) -> Path:
-    magic = importlib.util.MAGIC_NUMBER.hex()
-    return folder / f"dataclass-code-{magic}-O{sys.flags.optimize}.marshal"
+def _path(folder: Path | None = None) -> Path | None:
+    """The file in ``folder`` (default: the environment's cache folder), or None when there is no
+    absolute folder to keep it in."""
+    try:
+        folder = folder if folder is not None else cache_dir()
+    except (RuntimeError, KeyError, OSError):  # no home folder to find the cache folder in
+        return None
+    return folder / _NAME if folder.is_absolute() else None
 
 
 def _read(path: Path) -> dict[bytes, CodeType]:
@@ -64,8 +86,9 @@ def _read(path: Path) -> dict[bytes, CodeType]:
         getuid = getattr(os, "getuid", None)
         if (
             not stat.S_ISREG(info.st_mode)
-            or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
             or (getuid is not None and info.st_uid != getuid())
+            or info.st_size > MAX_BYTES
         ):
             return {}
         with os.fdopen(fd, "rb", closefd=False) as f:
@@ -81,13 +104,14 @@ def _read(path: Path) -> dict[bytes, CodeType]:
 
 
 def _exec(source: Any, globals: Any = None, locals: Any = None, /, **more: Any) -> None:
-    """``exec`` as ``dataclasses`` calls it, a text's compiled code taken from the table (what
-    else a later Python passes goes to ``exec`` as it is)."""
-    if isinstance(source, str):
+    """``exec`` as ``dataclasses`` calls it: for a class of the kept packages, the text's compiled
+    code taken from the table (what else a later Python passes goes to ``exec`` as it is)."""
+    module = globals.get("__name__") if isinstance(globals, dict) else None
+    if isinstance(source, str) and str(module).partition(".")[0] in KEPT_PACKAGES:
         key = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         code = _code.get(key)
         if code is None:
-            # dont_inherit: the flags exec gives dataclasses' text (none), not this module's futures.
+            # dont_inherit: the flags exec gives dataclasses' text (none), not this module's.
             code = _new[key] = _code[key] = compile(source, "<string>", "exec", dont_inherit=True)
         _used.add(key)
         source = code
@@ -96,35 +120,44 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /, **more: Any) 
 
 def install(folder: Path | None = None) -> None:
     """From now on, ``@dataclass`` runs code compiled by earlier runs (kept in ``folder``, default
-    ragtui's cache folder) where its text is the same."""
-    global _path
-    try:
-        _path = _file(folder if folder is not None else cache_dir())
-    except (RuntimeError, KeyError, OSError):  # no home folder to find the cache folder in
+    the environment's cache folder) where its text is the same."""
+    global _installed
+    path = _path(folder)
+    if path is None:
         return
-    _code.update(_read(_path))
+    _code.update(_read(path))
     # dataclasses looks exec up in its module's globals first: the builtin is left as it is.
     dataclasses.exec = _exec  # type: ignore[attr-defined]
+    _installed = True
 
 
-def save() -> None:
-    """Add what this run compiled to the file (nothing happens when it compiled nothing, or the
-    cache folder cannot be written)."""
-    if _path is None or not _new:
+def save(folder: Path | None = None) -> None:
+    """Add what this run compiled to the file in ``folder`` (default: the environment's cache
+    folder now). Never fails: when the folder cannot be written, the next run compiles again."""
+    if not _installed or not _new:
         return
-    table = _code if len(_code) <= MAX_ENTRIES else {k: _code[k] for k in _used}
+    with contextlib.suppress(Exception):
+        _write(_path(folder))
+
+
+def _write(path: Path | None) -> None:
+    if path is None:
+        return
+    table = dict(_code)  # copies made at once: another thread may add a class meanwhile
+    if len(table) > MAX_ENTRIES:
+        table = {k: table[k] for k in set(_used) if k in table}
     _new.clear()
-    temporary = _path.with_name(f"{_path.name}.{os.urandom(6).hex()}.tmp")
-    try:
-        _path.parent.mkdir(parents=True, exist_ok=True)
-        # A new file of its own (O_EXCL: never one planted there, nor a link's target).
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-    except OSError:
-        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f"{path.name}.{os.urandom(6).hex()}.tmp")
+    # A new file of its own (O_EXCL: never one planted there, nor a link's target).
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+    written = False
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(marshal.dumps(table))
-        os.replace(temporary, _path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
+        os.replace(temporary, path)
+        written = True
+    finally:
+        if not written:
+            with contextlib.suppress(OSError):
+                temporary.unlink()

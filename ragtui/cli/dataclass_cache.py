@@ -61,14 +61,13 @@ _NAME = "dataclass-code-{magic}-O{optimize}{positions}.marshal".format(
 _code: dict[bytes, CodeType] = {}
 _new: dict[bytes, CodeType] = {}
 _used: set[bytes] = set()
-_installed = False
 
 
-def _path(folder: Path | None = None) -> Path | None:
-    """The file in ``folder`` (default: the environment's cache folder), or None when there is no
-    absolute folder to keep it in."""
+def _path() -> Path | None:
+    """The file in the environment's cache folder, or None when there is no absolute folder to
+    keep it in."""
     try:
-        folder = folder if folder is not None else cache_dir()
+        folder = cache_dir()
     except (RuntimeError, KeyError, OSError):  # no home folder to find the cache folder in
         return None
     return folder / _NAME if folder.is_absolute() else None
@@ -118,26 +117,24 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /, **more: Any) 
     builtins.exec(source, globals, locals, **more)
 
 
-def install(folder: Path | None = None) -> None:
-    """From now on, ``@dataclass`` runs code compiled by earlier runs (kept in ``folder``, default
-    the environment's cache folder) where its text is the same."""
-    global _installed
-    path = _path(folder)
+def install() -> None:
+    """From now on, ``@dataclass`` runs code compiled by earlier runs (kept in the environment's
+    cache folder) where its text is the same."""
+    path = _path()
     if path is None:
         return
     _code.update(_read(path))
     # dataclasses looks exec up in its module's globals first: the builtin is left as it is.
     dataclasses.exec = _exec  # type: ignore[attr-defined]
-    _installed = True
 
 
-def save(folder: Path | None = None) -> None:
-    """Add what this run compiled to the file in ``folder`` (default: the environment's cache
-    folder now). Never fails: when the folder cannot be written, the next run compiles again."""
-    if not _installed or not _new:
+def save() -> None:
+    """Add what this run compiled to the file in the environment's cache folder (as it is now).
+    Never fails: when the folder cannot be written, the next run compiles again."""
+    if not _new:  # nothing compiled, or the cache is not installed
         return
     with contextlib.suppress(Exception):
-        _write(_path(folder))
+        _write(_path())
 
 
 def _write(path: Path | None) -> None:

@@ -271,7 +271,6 @@ def test_no_cache_folder_to_be_found_means_no_cache(monkeypatch: pytest.MonkeyPa
         raise RuntimeError("Could not determine home directory.")
 
     monkeypatch.setattr(dataclass_cache, "cache_dir", no_home)
-    monkeypatch.setattr(dataclass_cache, "_installed", False)
     monkeypatch.delattr(dataclasses, "exec", raising=False)
     dataclass_cache.install()
     assert not hasattr(dataclasses, "exec")

@@ -59,7 +59,8 @@ _NAME = "dataclass-code-{magic}-O{optimize}{positions}.marshal".format(
 )
 
 _code: dict[bytes, CodeType] = {}
-_new: dict[bytes, CodeType] = {}
+#: The texts compiled since the last save (their code is in ``_code``).
+_new: set[bytes] = set()
 _used: set[bytes] = set()
 
 
@@ -111,7 +112,8 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /, **more: Any) 
         code = _code.get(key)
         if code is None:
             # dont_inherit: the flags exec gives dataclasses' text (none), not this module's.
-            code = _new[key] = _code[key] = compile(source, "<string>", "exec", dont_inherit=True)
+            code = _code[key] = compile(source, "<string>", "exec", dont_inherit=True)
+            _new.add(key)
         _used.add(key)
         source = code
     builtins.exec(source, globals, locals, **more)
